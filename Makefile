@@ -1,0 +1,41 @@
+# Two entry points: `make demo` and `make test`. Both build .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint bench clean browser
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/waygraph demo
+
+lint: setup
+	$(BIN)/ruff check src tests bench examples
+
+# Headless Chromium for the dashboard's browser test. Installing never fails make:
+# without it the test skips with the reason (or fails under WAYGRAPH_REQUIRE_SERVICES=1).
+browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get install -y -q chromium >/dev/null 2>&1 || \
+		echo "make browser: apt-get install chromium failed; the browser test will skip"; \
+	else echo "make browser: /usr/bin/chromium is missing and cannot be installed here (needs root and apt-get); the browser test will skip"; fi
+
+test: setup lint browser
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/match.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,820 @@
+"""Graph validation: problems with a code, a level and a location.
+
+:func:`check_plan` reads a plan the way the engine will run it and reports
+every :class:`Problem` it finds. Errors are plans the engine cannot run as
+written (a missing start, an edge to nowhere, a verify with nothing to check);
+:func:`waygraph.load_library` refuses them. Warnings are plans that run but
+probably not as meant (a trap, an edge that is never followed); they never
+stop loading. :data:`CODES` lists every code with its level and meaning, so
+docs and the CLI can show the table.
+
+The edge analysis follows the engine's rules (DESIGN.md, "Engine
+semantics"): which edge wins for each outcome, and which therefore can never
+be followed. Edges with ``on_event`` are left out of it (event-driven runs
+pick them by event type), and so are plans with ``join: all`` nodes (DAG
+runs fan out over every successor).
+
+Every check is linear in the size of the graph.
+
+Example:
+    >>> from waygraph.model import Plan
+    >>> plan = Plan.model_validate({"id": "deploy", "triggers": ["deploy app"],
+    ...     "trigger_threshold": 1, "graph": {"start": "start", "nodes": {
+    ...         "start": {"type": "start"},
+    ...         "ship": {"type": "task", "verify": {"type": "exit_code"}},
+    ...         "done": {"type": "exit"}},
+    ...     "edges": [{"from": "start", "to": "ship"}, {"from": "ship", "to": "dnoe"}]}})
+    >>> for p in check_plan(plan):
+    ...     print(p.level, p.code, p.node or p.edge)
+    error verify-needs-value ship
+    error unknown-node ship -> dnoe (always)
+    warning unreachable done
+    warning trap start
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from waygraph.errors import PlanFormatError
+from waygraph.model import NODE_TYPES, Edge, Node, Verify
+
+if TYPE_CHECKING:
+    from waygraph.library import Library
+    from waygraph.model import Plan
+
+__all__ = ["CODES", "Level", "Problem", "check_library", "check_plan"]
+
+Level = Literal["error", "warning"]
+
+#: Every problem code: ``code -> (level, what it means)``. Codes are stable;
+#: tools may filter on them.
+CODES: dict[str, tuple[Level, str]] = {
+    # -- errors: the engine cannot run the plan as written
+    "no-start": ("error", "graph.start is empty"),
+    "unknown-start": ("error", "graph.start names a node that does not exist"),
+    "multiple-starts": ("error", "more than one node has type start"),
+    "start-has-incoming": ("error", "an edge leads into a start node"),
+    "unknown-node": ("error", "an edge's from or to names a node that does not exist"),
+    "end-node-has-edges": ("error", "an edge leaves an exit or escalate node"),
+    "verify-needs-value": ("error", "a check's `value` is missing or of the wrong type"),
+    "verify-needs-checks": ("error", "all/any without `checks`, or not without exactly one"),
+    "verify-needs-field": ("error", "compare without `field`/`op`, or truthy without `field`"),
+    "bad-regex": ("error", "a regex check's pattern does not compile"),
+    "bad-regex-flags": ("error", "a regex check's `flags` has a letter not in imsx"),
+    "bad-trigger-threshold": ("error", "trigger_threshold is < 1 or > the number of triggers"),
+    "bad-match-mode": ("error", "_meta.match_mode is neither phrase nor substring"),
+    # Reported by `waygraph check`, which loads file by file to report them all.
+    "load-error": ("error", "a file cannot be read, parsed or validated"),
+    "duplicate-plan": ("error", "two files of one library define the same plan id"),
+    # -- warnings: the plan runs, but probably not as meant
+    "implicit-start": ("warning", "graph.start names a node that is not a start node"),
+    "unused-start-node": ("warning", "a start node that graph.start does not name"),
+    "unreachable": ("warning", "no route from the start reaches the node"),
+    "trap": ("warning", "no exit or escalate node is reachable from the node"),
+    "no-exit": ("warning", "no exit node is reachable: the plan can only escalate"),
+    "success-loop": ("warning", "a loop of success edges: only max_transitions ends it"),
+    "task-without-verify": ("warning", "a task without verify auto-passes on any result"),
+    "decision-without-check": ("warning", "a decision with neither `when` edges nor verify"),
+    "when-ignored": ("warning", "`when` on an edge out of a non-decision node"),
+    "on-retry-without-retries": ("warning", "on_retry out of max_retries 0: it never fires"),
+    "on-exhaust-without-retries": ("warning", "on_exhaust out of max_retries 0: first failure"),
+    "shadowed-edge": ("warning", "another edge of the same condition always wins"),
+    "unused-edge": ("warning", "edge selection never follows the edge"),
+    "escalate-without-reason": ("warning", "an escalate node without a reason"),
+    "ignored-field": ("warning", "a node sets a field its type does not use"),
+    "on-fail-ignored": ("warning", "a step with on_fail abort/block but required false"),
+    "no-triggers": ("warning", "no triggers: the plan can only be started by id"),
+    "blank-trigger": ("warning", "a trigger that is empty or only spaces"),
+    "duplicate-trigger": ("warning", "a trigger listed twice (case and spacing ignored)"),
+    "no-plans": ("warning", "a folder given to `waygraph check` holds no plan files"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One finding about a plan: a stable ``code``, its ``level``, a message
+    that says what to change, and where (file, plan, node, edge, field).
+
+    ``edge`` reads ``"from -> to (condition)"``; ``field`` is a dotted path
+    inside the node, edge or plan (``verify.checks.1.value``, ``triggers``).
+
+    Example:
+        >>> p = Problem("unknown-node", "error", "'dnoe' is not a node",
+        ...             plan="p", edge="a -> dnoe (always)", field="to")
+        >>> print(p)
+        error: plan 'p', edge a -> dnoe (always), field 'to': 'dnoe' is not a node [unknown-node]
+    """
+
+    code: str
+    level: Literal["error", "warning"]
+    message: str
+    file: str | None = None
+    plan: str | None = None
+    node: str | None = None
+    edge: str | None = None
+    field: str | None = None
+
+    def as_error(self) -> PlanFormatError:
+        """This problem as the :class:`PlanFormatError` ``load_library`` raises."""
+        return PlanFormatError(
+            f"{self.message} [{self.code}]",
+            file=self.file,
+            plan=self.plan,
+            node=self.node,
+            edge=self.edge,
+            field=self.field,
+        )
+
+    def __str__(self) -> str:
+        return f"{self.level}: {self.as_error()}"
+
+
+def check_plan(plan: Plan, *, file: str | None = None) -> list[Problem]:
+    """Every problem in ``plan``, errors and warnings, in a stable order.
+
+    ``file`` is recorded on each problem so messages can name it.
+
+    Example:
+        >>> from waygraph.model import Graph
+        >>> plan = (Graph.builder().task("build", verify={"type": "exit_code_zero"})
+        ...         .exit("done").chain("start", "build", "done").plan("build"))
+        >>> [p.code for p in check_plan(plan)]
+        ['no-triggers']
+    """
+    return _PlanChecker(plan, file).run()
+
+
+def check_library(library: Library) -> list[Problem]:
+    """Every problem in every plan of ``library`` (in library order), and in its ``_meta``.
+
+    Example:
+        >>> import waygraph
+        >>> [p for p in check_library(waygraph.load_library()) if p.level == "error"]
+        []
+    """
+    out: list[Problem] = []
+    mode = library.meta.get("match_mode")
+    if mode is not None and mode not in ("phrase", "substring"):
+        out.append(
+            _problem(
+                "bad-match-mode",
+                f"_meta.match_mode is {mode!r}; use 'phrase' (the default) or 'substring'",
+                file=str(library.path) if library.path else None,
+                field="_meta.match_mode",
+            )
+        )
+    for plan in library:
+        out.extend(check_plan(plan, file=library.sources.get(plan.id)))
+    return out
+
+
+# ---------------------------------------------------------------- internals
+
+_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+_TEXT_VALUE_TYPES = {
+    "output_contains": "the text the output must contain",
+    "output_not_contains": "the text the output must not contain",
+    "regex": "the pattern to search the output for",
+    "file_exists": "the path, relative to the workspace",
+}
+_SUCCESS = ("on_success", "always")
+_EXHAUST = ("on_exhaust", "on_fail", "always")
+_ENDS = frozenset({"exit", "escalate"})
+#: Fields the engine reads only on some node types (defaults: None, or 0 for max_retries).
+_FIELD_USERS: dict[str, tuple[str, ...]] = {
+    "verify": ("task", "decision"),
+    "max_retries": ("task",),
+    "status": ("exit",),
+    "reason": ("escalate", "exit"),
+    "pace_level": ("escalate",),
+}
+#: Per node type, the fields of _FIELD_USERS it ignores (checked on every node).
+_IGNORED_FIELDS: dict[str, tuple[str, ...]] = {
+    kind: tuple(name for name, users in _FIELD_USERS.items() if kind not in users)
+    for kind in NODE_TYPES
+}
+_SHOWN = 6  # node names listed in one message before "and N more"
+
+
+def _problem(code: str, message: str, **where: Any) -> Problem:
+    return Problem(code, CODES[code][0], message, **where)
+
+
+def _names(ids: Iterable[str]) -> str:
+    ids = list(ids)
+    shown = ", ".join(repr(i) for i in ids[:_SHOWN])
+    return shown + (f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else "")
+
+
+class _PlanChecker:
+    """One pass over one plan; collects problems in ``self.problems``."""
+
+    def __init__(self, plan: Plan, file: str | None) -> None:
+        self.plan = plan
+        self.file = file
+        self.graph = plan.graph
+        self.nodes = plan.graph.nodes
+        self.out = plan.graph.index.out
+        # Event-driven runs pick on_event edges by event type, not by outcome.
+        self.has_events = any(e.on_event is not None for e in plan.graph.edges)
+        self.problems: list[Problem] = []
+        # The node the run begins at, or None when graph.start is unusable.
+        self.entry: str | None = None
+
+    def add(
+        self,
+        code: str,
+        message: str,
+        *,
+        node: str | None = None,
+        edge: Edge | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.problems.append(
+            _problem(
+                code,
+                message,
+                file=self.file,
+                plan=self.plan.id,
+                node=node,
+                edge=edge.describe() if edge is not None else None,
+                field=field,
+            )
+        )
+
+    def guided_out(self, node_id: str) -> Sequence[Edge]:
+        """Edges out of ``node_id`` that guided edge selection chooses among, in its order."""
+        edges = self.out.get(node_id, ())
+        return [e for e in edges if e.on_event is None] if self.has_events else edges
+
+    def run(self) -> list[Problem]:
+        self.check_triggers()
+        self.check_start()
+        for node in self.nodes.values():
+            self.check_node(node)
+        for edge in self.graph.edges:
+            self.check_edge(edge)
+        if not any(n.join == "all" for n in self.nodes.values()):
+            for node_id, node in self.nodes.items():
+                self.check_edge_use(node_id, node)
+        self.check_shape()
+        self.check_success_loops()
+        return self.problems
+
+    # -------------------------------------------------------------- plan
+
+    def check_triggers(self) -> None:
+        triggers = self.plan.triggers
+        threshold = self.plan.trigger_threshold
+        if not triggers:
+            self.add(
+                "no-triggers",
+                "the plan has no triggers, so it can only be started by id; add phrases "
+                "users say when they want this plan",
+                field="triggers",
+            )
+            return
+        if threshold < 1:
+            self.add(
+                "bad-trigger-threshold",
+                f"trigger_threshold is {threshold}, which would activate the plan on every "
+                "message; use at least 1",
+                field="trigger_threshold",
+            )
+        elif threshold > len(triggers):
+            self.add(
+                "bad-trigger-threshold",
+                f"trigger_threshold is {threshold} but the plan has only {len(triggers)} "
+                f"trigger(s), so it can never activate; lower it to at most {len(triggers)} "
+                "or add triggers",
+                field="trigger_threshold",
+            )
+        seen: dict[str, str] = {}
+        for i, trigger in enumerate(triggers):
+            key = " ".join(trigger.split()).casefold()
+            if not key:
+                self.add(
+                    "blank-trigger",
+                    "a blank trigger says nothing about the request (in substring mode it "
+                    "hits every message); remove it",
+                    field=f"triggers.{i}",
+                )
+            elif key in seen:
+                self.add(
+                    "duplicate-trigger",
+                    f"trigger {trigger!r} repeats {seen[key]!r} (case and spacing ignored); "
+                    "list each trigger once so trigger_threshold counts different phrases",
+                    field=f"triggers.{i}",
+                )
+            else:
+                seen[key] = trigger
+
+    # -------------------------------------------------------------- start
+
+    def check_start(self) -> None:
+        start = self.graph.start
+        start_nodes = [nid for nid, n in self.nodes.items() if n.type == "start"]
+        for extra in start_nodes[1:]:
+            self.add(
+                "multiple-starts",
+                f"more than one start node ({_names(start_nodes)}); keep one and connect it "
+                "to the first task",
+                node=extra,
+                field="type",
+            )
+        if not start:
+            if start_nodes:
+                hint = f"set it to {start_nodes[0]!r}, the start node"
+            else:
+                hint = "add a node of type start and name it in graph.start"
+            self.add("no-start", f"graph.start is empty; {hint}", field="start")
+            return
+        node = self.nodes.get(start)
+        if node is None:
+            hint = f"; the start node is {start_nodes[0]!r}" if start_nodes else ""
+            self.add(
+                "unknown-start",
+                f"graph.start names {start!r}, which is not a node{hint}",
+                field="start",
+            )
+            return
+        self.entry = start
+        if node.type != "start":
+            if node.type == "task":
+                effect = "the run begins at that task (the established format's implicit start)"
+            elif node.type in _ENDS:
+                effect = f"the run ends as soon as it starts (it is an {node.type} node)"
+            else:
+                effect = f"the run begins at that {node.type} node"
+            self.add(
+                "implicit-start",
+                f"graph.start names {node.type} node {start!r}, not a start node: {effect}; "
+                f"add a start node with an always edge to {start!r} to make it explicit",
+                node=start,
+                field="start",
+            )
+        # With several start nodes, multiple-starts already says it all.
+        if len(start_nodes) == 1 and start_nodes[0] != start:
+            other = start_nodes[0]
+            self.add(
+                "unused-start-node",
+                f"start node {other!r} is never used because graph.start is {start!r}; "
+                f"set graph.start to {other!r} or remove the node",
+                node=other,
+            )
+
+    # -------------------------------------------------------------- nodes
+
+    def check_node(self, node: Node) -> None:
+        nid, kind = node.id, node.type
+        if node.verify is not None:
+            self.check_predicate(node.verify, "verify", node=nid)
+        if kind == "task" and node.verify is None:
+            self.add(
+                "task-without-verify",
+                "the task has no verify, so it auto-passes on any result; add a check "
+                "(for example exit_code_zero or output_contains)",
+                node=nid,
+                field="verify",
+            )
+        elif kind == "decision" and node.verify is None:
+            if not any(e.when is not None for e in self.out.get(nid, ())):
+                self.add(
+                    "decision-without-check",
+                    "the decision has no `when` edges and no verify, so it always takes its "
+                    "on_success/always edge; add `when` predicates to its edges or a verify",
+                    node=nid,
+                )
+        elif kind == "escalate" and not node.reason:
+            self.add(
+                "escalate-without-reason",
+                f"the escalate node has no reason, so the model is only told it escalated at "
+                f"{nid!r}; add a reason saying what went wrong and what a person should do",
+                node=nid,
+                field="reason",
+            )
+        for name in _IGNORED_FIELDS[kind]:
+            value = getattr(node, name)
+            if value is None or (name == "max_retries" and value == 0):
+                continue
+            used_by = " and ".join(_FIELD_USERS[name])
+            self.add(
+                "ignored-field",
+                f"{name} has no effect on {_a(kind)} node (only {used_by} nodes use it); "
+                "remove it or change the node's type",
+                node=nid,
+                field=name,
+            )
+        if (
+            self.plan.linear
+            and kind == "task"
+            and node.required is False
+            and node.on_fail in ("abort", "block")
+        ):
+            self.add(
+                "on-fail-ignored",
+                f"on_fail {node.on_fail!r} has no effect because required is false: the step "
+                f"is skipped when it fails; remove `required: false` to {node.on_fail} instead",
+                node=nid,
+                field="on_fail",
+            )
+
+    def check_predicate(
+        self, root: Verify, path: str, *, node: str | None = None, edge: Edge | None = None
+    ) -> None:
+        """Check ``root`` and every nested check (iteratively: nesting depth is the user's)."""
+        stack: list[tuple[Verify, str]] = [(root, path)]
+
+        def report(code: str, message: str, field: str) -> None:
+            self.add(code, message, node=node, edge=edge, field=field)
+
+        while stack:
+            v, at = stack.pop()
+            kind, value = v.type, v.value
+            if kind in _TEXT_VALUE_TYPES:
+                # file_exists strips its path; the text checks take the value as written.
+                text = value.strip() if kind == "file_exists" and isinstance(value, str) else value
+                if not isinstance(value, str) or not text:
+                    got = "is missing" if value is None else f"is {value!r}"
+                    report(
+                        "verify-needs-value",
+                        f"{kind} needs a non-empty string `value` ({_TEXT_VALUE_TYPES[kind]}); "
+                        f"it {got}",
+                        f"{at}.value",
+                    )
+                elif kind == "regex":
+                    self.check_regex(value, v.flags, at, report)
+            elif kind == "exit_code":
+                if isinstance(value, bool) or not isinstance(value, int):
+                    got = "is missing" if value is None else f"is {value!r}"
+                    report(
+                        "verify-needs-value",
+                        "exit_code needs an integer `value` (the expected exit code, written "
+                        f"without quotes); it {got}",
+                        f"{at}.value",
+                    )
+            elif kind in ("all", "any", "not"):
+                children = v.checks or ()
+                if kind == "not" and len(children) != 1:
+                    report(
+                        "verify-needs-checks",
+                        f"not needs exactly one check in `checks`; it has {len(children)} "
+                        "(wrap several in all or any)",
+                        f"{at}.checks",
+                    )
+                elif kind != "not" and not children:
+                    result = "passes" if kind == "all" else "fails"
+                    report(
+                        "verify-needs-checks",
+                        f"{kind} needs at least one check in `checks`; empty, it always {result}",
+                        f"{at}.checks",
+                    )
+                # Reversed so children are reported in file order.
+                for i in range(len(children) - 1, -1, -1):
+                    stack.append((children[i], f"{at}.checks.{i}"))
+            elif kind == "compare":
+                missing = [name for name in ("field", "op") if not getattr(v, name)]
+                if missing:
+                    report(
+                        "verify-needs-field",
+                        "compare needs `field` (a path in the event data, e.g. data.count) "
+                        "and `op` (==, !=, >, >=, <, <=, in, not in, contains); "
+                        f"{' and '.join(missing)} missing",
+                        f"{at}.{missing[0]}",
+                    )
+            elif kind == "truthy" and not v.field:
+                report(
+                    "verify-needs-field",
+                    "truthy needs `field`, the path in the event data that must be set "
+                    "(e.g. data.approved)",
+                    f"{at}.field",
+                )
+
+    def check_regex(
+        self, pattern: str, flags: str | None, at: str, report: Callable[[str, str, str], None]
+    ) -> None:
+        bad = sorted({letter for letter in flags or "" if letter not in _REGEX_FLAGS})
+        if bad:
+            report(
+                "bad-regex-flags",
+                f"unknown regex flag(s) {''.join(bad)!r} in {flags!r}; use only i (ignore "
+                "case), m (multiline), s (dot matches newline), x (verbose)",
+                f"{at}.flags",
+            )
+            return
+        bits = 0
+        for letter in flags or "":
+            bits |= _REGEX_FLAGS[letter]
+        try:
+            re.compile(pattern, bits)
+        except re.error as exc:
+            where = f" at position {exc.pos}" if exc.pos is not None else ""
+            report("bad-regex", f"the regex does not compile: {exc.msg}{where}", f"{at}.value")
+
+    # -------------------------------------------------------------- edges
+
+    def check_edge(self, edge: Edge) -> None:
+        source = self.nodes.get(edge.from_)
+        target = self.nodes.get(edge.to)
+        for end, node_id, found in (("from", edge.from_, source), ("to", edge.to, target)):
+            if found is None:
+                role = "source" if end == "from" else "target"
+                self.add(
+                    "unknown-node",
+                    f"edge {role} ({end!r}) {node_id!r} is not a node; fix the name or add "
+                    "the node",
+                    edge=edge,
+                    field=end,
+                )
+        if source is not None and source.type in _ENDS:
+            self.add(
+                "end-node-has-edges",
+                f"{source.type} node {edge.from_!r} ends the run, so this edge is never "
+                "followed; remove it, or make the node a task or checkpoint",
+                edge=edge,
+            )
+        if target is not None and target.type == "start":
+            self.add(
+                "start-has-incoming",
+                f"edge into start node {edge.to!r}; a start node only begins a run. Point "
+                "the edge at the first task, or use a checkpoint to mark a point to return to",
+                edge=edge,
+                field="to",
+            )
+        if edge.when is not None:
+            self.check_predicate(edge.when, "when", edge=edge)
+            if source is not None and source.type != "decision":
+                self.add(
+                    "when-ignored",
+                    f"`when` only routes out of decision nodes; out of {source.type} node "
+                    f"{edge.from_!r} it is never evaluated and this is a plain "
+                    f"{edge.condition} edge; route through a decision node, or remove `when`",
+                    edge=edge,
+                    field="when",
+                )
+
+    def check_edge_use(self, node_id: str, node: Node) -> None:
+        """Report edges the engine's selection never follows, and retry edges without retries."""
+        kind = node.type
+        if kind in _ENDS:
+            return  # already an error per edge
+        edges = self.guided_out(node_id)
+        if not edges:
+            return
+        if len(edges) == 1 and edges[0].condition in _SUCCESS and kind != "decision":
+            return  # the common single success edge: always the one followed
+        has_when = kind == "decision" and any(e.when is not None for e in edges)
+        # Decisions route on `when` edges first (every one may fire); the rest are plain.
+        plain = [e for e in edges if not (kind == "decision" and e.when is not None)]
+        retries = node.max_retries
+        # The condition lists the engine tries for each outcome this node can have.
+        selections: list[tuple[str, tuple[str, ...]]] = []
+        if kind in ("start", "checkpoint"):
+            selections.append(("on leaving it", _SUCCESS))
+        elif kind == "task":
+            selections.append(("on success", _SUCCESS))
+            if retries is None or retries > 0:
+                selections.append(("on a failure with attempts left", ("on_retry",)))
+            if retries is not None:
+                selections.append(("when exhausted", _EXHAUST))
+        elif kind == "decision":
+            if node.verify is not None or not has_when:
+                selections.append(("on success", _SUCCESS))
+            if node.verify is not None or has_when:
+                selections.append(("on failure", _EXHAUST))
+        # Positions, not the edges: two equal edges are still two edges.
+        winners: list[tuple[str, tuple[str, ...], Edge]] = []
+        used: set[int] = set()
+        for outcome, conditions in selections:
+            at = _first(plain, conditions)
+            if at is not None:
+                winners.append((outcome, conditions, plain[at]))
+                used.add(at)
+        for position, edge in enumerate(plain):
+            cond = edge.condition
+            if kind == "task" and retries == 0 and cond == "on_exhaust":
+                self.add(
+                    "on-exhaust-without-retries",
+                    f"on_exhaust fires on the first failure of {node_id!r} because its "
+                    "max_retries is 0; set max_retries to allow retries first, or use on_fail",
+                    edge=edge,
+                )
+            if position in used:
+                continue
+            if kind == "task" and retries == 0 and cond == "on_retry":
+                self.add(
+                    "on-retry-without-retries",
+                    f"on_retry never fires: {node_id!r} has max_retries 0, so its first "
+                    "failure exhausts it; set max_retries to 1 or more, or use on_fail",
+                    edge=edge,
+                )
+                continue
+            rivals = [(o, w) for o, conds, w in winners if cond in conds]
+            same = [w for _, w in rivals if w.condition == cond]
+            if same:
+                winner = same[0]
+                why = (
+                    f"which has the same weight ({_num(edge.weight)}) and comes first"
+                    if winner.weight == edge.weight
+                    else f"which has a higher weight ({_num(winner.weight)})"
+                )
+                self.add(
+                    "shadowed-edge",
+                    f"never followed: the engine takes {winner.describe()}, {why}; only "
+                    f"one {cond} edge per node is ever followed, so remove one or branch "
+                    "through a decision node with `when` edges",
+                    edge=edge,
+                )
+            elif rivals:
+                taken = "; ".join(f"{o}, {w.describe()} is taken" for o, w in rivals)
+                self.add(
+                    "unused-edge",
+                    f"never followed: {taken}; remove the edge or change its condition",
+                    edge=edge,
+                )
+            else:
+                self.add(
+                    "unused-edge",
+                    f"never followed: {_why_never(node, cond, has_when)}",
+                    edge=edge,
+                    field="condition",
+                )
+
+    # -------------------------------------------------------------- shape
+
+    def check_shape(self) -> None:
+        """Unreachable nodes, traps (no way to an end) and plans that cannot complete."""
+        entry = self.entry
+        if entry is None:
+            return  # without a usable start, reachability says nothing useful
+        nodes, index = self.nodes, self.graph.index
+        reached = {entry}
+        todo = [entry]
+        while todo:
+            current = todo.pop()
+            if nodes[current].type in _ENDS:
+                continue  # the run stops here; its edges are errors already
+            for edge in index.out.get(current, ()):
+                if edge.to in nodes and edge.to not in reached:
+                    reached.add(edge.to)
+                    todo.append(edge.to)
+        ends = [nid for nid in reached if nodes[nid].type in _ENDS]
+        finishing = set(ends)
+        todo = list(ends)
+        while todo:
+            current = todo.pop()
+            for edge in index.inc.get(current, ()):
+                src = edge.from_
+                if src in reached and src not in finishing and nodes[src].type not in _ENDS:
+                    finishing.add(src)
+                    todo.append(src)
+        for nid, node in nodes.items():
+            if nid not in reached and not (node.type == "start" and nid != entry):
+                self.add(
+                    "unreachable",
+                    f"no route from the start {entry!r} reaches {nid!r}; connect it with "
+                    "an edge or remove it",
+                    node=nid,
+                )
+        if finishing and not any(nodes[n].type == "exit" for n in ends):
+            self.add(
+                "no-exit",
+                "no exit node is reachable from the start, so the plan can never complete, "
+                "only escalate; add an exit node and an edge to it",
+                node=entry,
+            )
+        self.report_traps(reached, finishing)
+
+    def report_traps(self, reached: set[str], finishing: set[str]) -> None:
+        trapped = [nid for nid in self.nodes if nid in reached and nid not in finishing]
+        if not trapped:
+            return
+        index, members = self.graph.index, set(trapped)
+        # Group trapped nodes into connected regions; one warning per region,
+        # on the node where runs enter it.
+        region_of: dict[str, int] = {}
+        regions: list[list[str]] = []
+        for seed in trapped:
+            if seed in region_of:
+                continue
+            region_of[seed] = len(regions)
+            todo, region = [seed], [seed]
+            while todo:
+                current = todo.pop()
+                neighbours = [e.to for e in index.out.get(current, ())]
+                neighbours += [e.from_ for e in index.inc.get(current, ())]
+                for other in neighbours:
+                    if other in members and other not in region_of:
+                        region_of[other] = len(regions)
+                        region.append(other)
+                        todo.append(other)
+            regions.append(region)
+        order = {nid: i for i, nid in enumerate(self.nodes)}
+        for region in regions:
+            region.sort(key=order.__getitem__)
+            entries = [
+                nid
+                for nid in region
+                if nid == self.entry or any(e.from_ in finishing for e in index.inc.get(nid, ()))
+            ]
+            at = (entries or region)[0]
+            rest = [n for n in region if n != at]
+            also = f" (trapped with it: {_names(rest)})" if rest else ""
+            self.add(
+                "trap",
+                f"no exit or escalate node is reachable from {at!r}{also}: a run that gets "
+                "here can only stall until it expires or hits max_transitions; add an edge "
+                "to an exit or escalate node",
+                node=at,
+            )
+
+    def check_success_loops(self) -> None:
+        """Loops the run goes round while every check passes.
+
+        Each node has at most one successor on success (the edge the engine
+        picks), so the success graph is a set of chains and cycles: walking it
+        with three colours finds every cycle in linear time.
+        """
+        nodes = self.nodes
+        succ: dict[str, str] = {}
+        for nid, node in nodes.items():
+            if node.type in _ENDS:
+                continue
+            edges = self.guided_out(nid)
+            if node.type == "decision" and any(e.when is not None for e in edges):
+                continue  # routes on predicates: a loop back is a deliberate branch
+            at = _first(edges, _SUCCESS)
+            if at is not None and edges[at].to in nodes:
+                succ[nid] = edges[at].to
+        order = {nid: i for i, nid in enumerate(nodes)}
+        state: dict[str, int] = {}  # 1: on the current walk, 2: finished
+        for seed in nodes:
+            walk: list[str] = []
+            current: str | None = seed
+            while current is not None and current not in state:
+                state[current] = 1
+                walk.append(current)
+                current = succ.get(current)
+            if current is not None and state[current] == 1:
+                cycle = walk[walk.index(current) :]
+                route = " -> ".join([*cycle, cycle[0]])
+                self.add(
+                    "success-loop",
+                    f"{route} loops on success: each node's success edge leads round "
+                    f"again, so only max_transitions ({self.plan.max_transitions}) ends "
+                    "it; leave the loop through a decision node's `when` edge",
+                    node=min(cycle, key=order.__getitem__),
+                )
+            for nid in walk:
+                state[nid] = 2
+
+
+def _first(edges: Sequence[Edge], conditions: tuple[str, ...]) -> int | None:
+    """Where the engine's pick is in ``edges``: the first condition that has an
+    edge, then weight, then file order (``edges`` come from ``Graph.out_edges``,
+    already sorted by weight)."""
+    for condition in conditions:
+        for i, edge in enumerate(edges):
+            if edge.condition == condition:
+                return i
+    return None
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[0] in "aeiou" else f"a {word}"
+
+
+def _num(weight: float) -> str:
+    return str(int(weight)) if float(weight).is_integer() else str(weight)
+
+
+def _why_never(node: Node, condition: str, has_when: bool) -> str:
+    """Why no outcome of ``node`` ever looks for a ``condition`` edge."""
+    kind = node.type
+    if kind in ("start", "checkpoint"):
+        return (
+            f"a {kind} node runs no check, so it is left only by on_success or always "
+            "edges; use always"
+        )
+    if kind == "task":
+        # Only the unbounded case is left: max_retries 0 and on_retry is its own code.
+        return (
+            f"max_retries is null (unbounded), so {node.id!r} is never exhausted and "
+            f"{condition} never fires; set a max_retries, or use on_retry to leave on failure"
+        )
+    if condition == "on_retry":
+        return "decision nodes do not retry; use on_fail for the route taken when no check holds"
+    if has_when:
+        return (
+            f"a decision with `when` edges and no verify takes its plain edges only when no "
+            f"`when` holds, which counts as failure, so {condition} is never chosen; use "
+            "on_fail or always for that route"
+        )
+    return (
+        f"the decision has no verify and no `when` edges, so it always passes and {condition} "
+        "is never chosen; add a verify or `when` edges"
+    )

@@ -1,0 +1,189 @@
+"""The typer application and what every command shares.
+
+Commands live in sibling modules (``library_cmds``: check, show, draw, convert,
+schema; ``run_cmds``: match, play, sessions, demo) and register themselves on
+:data:`app`. Shared here: the ``--library`` and ``--json`` options, error
+printing, library loading, plan lookup and output writing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from waygraph.errors import ConfigError, PlanNotFoundError, WaygraphError
+
+if TYPE_CHECKING:
+    from waygraph.library import Library
+    from waygraph.model import Plan
+
+__all__ = [
+    "JsonOption",
+    "LibraryOption",
+    "app",
+    "console",
+    "display_path",
+    "err_console",
+    "find_plan",
+    "friendly_errors",
+    "load",
+    "print_json",
+    "stdout_is_terminal",
+    "write_output",
+]
+
+app = typer.Typer(
+    name="waygraph",
+    help="Keep LLM agents on course through multi-step work with verified plans.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+console = Console()
+err_console = Console(stderr=True)
+
+#: The one ``--library`` option shared by every command that reads plans.
+LibraryOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--library",
+        "-l",
+        help="Plan library: a file (.json/.yaml/.dot) or a folder of them. Default: shipped plans.",
+        envvar="WAYGRAPH_LIBRARY",
+    ),
+]
+
+#: The ``--json`` switch of every command that can print machine-readable output.
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly_errors(func: F) -> F:
+    """Print a WaygraphError as one clear line and exit 2, never a traceback."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except WaygraphError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def load(library: Path | None, *, validate: bool = True) -> Library:
+    """Load ``--library`` (the shipped plans when None)."""
+    from waygraph.library import load_library
+
+    return load_library(library, validate=validate)
+
+
+def find_plan(library: Library, plan_id: str) -> Plan:
+    """The plan ``plan_id``, or a :class:`PlanNotFoundError` suggesting similar ids.
+
+    Example:
+        >>> from waygraph.library import Library
+        >>> from waygraph.model import Graph
+        >>> lib = Library([Graph.builder().exit("done").edge("start", "done").plan("fix_bug")])
+        >>> find_plan(lib, "fix_bugs")
+        Traceback (most recent call last):
+        ...
+        waygraph.errors.PlanNotFoundError: no plan 'fix_bugs' in the library; did you mean fix_bug?
+    """
+    plan = library.get(plan_id)
+    if plan is not None:
+        return plan
+    ids = library.ids()
+    similar = difflib.get_close_matches(plan_id, ids, n=5, cutoff=0.6)
+    # Substring hits catch short guesses ("bugfix" for "bugfix_workflow")
+    # that difflib's ratio rejects.
+    needle = plan_id.lower()
+    similar += [i for i in ids if needle and needle in i.lower() and i not in similar][:5]
+    if similar:
+        hint = f"did you mean {', '.join(similar[:5])}?"
+    elif ids:
+        shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
+        hint = f"plans: {shown} (see `waygraph show`)"
+    else:
+        hint = "the library is empty"
+    raise PlanNotFoundError(f"no plan {plan_id!r} in the library; {hint}")
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as indented JSON on stdout (non-JSON values as strings).
+
+    Example:
+        >>> print_json({"plans": 2})
+        {
+          "plans": 2
+        }
+    """
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def write_output(content: str | bytes, output: Path | None, *, announce: bool = True) -> None:
+    """Write ``content`` to ``output``, or to stdout when ``output`` is None.
+
+    A written file is announced on stderr (``announce``), keeping stdout clean
+    for pipes. Binary content is refused on a terminal, where it would only
+    garble the screen.
+
+    Example:
+        >>> write_output("flowchart TD\\n", None)
+        flowchart TD
+    """
+    if output is None:
+        if isinstance(content, bytes):
+            if stdout_is_terminal():
+                raise ConfigError("binary output is not shown on a terminal; use -o FILE")
+            sys.stdout.buffer.write(content)
+            sys.stdout.buffer.flush()
+        else:
+            typer.echo(content, nl=not content.endswith("\n"))
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            output.write_bytes(content)
+        else:
+            output.write_text(content, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
+    if announce:
+        err_console.print(f"wrote {output}", highlight=False, soft_wrap=True)
+
+
+def display_path(path: str | Path | None, root: Path | None = None) -> str:
+    """``path`` relative to ``root`` (a library folder) or the working directory when
+    inside it, so tables stay narrow; otherwise as given.
+
+    Example:
+        >>> display_path(Path.cwd() / "plans" / "deploy.yaml")
+        'plans/deploy.yaml'
+    """
+    if path is None:
+        return ""
+    p = Path(path)
+    for base in (root, Path.cwd()):
+        if base is None or not base.is_dir():
+            continue
+        try:
+            return str(p.resolve().relative_to(base.resolve()))
+        except ValueError:
+            continue
+    return str(path)
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()

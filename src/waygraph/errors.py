@@ -1,0 +1,214 @@
+"""Exceptions raised by waygraph.
+
+Every exception waygraph raises on purpose derives from :class:`WaygraphError`,
+and subclasses also inherit the built-in they mean, so ``except ValueError``
+keeps working for callers who do not know waygraph::
+
+    WaygraphError
+    ├── PlanFormatError (ValueError)      a plan file or plan data is malformed
+    │   ├── PlanSyntaxError               the file is not valid JSON / YAML / DOT
+    │   └── StateMachineError             a state machine names a bad state or field
+    ├── PlanNotFoundError (KeyError)      a plan id is not in the library
+    │   └── PlanContextNotFoundError      no stored plan context has that plan id
+    ├── LibraryError (ValueError)         a library as a whole is inconsistent
+    ├── StoreError (RuntimeError)         a store could not read or write
+    │   └── Conflict                      another writer committed first
+    ├── ConfigError (ValueError)          a bad URL, option or setting
+    ├── EventFormatError (ValueError)     an event envelope breaks the CloudEvents format
+    ├── PlanStateError (RuntimeError)     a plan context cannot do that in its state
+    ├── EventTimeoutError (TimeoutError)  no response event arrived in time
+    └── BusClosedError (RuntimeError)     the bus was closed
+
+Example:
+    >>> from waygraph.errors import PlanFormatError
+    >>> err = PlanFormatError("unknown node type 'tsk'", file="a.json", plan="p", node="n",
+    ...                       field="type", value="tsk")
+    >>> str(err)
+    "a.json: plan 'p', node 'n', field 'type': unknown node type 'tsk' (got 'tsk')"
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BusClosedError",
+    "ConfigError",
+    "Conflict",
+    "EventFormatError",
+    "EventTimeoutError",
+    "LibraryError",
+    "PlanContextNotFoundError",
+    "PlanFormatError",
+    "PlanNotFoundError",
+    "PlanStateError",
+    "PlanSyntaxError",
+    "StateMachineError",
+    "StoreError",
+    "WaygraphError",
+]
+
+
+class WaygraphError(Exception):
+    """Base class of every error waygraph raises on purpose."""
+
+
+class PlanFormatError(WaygraphError, ValueError):
+    """A plan file or plan data is malformed.
+
+    The message names where the problem is (file, line, plan, node or edge,
+    field) and quotes the offending value, so a person can fix it without a
+    debugger.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        plan: str | None = None,
+        node: str | None = None,
+        edge: str | None = None,
+        field: str | None = None,
+        value: Any = None,
+        has_value: bool | None = None,
+    ) -> None:
+        self.reason = message
+        self.file = file
+        self.line = line
+        self.plan = plan
+        self.node = node
+        self.edge = edge
+        self.field = field
+        self.value = value
+        self.has_value = value is not None if has_value is None else has_value
+        super().__init__(self._compose())
+
+    def located(self, **where: Any) -> PlanFormatError:
+        """Return a copy with missing location parts filled in from ``where``."""
+        fields = {
+            k: getattr(self, k) for k in ("file", "line", "plan", "node", "edge", "field", "value")
+        }
+        for key, val in where.items():
+            if fields.get(key) is None and val is not None:
+                fields[key] = val
+        err = type(self)(self.reason, has_value=self.has_value, **fields)
+        return err
+
+    def _compose(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file if self.line is None else f"{self.file}:{self.line}"
+        elif self.line is not None:
+            where = f"line {self.line}"
+        parts = []
+        if self.plan is not None:
+            parts.append(f"plan {self.plan!r}")
+        if self.node is not None:
+            parts.append(f"node {self.node!r}")
+        if self.edge is not None:
+            parts.append(f"edge {self.edge}")
+        if self.field is not None:
+            parts.append(f"field {self.field!r}")
+        location = ", ".join(parts)
+        head = ": ".join(p for p in (where, location) if p)
+        text = f"{head}: {self.reason}" if head else self.reason
+        if self.has_value:
+            shown = repr(self.value)
+            if len(shown) > 80:
+                shown = shown[:77] + "..."
+            text += f" (got {shown})"
+        return text
+
+
+class PlanSyntaxError(PlanFormatError):
+    """The file is not valid JSON, YAML or DOT at all."""
+
+
+class PlanNotFoundError(WaygraphError, KeyError):
+    """A plan id that is not in the library."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0]) if self.args else "plan not found"
+
+
+class LibraryError(WaygraphError, ValueError):
+    """A library is inconsistent as a whole (for example a duplicate plan id)."""
+
+
+class StoreError(WaygraphError, RuntimeError):
+    """A store could not read or write a record."""
+
+
+class Conflict(StoreError):
+    """Another writer committed the record first; reload and apply again."""
+
+
+class ConfigError(WaygraphError, ValueError):
+    """A bad store URL, option or setting."""
+
+
+class StateMachineError(PlanFormatError):
+    """A state machine names an unknown state, has no terminal state, or is malformed.
+
+    Like :class:`PlanFormatError`, but the location says ``state`` instead of
+    ``node``, because that is what the author of a state machine wrote.
+
+    Example:
+        >>> str(StateMachineError("unknown target state 'x'", plan="research",
+        ...                       state="searching", field="default_next"))
+        "plan 'research', state 'searching', field 'default_next': unknown target state 'x'"
+    """
+
+    def __init__(self, message: str, *, state: str | None = None, **where: Any) -> None:
+        if state is not None:
+            where["node"] = state
+        super().__init__(message, **where)
+
+    @property
+    def state(self) -> str | None:
+        return self.node
+
+    def _compose(self) -> str:
+        text = super()._compose()
+        if self.node is not None:
+            text = text.replace(f"node {self.node!r}", f"state {self.node!r}", 1)
+        return text
+
+
+class PlanContextNotFoundError(PlanNotFoundError):
+    """No plan context is stored under that plan id."""
+
+
+class EventFormatError(WaygraphError, ValueError):
+    """An event envelope breaks the CloudEvents 1.0 JSON format or waygraph's rules for it.
+
+    ``attribute`` names the offending attribute (its wire name), when there is one.
+
+    Example:
+        >>> str(EventFormatError("must be '1.0'", attribute="specversion", value="0.3"))
+        "event attribute 'specversion': must be '1.0' (got '0.3')"
+    """
+
+    def __init__(self, message: str, *, attribute: str | None = None, value: Any = None) -> None:
+        self.reason = message
+        self.attribute = attribute
+        self.value = value
+        text = f"event attribute {attribute!r}: {message}" if attribute else message
+        if value is not None:
+            shown = repr(value)
+            text += f" (got {shown[:77] + '...' if len(shown) > 80 else shown})"
+        super().__init__(text)
+
+
+class PlanStateError(WaygraphError, RuntimeError):
+    """A plan context was asked to do something its current state does not allow."""
+
+
+class EventTimeoutError(WaygraphError, TimeoutError):
+    """The response event of a request did not arrive before the timeout."""
+
+
+class BusClosedError(WaygraphError, RuntimeError):
+    """The bus was closed; it publishes and subscribes no more until started again."""

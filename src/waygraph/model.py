@@ -1,0 +1,366 @@
+"""The plan model: plans, graphs, nodes, edges and the predicate tree.
+
+One model serves every format (JSON, YAML, DOT, the Python builder, linear
+``steps``) and every driver. Models are immutable: build a new one with
+``model_copy(update=...)`` instead of assigning.
+
+Example:
+    >>> from waygraph.model import Plan
+    >>> plan = Plan.model_validate({
+    ...     "id": "hello", "triggers": ["say hello"], "trigger_threshold": 1,
+    ...     "steps": [{"name": "Greet", "action": "Print hello", "verify":
+    ...                {"type": "output_contains", "value": "hello"}}]})
+    >>> [n for n in plan.graph.nodes]
+    ['start', 'step_1', 'done']
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "BUILTIN_VERIFY_TYPES",
+    "CONDITIONS",
+    "NODE_TYPES",
+    "ON_FAIL_ACTIONS",
+    "Condition",
+    "Edge",
+    "Graph",
+    "Node",
+    "NodeType",
+    "OnFail",
+    "Plan",
+    "Step",
+    "Verify",
+    "register_verify_type",
+]
+
+NodeType = Literal["start", "task", "decision", "escalate", "exit", "checkpoint"]
+Condition = Literal["on_success", "on_fail", "on_retry", "on_exhaust", "always"]
+OnFail = Literal["warn", "block", "skip", "abort"]
+CompareOp = Literal["==", "!=", ">", ">=", "<", "<=", "in", "not in", "contains"]
+
+NODE_TYPES: tuple[str, ...] = ("start", "task", "decision", "escalate", "exit", "checkpoint")
+CONDITIONS: tuple[str, ...] = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
+ON_FAIL_ACTIONS: tuple[str, ...] = ("warn", "block", "skip", "abort")
+
+#: Verify types understood out of the box. ``value`` holds the argument of the
+#: leaf checks; ``checks`` the children of all/any/not; ``field``/``op`` the
+#: comparisons over event data used by state machines.
+BUILTIN_VERIFY_TYPES: dict[str, str] = {
+    "output_contains": "the output contains `value` (case-insensitive)",
+    "output_not_contains": "the output does not contain `value` (case-insensitive)",
+    "regex": "the regular expression `value` matches somewhere in the output",
+    "exit_code": "the tool's exit code equals `value`",
+    "exit_code_zero": "the tool exited with code 0",
+    "file_exists": "the file `value` exists under the workspace",
+    "any_output": "the tool produced non-empty output",
+    "manual": "a person confirms (passes on the next result, or on `value` when given)",
+    "all": "every check in `checks` passes",
+    "any": "at least one check in `checks` passes",
+    "not": "the single check in `checks` fails",
+    "compare": "the event data at `field` compares to `value` with `op`",
+    "truthy": "the event data at `field` is present and truthy",
+}
+
+# Names users registered through waygraph.verify.register(); plan files may use them.
+_custom_verify_types: set[str] = set()
+
+
+def register_verify_type(name: str) -> None:
+    """Allow ``name`` as a verify type in plan files (called by ``waygraph.verify.register``)."""
+    _custom_verify_types.add(name)
+
+
+def known_verify_types() -> set[str]:
+    return set(BUILTIN_VERIFY_TYPES) | _custom_verify_types
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Verify(_Frozen):
+    """A predicate: a node's verification, or a decision edge's ``when``.
+
+    Plans may be written by a model, so a predicate is data, never code. Every
+    string form (DOT conditions, ``data.count > 0``) parses into this tree.
+
+    Example:
+        >>> Verify(type="all", checks=(Verify(type="any_output"),
+        ...        Verify(type="output_not_contains", value="error"))).type
+        'all'
+    """
+
+    type: str
+    value: Any = None
+    checks: tuple[Verify, ...] | None = None
+    field: str | None = None
+    op: CompareOp | None = None
+    flags: str | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, v: str) -> str:
+        if v not in known_verify_types():
+            known = ", ".join(sorted(known_verify_types()))
+            raise ValueError(f"unknown verify type {v!r}; use one of: {known}")
+        return v
+
+    def walk(self) -> Iterator[Verify]:
+        """Yield this predicate and every nested one, depth first."""
+        yield self
+        for child in self.checks or ():
+            yield from child.walk()
+
+
+class Node(_Frozen):
+    """One node of a plan graph.
+
+    ``tool`` is a hint for the model: the result of whichever tool ran is
+    verified. ``max_retries`` is how many extra attempts a failing task gets;
+    ``None`` means unbounded (linear warn/block steps hold until they pass).
+    """
+
+    id: str = ""
+    type: NodeType = "task"
+    name: str = ""
+    description: str | None = None
+    action: str | None = None
+    tool: str | None = None
+    tool_hint: str | None = None
+    verify: Verify | None = None
+    max_retries: int | None = Field(default=0, ge=0)
+    join: Literal["any", "all"] = "any"
+    reason: str | None = None
+    pace_level: str | None = None
+    status: Literal["completed", "aborted"] | None = None
+    on_fail: OnFail | None = None
+    required: bool | None = None
+    meta: dict[str, Any] | None = None
+
+    @property
+    def title(self) -> str:
+        """``id — name`` as shown to the model (just the id when unnamed)."""
+        return f"{self.id} — {self.name}" if self.name and self.name != self.id else self.id
+
+    @property
+    def exit_status(self) -> str:
+        return self.status or "completed"
+
+
+class Edge(_Frozen):
+    """A directed edge, followed when its ``condition`` matches the outcome.
+
+    ``when`` routes out of decision nodes; ``on_event`` names the event type
+    that moves event-driven runs; higher ``weight`` wins within a condition.
+    """
+
+    from_: str = Field(alias="from")
+    to: str
+    condition: Condition = "always"
+    when: Verify | None = None
+    on_event: str | None = None
+    weight: float = 0
+    label: str | None = None
+
+    def describe(self) -> str:
+        return f"{self.from_} -> {self.to} ({self.condition})"
+
+
+@dataclass(frozen=True, slots=True)
+class GraphIndex:
+    """Lookups the engine needs on every transition, computed once per graph."""
+
+    out: dict[str, tuple[Edge, ...]]
+    inc: dict[str, tuple[Edge, ...]]
+    task_order: dict[str, int]
+
+
+class Graph(_Frozen):
+    """Nodes keyed by id, edges in definition order, and the start node id."""
+
+    start: str = ""
+    nodes: dict[str, Node] = Field(default_factory=dict)
+    edges: tuple[Edge, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ids_from_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("nodes"), dict):
+            nodes = {}
+            for key, node in data["nodes"].items():
+                if isinstance(node, dict):
+                    node_id = node.get("id", key)
+                    if node_id != key:
+                        raise ValueError(f"node key {key!r} and its id {node_id!r} differ")
+                    node = {**node, "id": key}
+                elif isinstance(node, Node) and node.id != key:
+                    node = node.model_copy(update={"id": key})
+                nodes[key] = node
+            data = {**data, "nodes": nodes}
+        return data
+
+    @cached_property
+    def index(self) -> GraphIndex:
+        """Adjacency built once per graph (graphs are immutable)."""
+        out: dict[str, list[Edge]] = {}
+        inc: dict[str, list[Edge]] = {}
+        for edge in self.edges:
+            out.setdefault(edge.from_, []).append(edge)
+            inc.setdefault(edge.to, []).append(edge)
+        tasks = [nid for nid, n in self.nodes.items() if n.type in ("task", "decision")]
+        return GraphIndex(
+            # Stable sort: higher weight first, then definition order.
+            out={k: tuple(sorted(v, key=lambda e: -e.weight)) for k, v in out.items()},
+            inc={k: tuple(v) for k, v in inc.items()},
+            task_order={nid: i for i, nid in enumerate(tasks)},
+        )
+
+    def out_edges(self, node_id: str) -> tuple[Edge, ...]:
+        """Edges leaving ``node_id``, highest weight first, then definition order."""
+        return self.index.out.get(node_id, ())
+
+    def in_edges(self, node_id: str) -> tuple[Edge, ...]:
+        return self.index.inc.get(node_id, ())
+
+    @property
+    def task_order(self) -> dict[str, int]:
+        """Task and decision node ids mapped to their 0-based order in the file."""
+        return self.index.task_order
+
+    @classmethod
+    def builder(cls, start: str = "start") -> GraphBuilder:
+        """Start building a graph in code.
+
+        Example:
+            >>> g = (Graph.builder()
+            ...      .task("build", action="Run make", verify={"type": "exit_code_zero"},
+            ...            max_retries=1)
+            ...      .exit("done")
+            ...      .escalate("stuck", reason="build keeps failing")
+            ...      .edge("start", "build").edge("build", "done", "on_success")
+            ...      .edge("build", "stuck", "on_exhaust")
+            ...      .build())
+            >>> sorted(g.nodes)
+            ['build', 'done', 'start', 'stuck']
+        """
+        return GraphBuilder(start)
+
+
+class GraphBuilder:
+    """Fluent construction of a :class:`Graph`; ``build()`` validates the result."""
+
+    def __init__(self, start: str = "start") -> None:
+        self._start = start
+        self._nodes: dict[str, dict[str, Any]] = {start: {"type": "start", "name": "Start"}}
+        self._edges: list[dict[str, Any]] = []
+
+    def node(self, node_id: str, type: str = "task", **fields: Any) -> GraphBuilder:
+        self._nodes[node_id] = {"type": type, **fields}
+        return self
+
+    def task(self, node_id: str, **fields: Any) -> GraphBuilder:
+        return self.node(node_id, "task", **fields)
+
+    def decision(self, node_id: str, **fields: Any) -> GraphBuilder:
+        return self.node(node_id, "decision", **fields)
+
+    def checkpoint(self, node_id: str, **fields: Any) -> GraphBuilder:
+        return self.node(node_id, "checkpoint", **fields)
+
+    def escalate(self, node_id: str, **fields: Any) -> GraphBuilder:
+        return self.node(node_id, "escalate", **fields)
+
+    def exit(self, node_id: str, **fields: Any) -> GraphBuilder:
+        return self.node(node_id, "exit", **fields)
+
+    def edge(
+        self, source: str, target: str, condition: str = "always", **fields: Any
+    ) -> GraphBuilder:
+        self._edges.append({"from": source, "to": target, "condition": condition, **fields})
+        return self
+
+    def chain(self, *node_ids: str, condition: str = "on_success") -> GraphBuilder:
+        """Connect consecutive nodes with ``condition`` edges (``always`` out of start)."""
+        for a, b in itertools.pairwise(node_ids):
+            cond = "always" if self._nodes.get(a, {}).get("type") == "start" else condition
+            self.edge(a, b, cond)
+        return self
+
+    def build(self) -> Graph:
+        return Graph.model_validate(
+            {"start": self._start, "nodes": self._nodes, "edges": self._edges}
+        )
+
+    def plan(self, plan_id: str, **fields: Any) -> Plan:
+        """Wrap the graph in a :class:`Plan` (triggers, domains, ... as keywords)."""
+        return Plan.model_validate({"id": plan_id, **fields, "graph": self.build()})
+
+
+class Step(_Frozen):
+    """One step of a linear plan (the ``steps`` shape of the established format)."""
+
+    name: str = ""
+    action: str | None = None
+    tool: str | None = None
+    tool_hint: str | None = None
+    verify: Verify | None = None
+    on_fail: OnFail = "warn"
+    required: bool = True
+    description: str | None = None
+
+
+class Plan(_Frozen):
+    """A plan: matching data plus the workflow graph.
+
+    A plan given as linear ``steps`` compiles to a graph (``linear`` is then
+    True and formats write it back as steps).
+    """
+
+    id: str
+    name: str = ""
+    description: str | None = None
+    goal: str | None = None
+    domains: tuple[str, ...] = ()
+    triggers: tuple[str, ...] = ()
+    trigger_threshold: int = 2
+    stale_after_turns: int = Field(default=10, ge=1)
+    match_mode: Literal["phrase", "substring"] | None = None
+    max_transitions: int = Field(default=100, ge=1)
+    graph: Graph
+    linear: bool = False
+    meta: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _compile_steps(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "steps" in data:
+            from waygraph.formats.steps import compile_steps
+
+            if "graph" in data:
+                raise ValueError("a plan has either 'steps' or 'graph', not both")
+            data = dict(data)
+            steps = data.pop("steps")
+            data["graph"] = compile_steps(steps)
+            data["linear"] = True
+        return data
+
+    @property
+    def title(self) -> str:
+        return self.name or self.id
+
+    def steps(self) -> list[Step]:
+        """The linear steps of a plan compiled from ``steps`` (see ``linear``)."""
+        from waygraph.formats.steps import graph_to_steps
+
+        return graph_to_steps(self.graph)
+
+    def task_nodes(self) -> list[Node]:
+        return [n for n in self.graph.nodes.values() if n.type in ("task", "decision")]

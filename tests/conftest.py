@@ -1,0 +1,70 @@
+"""Shared fixtures: external services tests may need.
+
+A test that needs a service asks for it through :func:`require_service` (or a
+fixture built on it, like ``postgres_url``). When the service is unreachable
+the test is skipped with the reason, so a laptop without PostgreSQL still runs
+the suite; with ``WAYGRAPH_REQUIRE_SERVICES=1`` (CI) it fails instead, so a
+missing service can never turn into silently skipped coverage.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from typing import NoReturn
+from urllib.parse import urlsplit
+
+import pytest
+
+DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def services_required() -> bool:
+    """True when ``WAYGRAPH_REQUIRE_SERVICES=1``: missing services fail tests."""
+    return os.environ.get("WAYGRAPH_REQUIRE_SERVICES", "").strip() == "1"
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the running test for ``reason``, or fail it when services are required."""
+    if services_required():
+        pytest.fail(f"{reason} (WAYGRAPH_REQUIRE_SERVICES=1, so this is a failure)")
+    pytest.skip(f"{reason} (set WAYGRAPH_REQUIRE_SERVICES=1 to fail instead)")
+
+
+def require_service(name: str, host: str, port: int, *, timeout: float = 1.0) -> None:
+    """Skip (or fail, see module docstring) unless ``host:port`` accepts TCP connections.
+
+    Example::
+
+        def test_talks_to_nats():
+            require_service("NATS", "127.0.0.1", 4222)
+    """
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as exc:
+        unavailable(f"{name} is not reachable at {host}:{port}: {exc}")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL store URL in a schema of its own, dropped after the test session.
+
+    The server comes from ``WAYGRAPH_DATABASE_URL`` (default
+    ``postgresql://postgres@127.0.0.1:5432/test``). Tests that need an empty
+    store each time should use keys of their own or truncate the tables.
+    """
+    base = os.environ.get("WAYGRAPH_DATABASE_URL", DEFAULT_DATABASE_URL)
+    parts = urlsplit(base)
+    require_service("PostgreSQL", parts.hostname or "127.0.0.1", parts.port or 5432)
+    try:
+        import psycopg
+    except ImportError as exc:
+        unavailable(f"psycopg is not installed: {exc}")
+    schema = f"waygraph_test_{uuid.uuid4().hex[:12]}"
+    joiner = "&" if parts.query else "?"
+    yield f"{base}{joiner}schema={schema}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
