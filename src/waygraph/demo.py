@@ -1,0 +1,440 @@
+"""``waygraph demo``: an agent fixes a real bug, guided by the shipped bugfix plan.
+
+A fresh temporary workspace holds a small Python project whose test fails.
+A scripted agent (or, with ``--llm``, any OpenAI-compatible model) works
+through ``bugfix_workflow`` with a real :class:`~waygraph.Navigator` on the
+default SQLite store, running real commands as its tools. The scripted
+agent's first fix is wrong, so the run goes round the fix -> test loop before
+passing; ``--break`` makes every fix wrong so the run escalates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from waygraph.navigator import Guidance, Navigator
+
+__all__ = ["DemoResult", "Workspace", "make_project", "run_demo"]
+
+PLAN_ID = "bugfix_workflow"
+USER_REQUEST = "The discount in pricing.py is broken and the tests fail. Please fix the bug."
+COMMAND_TIMEOUT = 60
+OUTPUT_SHOWN = 12  # lines of tool output shown per turn
+
+PRICING = '''\
+"""Prices for the shop."""
+
+
+def apply_discount(price: float, percent: float) -> float:
+    """Return ``price`` reduced by ``percent`` per cent."""
+    return price - price * percent
+'''
+
+TESTS = """\
+import unittest
+
+from pricing import apply_discount
+
+
+class DiscountTest(unittest.TestCase):
+    def test_ten_percent(self):
+        self.assertAlmostEqual(apply_discount(200, 10), 180)
+
+    def test_no_discount(self):
+        self.assertAlmostEqual(apply_discount(99, 0), 99)
+
+    def test_full_discount(self):
+        self.assertAlmostEqual(apply_discount(50, 100), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+BUGGY_LINE = "    return price - price * percent\n"
+CORRECT_FIX = "    return price - price * percent / 100\n"
+WRONG_FIXES = [
+    "    return price * percent / 100\n",
+    "    return price - percent\n",
+    "    return price * (1 - percent)\n",
+]
+
+
+def make_project(root: Path) -> None:
+    """Write the buggy project into ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pricing.py").write_text(PRICING)
+    (root / "test_pricing.py").write_text(TESTS)
+
+
+@dataclass
+class ToolResult:
+    output: str
+    exit_code: int | None
+
+
+class Workspace:
+    """Tools confined to one folder: run a command, read and write files."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def path(self, relative: str) -> Path:
+        target = (self.root / relative).resolve()
+        if target != self.root and self.root not in target.parents:
+            raise PermissionError(f"{relative!r} is outside the workspace")
+        return target
+
+    def run(self, command: str) -> ToolResult:
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        # The project's tests run with this interpreter, so `python` works anywhere.
+        command = command.replace("python ", f"{shlex.quote(sys.executable)} ", 1)
+        try:
+            proc = subprocess.run(
+                command,
+                shell=True,
+                cwd=self.root,
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_TIMEOUT,
+                env=env,
+            )
+        except subprocess.TimeoutExpired:
+            return ToolResult(f"command timed out after {COMMAND_TIMEOUT}s", 124)
+        return ToolResult((proc.stdout + proc.stderr).strip(), proc.returncode)
+
+    def edit(self, relative: str, old: str, new: str) -> ToolResult:
+        try:
+            target = self.path(relative)
+            text = target.read_text()
+        except (OSError, PermissionError) as exc:
+            return ToolResult(f"cannot edit {relative}: {exc}", 1)
+        if old not in text:
+            return ToolResult(f"{relative}: the text to replace was not found", 1)
+        target.write_text(text.replace(old, new, 1))
+        return ToolResult(f"edited {relative}:\n- {old.strip()}\n+ {new.strip()}", 0)
+
+    def write(self, relative: str, content: str) -> ToolResult:
+        try:
+            target = self.path(relative)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+        except (OSError, PermissionError) as exc:
+            return ToolResult(f"cannot write {relative}: {exc}", 1)
+        return ToolResult(f"wrote {len(content)} characters to {relative}", 0)
+
+
+# ---------------------------------------------------------------- the scripted agent
+
+
+class ScriptedAgent:
+    """Picks the next tool call from the node the Navigator says it is on."""
+
+    def __init__(self, workspace: Workspace, *, always_wrong: bool = False) -> None:
+        self.ws = workspace
+        self.always_wrong = always_wrong
+        self.fixes_tried = 0
+        self.current_line = BUGGY_LINE
+
+    def act(self, node: str) -> tuple[str, ToolResult]:
+        if node in ("reproduce", "test", "verify_no_regression"):
+            cmd = (
+                "python -m unittest -v"
+                if node == "verify_no_regression"
+                else ("python -m unittest test_pricing")
+            )
+            return cmd, self.ws.run(cmd)
+        if node == "gather_context":
+            return "cat pricing.py", self.ws.run("cat pricing.py")
+        if node == "isolate":
+            cmd = 'python -c "from pricing import apply_discount; print(apply_discount(200, 10))"'
+            result = self.ws.run(cmd)
+            note = "\n(expected 180: the percent is never divided by 100)"
+            return cmd, ToolResult(result.output + note, result.exit_code)
+        if node == "fix":
+            wrong = self.always_wrong or self.fixes_tried == 0
+            new = WRONG_FIXES[self.fixes_tried % len(WRONG_FIXES)] if wrong else CORRECT_FIX
+            self.fixes_tried += 1
+            result = self.ws.edit("pricing.py", self.current_line, new)
+            self.current_line = new
+            return f"edit pricing.py -> {new.strip()}", result
+        return "echo nothing to do", self.ws.run("echo nothing to do")
+
+
+# ---------------------------------------------------------------- the run
+
+
+@dataclass
+class DemoResult:
+    session_id: str
+    status: str
+    path: list[str]
+    visited: dict[str, dict[str, Any]]
+    store_url: str
+    workspace: Path
+    turns: int
+
+
+def run_demo(
+    *,
+    break_fixes: bool = False,
+    store: str | None = None,
+    llm_url: str | None = None,
+    model: str | None = None,
+    console: Console | None = None,
+    workspace: Path | None = None,
+    max_turns: int = 40,
+) -> DemoResult:
+    """Run the demo and return what happened (also printed with rich)."""
+    console = console or Console()
+    root = workspace or Path(tempfile.mkdtemp(prefix="waygraph-demo-"))
+    make_project(root)
+    ws = Workspace(root)
+    nav = Navigator(store=store, workspace=root)
+    session_id = f"demo-{os.urandom(4).hex()}"
+    console.rule("[bold]waygraph demo[/]: a guided bug fix")
+    console.print(f"Workspace: [cyan]{root}[/]  (a small project whose test fails)")
+    console.print(f"Store: [cyan]{nav.store.url}[/]   Session: [cyan]{session_id}[/]\n")
+    console.print(Panel(USER_REQUEST, title="user", border_style="blue"))
+    guidance = nav.turn(session_id, user_message=USER_REQUEST, domain="bugfix")
+    if guidance.run is None or guidance.run["plan_id"] != PLAN_ID:
+        guidance = nav.start(session_id, PLAN_ID)
+    _show_activation(console, guidance)
+    if llm_url:
+        turns = _llm_loop(console, nav, ws, session_id, guidance, llm_url, model, max_turns)
+    else:
+        agent = ScriptedAgent(ws, always_wrong=break_fixes)
+        turns = _scripted_loop(console, nav, session_id, guidance, agent, max_turns)
+    state = nav.state(session_id) or {}
+    result = DemoResult(
+        session_id=session_id,
+        status=state.get("status", "none"),
+        path=list(state.get("path", [])),
+        visited=dict(state.get("visited", {})),
+        store_url=nav.store.url,
+        workspace=root,
+        turns=turns,
+    )
+    _show_summary(console, result)
+    nav.close()
+    return result
+
+
+def _scripted_loop(
+    console: Console,
+    nav: Navigator,
+    session_id: str,
+    guidance: Guidance,
+    agent: ScriptedAgent,
+    max_turns: int,
+) -> int:
+    turns = 0
+    while guidance.active and turns < max_turns:
+        turns += 1
+        node = guidance.run["current_node"]  # type: ignore[index]
+        attempt = guidance.run["attempts"]  # type: ignore[index]
+        command, result = agent.act(node)
+        guidance = nav.turn(
+            session_id,
+            tool_output=result.output,
+            tool_name="code_execution_tool",
+            exit_code=result.exit_code,
+            observation_id=f"call-{turns}",
+        )
+        _show_turn(console, turns, node, attempt, command, result, guidance)
+    return turns
+
+
+def _show_activation(console: Console, guidance: Guidance) -> None:
+    for event in guidance.events:
+        if event.type == "plan_activated":
+            hits = ", ".join(event.get("triggers") or []) or "started by id"
+            console.print(f"[green]Plan activated:[/] {event.plan_id}  (triggers: {hits})")
+    if guidance.text:
+        console.print(Panel(guidance.text, title="guidance for the model", border_style="dim"))
+
+
+def _show_turn(
+    console: Console,
+    turn: int,
+    node: str,
+    attempt: int,
+    command: str,
+    result: ToolResult,
+    guidance: Guidance,
+) -> None:
+    lines = result.output.splitlines()
+    shown = "\n".join(lines[:OUTPUT_SHOWN])
+    if len(lines) > OUTPUT_SHOWN:
+        shown += f"\n... ({len(lines) - OUTPUT_SHOWN} more lines)"
+    body = Text()
+    body.append("$ ", style="bold")
+    body.append(command + "\n", style="bold cyan")
+    body.append(shown or "(no output)")
+    body.append(f"\n[exit code {result.exit_code}]", style="dim")
+    console.print(
+        Panel(body, title=f"turn {turn} · {node} (attempt {attempt})", title_align="left")
+    )
+    for event in guidance.events:
+        if event.type == "node_verified":
+            verdict = "[green]✓ verified[/]" if event.passed else "[red]✗ failed verification[/]"
+            console.print(f"  {verdict} at {event.node}")
+        elif event.type == "edge_followed":
+            console.print(f"  → {event.node} --{event.condition}--> {event.to}")
+        elif event.type == "retry_triggered":
+            console.print(f"  ↻ retry {event.node} (attempt {event.attempt})")
+        elif event.type == "plan_escalated":
+            console.print(f"  [bold red]⚠ escalated:[/] {event.reason}")
+        elif event.type == "plan_completed":
+            console.print("  [bold green]✔ plan completed[/]")
+    if guidance.text:
+        console.print(Panel(guidance.text, title="guidance for the model", border_style="dim"))
+
+
+def _show_summary(console: Console, result: DemoResult) -> None:
+    console.rule("result")
+    colour = {"completed": "green", "escalated": "red"}.get(result.status, "yellow")
+    console.print(f"Status: [bold {colour}]{result.status}[/] after {result.turns} tool calls")
+    console.print("Path: " + " → ".join(result.path))
+    table = Table("node", "outcome", "attempts", title="nodes visited")
+    for node, state in result.visited.items():
+        table.add_row(node, state["outcome"], str(state["attempts"]))
+    console.print(table)
+    if result.store_url.startswith("memory:"):
+        console.print("The session lived in memory:// and is gone with this process.")
+        return
+    store = shlex.quote(result.store_url)
+    console.print(f"Session stored in [cyan]{result.store_url}[/]. Inspect it with:")
+    console.print(f"  waygraph sessions show {result.session_id} --store {store}")
+    console.print(f"  waygraph sessions events {result.session_id} --store {store}")
+
+
+# ---------------------------------------------------------------- a real model
+
+SYSTEM_PROMPT = textwrap.dedent(
+    """\
+    You are a careful software engineer working in a small project folder.
+    Use exactly one tool call per reply. Follow the [waygraph] guidance: it says which
+    step you are on and how your result will be verified. Do not skip steps.
+    """
+)
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "run_command",
+            "description": "Run a shell command in the project folder and return its output.",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string"}},
+                "required": ["command"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "description": "Replace the whole content of a file in the project folder.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["path", "content"],
+            },
+        },
+    },
+]
+
+
+def _llm_loop(
+    console: Console,
+    nav: Navigator,
+    ws: Workspace,
+    session_id: str,
+    guidance: Guidance,
+    url: str,
+    model: str | None,
+    max_turns: int,
+) -> int:
+    try:
+        import openai
+    except ImportError:
+        console.print("[red]--llm needs the openai package:[/] pip install 'waygraph[llm]'")
+        return 0
+    client = openai.OpenAI(base_url=url, api_key=os.environ.get("OPENAI_API_KEY", "none"))
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": USER_REQUEST},
+    ]
+    turns = 0
+    while guidance.active and turns < max_turns:
+        context = [{"role": "system", "content": guidance.text}] if guidance.text else []
+        try:
+            reply = client.chat.completions.create(
+                model=model or "default",
+                messages=messages + context,
+                tools=TOOLS,
+                timeout=120,
+            )
+        except openai.APIConnectionError:
+            console.print(f"[red]No model endpoint reachable at {url}.[/] Is the server running?")
+            return turns
+        except openai.APIError as exc:
+            console.print(f"[red]The model endpoint answered with an error:[/] {exc}")
+            return turns
+        message = reply.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            console.print(Panel(message.content or "", title="model", border_style="blue"))
+            messages.append({"role": "user", "content": "Continue with one tool call."})
+            guidance = nav.turn(session_id)
+            continue
+        for call in message.tool_calls[:1]:
+            turns += 1
+            node = guidance.run["current_node"]  # type: ignore[index]
+            attempt = guidance.run["attempts"]  # type: ignore[index]
+            command, result = _call_tool(ws, call.function.name, call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result.output})
+            guidance = nav.turn(
+                session_id,
+                tool_output=result.output,
+                tool_name=call.function.name,
+                exit_code=result.exit_code,
+                observation_id=call.id,
+            )
+            _show_turn(console, turns, node, attempt, command, result, guidance)
+    return turns
+
+
+def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, ToolResult]:
+    try:
+        args = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return f"{name}(?)", ToolResult(f"arguments are not JSON: {arguments[:200]}", 2)
+    handlers: dict[str, Callable[[], tuple[str, ToolResult]]] = {
+        "run_command": lambda: (str(args.get("command")), ws.run(str(args.get("command", "")))),
+        "write_file": lambda: (
+            f"write {args.get('path')}",
+            ws.write(str(args.get("path", "")), str(args.get("content", ""))),
+        ),
+    }
+    handler = handlers.get(name)
+    if handler is None:
+        return name, ToolResult(f"unknown tool {name!r}; use run_command or write_file", 2)
+    return handler()

@@ -1,0 +1,534 @@
+"""The guided driver: ``Navigator.turn`` is the one call an agent loop needs.
+
+Call it before every model call (with the user's message, if any) and after
+every tool result (with the output). It matches plans, verifies results,
+follows edges, persists the run in a store with one atomic commit per turn,
+and returns the guidance text to inject into the model's context.
+
+Example:
+    >>> import waygraph
+    >>> nav = waygraph.Navigator(waygraph.load_library(), store="memory://")
+    >>> g = nav.turn("chat-1", user_message="I need to fix a bug in the login module",
+    ...              domain="bugfix")
+    >>> g.run["plan_id"], g.run["current_node"]
+    ('bugfix_workflow', 'reproduce')
+    >>> g = nav.turn("chat-1", tool_output="AssertionError: login failed", exit_code=1)
+    >>> g.run["current_node"]
+    'isolate'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from waygraph import engine, render
+from waygraph.errors import Conflict, WaygraphError
+from waygraph.formats.json_library import plan_to_data, plans_from_data
+from waygraph.library import Library, load_library
+from waygraph.match import Matcher
+from waygraph.model import Plan, Verify
+from waygraph.store import Store, open_store
+from waygraph.verify import Observation, VerifyContext, check
+
+__all__ = ["AsyncNavigator", "Event", "Guidance", "Navigator", "default_store_url"]
+
+log = logging.getLogger("waygraph.navigator")
+
+#: How often (seconds) the Navigator looks at the library files for changes.
+RELOAD_CHECK_SECONDS = 1.0
+#: Attempts at one turn when other writers keep winning the race.
+MAX_CONFLICT_RETRIES = 20
+
+
+class Event(dict[str, Any]):
+    """An engine event: a JSON-ready dict whose keys also read as attributes.
+
+    Example:
+        >>> Event(type="edge_followed", node="fix", to="test").to
+        'test'
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Guidance:
+    """What a turn returns: the model context (or None), new events, the run record."""
+
+    text: str | None = None
+    events: list[Event] = field(default_factory=list)
+    run: dict[str, Any] | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.run is not None and self.run.get("status") == "running"
+
+
+def default_store_url() -> str:
+    """``$WAYGRAPH_STORE``, else SQLite under the user's data folder."""
+    env = os.environ.get("WAYGRAPH_STORE")
+    if env:
+        return env
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return f"sqlite:///{base / 'waygraph' / 'waygraph.db'}"
+
+
+def plan_version(plan: Plan) -> str:
+    """A content hash of the plan: runs remember which version they started with."""
+    data = json.dumps({"id": plan.id, **plan_to_data(plan)}, sort_keys=True, default=str)
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+class Navigator:
+    """Guides agents through plans, one session at a time.
+
+    ``library``: a :class:`Library`, a path, or None for the shipped plans.
+    ``store``: a store URL (``memory://``, ``file://DIR``, ``sqlite:///PATH``,
+    ``postgresql://...``) or a store; default :func:`default_store_url`.
+    ``workspace``: the root under which ``file_exists`` checks look.
+    ``strict``: raise errors instead of logging them and returning no guidance.
+    """
+
+    def __init__(
+        self,
+        library: Library | str | os.PathLike[str] | None = None,
+        store: str | Store | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        strict: bool = False,
+        *,
+        max_tokens: int | None = None,
+    ) -> None:
+        self.strict = strict
+        self.max_tokens = max_tokens
+        self.workspace = Path(workspace) if workspace is not None else None
+        self._verify_context = VerifyContext(workspace=self.workspace)
+        self._library_source = None if isinstance(library, Library) else library
+        self.library = library if isinstance(library, Library) else load_library(library)
+        self.store: Store = open_store(store if store is not None else default_store_url())
+        self._lock = threading.Lock()
+        self._plans: dict[str, Plan] = {}
+        self._stored_versions: set[str] = set()
+        # session -> (running run, stored version) as this Navigator last wrote it.
+        self._cache: dict[str, tuple[engine.Run, int]] = {}
+        self._index_library(self.library)
+        self._mtimes = self.library.mtimes()
+        self._next_reload_check = time.monotonic() + RELOAD_CHECK_SECONDS
+
+    # ------------------------------------------------------------ library
+
+    def _index_library(self, library: Library) -> None:
+        self.matcher = Matcher(library)
+        self._current_versions = {}
+        for plan in library:
+            version = plan_version(plan)
+            self._plans[version] = plan
+            self._current_versions[plan.id] = version
+
+    def _maybe_reload(self) -> None:
+        if not self.library.files or time.monotonic() < self._next_reload_check:
+            return
+        self._next_reload_check = time.monotonic() + RELOAD_CHECK_SECONDS
+        mtimes = self.library.mtimes()
+        if mtimes == self._mtimes:
+            return
+        self._mtimes = mtimes
+        try:
+            library = load_library(self.library.path)
+        except WaygraphError as exc:
+            # Keep guiding with the last good library rather than stopping.
+            log.warning("library changed on disk but does not load; keeping the old one: %s", exc)
+            return
+        with self._lock:
+            self.library = library
+            self._index_library(library)
+        log.info("reloaded plan library from %s (%d plans)", library.path, len(library))
+
+    def reload(self) -> None:
+        """Reload the library from disk now (running runs keep their plan version)."""
+        self._next_reload_check = 0.0
+        self._mtimes = {}
+        self._maybe_reload()
+
+    def _plan_of(self, run: engine.Run) -> Plan:
+        if run.plan_version and run.plan_version in self._plans:
+            return self._plans[run.plan_version]
+        if run.plan_version:
+            stored = self.store.get(_plan_key(run.plan_id, run.plan_version))
+            if stored is not None:
+                _, plans = plans_from_data(stored.data)
+                self._plans[run.plan_version] = plans[0]
+                return plans[0]
+        return self.library[run.plan_id]
+
+    def _remember_plan(self, plan: Plan, version: str) -> None:
+        if version in self._stored_versions:
+            return
+        key = _plan_key(plan.id, version)
+        if self.store.get(key) is None:
+            data = {"_meta": {"version": "2.0"}, "plans": {plan.id: plan_to_data(plan)}}
+            # Content-addressed: another process storing it first is fine.
+            with contextlib.suppress(Conflict):
+                self.store.commit(key, data, 0, [], kind="plan", plan=plan.id)
+        self._stored_versions.add(version)
+
+    # ------------------------------------------------------------ the turn
+
+    def turn(
+        self,
+        session_id: str,
+        *,
+        user_message: str | None = None,
+        domain: str | None = None,
+        allowed_plans: list[str] | tuple[str, ...] | set[str] | None = None,
+        tool_output: str | None = None,
+        tool_name: str | None = None,
+        exit_code: int | None = None,
+        observation_id: str | None = None,
+    ) -> Guidance:
+        """Process one turn of ``session_id`` and return the guidance.
+
+        A turn may carry a user message, a tool result, or both (the result is
+        applied first). With no running plan, a user message may activate one.
+        """
+        try:
+            return self._turn(
+                session_id,
+                user_message=user_message,
+                domain=domain,
+                allowed_plans=allowed_plans,
+                tool_output=tool_output,
+                tool_name=tool_name,
+                exit_code=exit_code,
+                observation_id=observation_id,
+            )
+        except Exception as exc:
+            if self.strict:
+                raise
+            log.warning("waygraph turn failed for session %r: %s", session_id, exc, exc_info=True)
+            return Guidance()
+
+    def _turn(
+        self,
+        session_id: str,
+        *,
+        user_message: str | None,
+        domain: str | None,
+        allowed_plans: Any,
+        tool_output: str | None,
+        tool_name: str | None,
+        exit_code: int | None,
+        observation_id: str | None,
+    ) -> Guidance:
+        self._maybe_reload()
+        has_result = tool_output is not None or exit_code is not None
+        observation = (
+            Observation(
+                output=tool_output or "",
+                tool_name=tool_name,
+                exit_code=exit_code,
+                id=observation_id,
+            )
+            if has_result
+            else None
+        )
+        for _ in range(MAX_CONFLICT_RETRIES):
+            run, version = self._load(session_id)
+            events: list[dict[str, Any]] = []
+            plan: Plan | None = None
+            record: dict[str, Any] | None = None
+            turn_no = run.turn + 1 if run is not None else 1
+            if run is not None and run.status == "running":
+                plan = self._plan_of(run)
+                judge = self._judge(observation) if observation is not None else None
+                run, events = engine.advance(
+                    plan,
+                    run,
+                    turn=turn_no,
+                    judge=judge,
+                    observation_id=observation_id,
+                    tool_name=tool_name,
+                )
+                try:
+                    record = self._commit(run, plan, version, events, new=False)
+                except Conflict:
+                    self._cache.pop(session_id, None)
+                    continue
+            if (run is None or run.status != "running") and user_message and not events:
+                started = self._activate(session_id, user_message, domain, allowed_plans, turn_no)
+                if started is not None:
+                    plan, run, events, record = started
+            if plan is None or run is None or (not events and run.status != "running"):
+                return Guidance(run=None if run is None else engine.to_record(plan, run))
+            return Guidance(
+                text=render.context(plan, run, max_tokens=self.max_tokens),
+                events=[Event(e) for e in events],
+                run=record if record is not None else engine.to_record(plan, run),
+            )
+        raise Conflict(f"session {session_id!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
+
+    def _load(self, session_id: str) -> tuple[engine.Run | None, int]:
+        """The session's current run and its stored version.
+
+        A running run this Navigator committed last is taken from memory: if
+        anyone else wrote it since, the commit's version check fails and the
+        turn is retried from the store, so the cache can never go stale
+        silently.
+        """
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            return cached
+        key = self.store.current(session_id)
+        stored = self.store.get(key) if key else None
+        if stored is None:
+            return None, 0
+        return engine.from_record(stored.data), stored.version
+
+    def _judge(self, observation: Observation) -> engine.Judge:
+        context = self._verify_context
+
+        def judge(verify: Verify | None) -> bool:
+            return check(verify, observation, context)
+
+        return judge
+
+    def _activate(
+        self,
+        session_id: str,
+        message: str,
+        domain: str | None,
+        allowed_plans: Any,
+        turn_no: int,
+    ) -> tuple[Plan, engine.Run, list[dict[str, Any]], dict[str, Any]] | None:
+        allowed = list(allowed_plans) if allowed_plans is not None else None
+        best = self.matcher.best(message, domain or None, allowed)
+        if best is None:
+            return None
+        plan = self.library[best.plan_id]
+        version = self._current_versions[plan.id]
+        self._plans.setdefault(version, plan)
+        self._remember_plan(plan, version)
+        run, events = engine.start(
+            plan,
+            run_id=f"run_{uuid.uuid4().hex[:16]}",
+            turn=turn_no,
+            session_id=session_id,
+            plan_version=version,
+            triggers=list(best.hits),
+            score=best.score,
+        )
+        record = self._commit(run, plan, 0, events, new=True)
+        return plan, run, events, record
+
+    def _commit(
+        self,
+        run: engine.Run,
+        plan: Plan | None,
+        version: int,
+        events: list[dict[str, Any]],
+        *,
+        new: bool,
+    ) -> dict[str, Any]:
+        """Write the run and its events in one transaction; return the record."""
+        record = engine.to_record(plan, run)
+        new_version = self.store.commit(
+            run.run_id,
+            record,
+            version,
+            events,
+            kind="run",
+            session=run.session_id,
+            status=run.status,
+            plan=run.plan_id,
+            make_current=new,
+        )
+        if run.session_id is not None:
+            if run.status == "running":
+                self._cache[run.session_id] = (run, new_version)
+            else:
+                self._cache.pop(run.session_id, None)
+        return record
+
+    # ------------------------------------------------------------ sessions
+
+    def start(self, session_id: str, plan_id: str) -> Guidance:
+        """Start ``plan_id`` in ``session_id`` by id (no trigger matching needed).
+
+        A running plan in the session is aborted first.
+        """
+        self.reset(session_id)
+        plan = self.library[plan_id]
+        version = self._current_versions[plan.id]
+        self._remember_plan(plan, version)
+        previous = self.state(session_id)
+        turn_no = previous["turn"] + 1 if previous else 1
+        run, events = engine.start(
+            plan,
+            run_id=f"run_{uuid.uuid4().hex[:16]}",
+            turn=turn_no,
+            session_id=session_id,
+            plan_version=version,
+            started_by="id",
+        )
+        self._commit(run, plan, 0, events, new=True)
+        return Guidance(
+            text=render.context(plan, run, max_tokens=self.max_tokens),
+            events=[Event(e) for e in events],
+            run=engine.to_record(plan, run),
+        )
+
+    def state(self, session_id: str) -> dict[str, Any] | None:
+        """The session's latest run record (running or finished), or None."""
+        key = self.store.current(session_id)
+        stored = self.store.get(key) if key else None
+        return dict(stored.data) if stored is not None else None
+
+    def context(self, session_id: str) -> str | None:
+        """The current guidance text for the session without taking a turn."""
+        key = self.store.current(session_id)
+        stored = self.store.get(key) if key else None
+        if stored is None:
+            return None
+        run = engine.from_record(stored.data)
+        plan = self._plan_of(run)
+        if run.status != "running":
+            return render.finished_message(plan, run)
+        return render.context(plan, run, max_tokens=self.max_tokens)
+
+    def summary(self, session_id: str) -> str | None:
+        """A one-paragraph progress summary for resuming after an interruption."""
+        key = self.store.current(session_id)
+        stored = self.store.get(key) if key else None
+        if stored is None:
+            return None
+        run = engine.from_record(stored.data)
+        return render.progress_summary(self._plan_of(run), run)
+
+    def events(self, session_id: str, after_seq: int = 0) -> list[dict[str, Any]]:
+        """Every stored event of the session's latest run, oldest first."""
+        key = self.store.current(session_id)
+        if not key:
+            return []
+        return [{"seq": e.seq, **e.data} for e in self.store.events(key, after_seq)]
+
+    def reset(self, session_id: str) -> None:
+        """Forget the session's plan: a running run is aborted, the pointer cleared.
+
+        Finished runs stay in the store for inspection.
+        """
+        self._cache.pop(session_id, None)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            key = self.store.current(session_id)
+            stored = self.store.get(key) if key else None
+            if stored is None:
+                break
+            run = engine.from_record(stored.data)
+            if run.status != "running":
+                break
+            run = run.copy()
+            run.status, run.reason = "aborted", "reset"
+            event = {"type": "plan_aborted", "turn": run.turn, "node": run.current_node}
+            event["reason"] = "reset"
+            run.events.append(event)
+            try:
+                plan = self._plan_of(run)
+            except WaygraphError:
+                plan = None
+            try:
+                self._commit(run, plan, stored.version, [event], new=False)
+                break
+            except Conflict:
+                continue
+        self.store.clear_current(session_id)
+
+    def rewind(self, session_id: str) -> Guidance:
+        """Go back to the last checkpoint the session's run passed."""
+        for _ in range(MAX_CONFLICT_RETRIES):
+            key = self.store.current(session_id)
+            stored = self.store.get(key) if key else None
+            if stored is None:
+                return Guidance()
+            run = engine.from_record(stored.data)
+            plan = self._plan_of(run)
+            run, events = engine.rewind(plan, run, turn=run.turn)
+            if not events:
+                return Guidance(
+                    text=f"{render.HEADER} No checkpoint to rewind to.",
+                    run=engine.to_record(plan, run),
+                )
+            try:
+                self._commit(run, plan, stored.version, events, new=False)
+            except Conflict:
+                continue
+            return Guidance(
+                text=render.context(plan, run, max_tokens=self.max_tokens),
+                events=[Event(e) for e in events],
+                run=engine.to_record(plan, run),
+            )
+        raise Conflict(f"session {session_id!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
+
+    def sessions(self) -> list[str]:
+        """Every session the store knows."""
+        return self.store.sessions()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Navigator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _plan_key(plan_id: str, version: str) -> str:
+    return f"plan:{plan_id}:{version}"
+
+
+class AsyncNavigator:
+    """The Navigator for async agent loops: the same core, run off the event loop.
+
+    Example:
+        >>> import asyncio, waygraph
+        >>> nav = waygraph.AsyncNavigator(store="memory://")
+        >>> asyncio.run(nav.turn("s", user_message="hello")).text is None
+        True
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.sync = Navigator(*args, **kwargs)
+
+    async def turn(self, session_id: str, **kwargs: Any) -> Guidance:
+        return await asyncio.to_thread(self.sync.turn, session_id, **kwargs)
+
+    async def start(self, session_id: str, plan_id: str) -> Guidance:
+        return await asyncio.to_thread(self.sync.start, session_id, plan_id)
+
+    async def state(self, session_id: str) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.sync.state, session_id)
+
+    async def reset(self, session_id: str) -> None:
+        await asyncio.to_thread(self.sync.reset, session_id)
+
+    async def rewind(self, session_id: str) -> Guidance:
+        return await asyncio.to_thread(self.sync.rewind, session_id)
+
+    async def sessions(self) -> list[str]:
+        return await asyncio.to_thread(self.sync.sessions)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.sync.close)

@@ -1,0 +1,181 @@
+"""Durable records and events, chosen by URL.
+
+=========================  ==================================================
+``memory://``              dicts in this process; the test double
+``file://DIR``             one JSON file per record under DIR (``file:///abs``
+                           or ``file://relative``)
+``sqlite:///PATH``         one SQLite file, the default (``sqlite:///rel.db``,
+                           ``sqlite:////abs.db``, ``sqlite:///:memory:``);
+                           ``?synchronous=full`` for power-loss durability,
+                           ``?timeout=SECONDS`` to wait for other writers
+``postgresql://...``       PostgreSQL (also ``postgres://``); ``?schema=NAME``
+a plain path               SQLite at that path
+=========================  ==================================================
+
+Every backend keeps the same contract (``tests/store_contract.py``); see
+``docs/stores.md``. ``SQLiteStore`` and ``MemoryStore`` are importable from
+here; ``FileStore`` and ``PostgresStore`` too, imported on first use (the
+first needs POSIX ``fcntl``, the second the ``postgres`` extra).
+
+Example:
+    >>> from waygraph.store import open_store
+    >>> store = open_store("memory://")
+    >>> store.commit("run_1", {"status": "running"}, 0, [{"type": "plan_activated"}],
+    ...              session="s1", status="running", make_current=True)
+    1
+    >>> rec = store.get(store.current("s1"))
+    >>> rec.version, rec.status, [e.seq for e in store.events("run_1")]
+    (1, 'running', [1])
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
+
+from waygraph.errors import ConfigError
+from waygraph.store.base import Store, StoredEvent, StoredRecord, redact_url
+from waygraph.store.memory import MemoryStore
+from waygraph.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from waygraph.store.files import FileStore
+
+__all__ = [
+    "SCHEMES",
+    "MemoryStore",
+    "SQLiteStore",
+    "Store",
+    "StoredEvent",
+    "StoredRecord",
+    "open_store",
+]
+
+#: The URL forms :func:`open_store` accepts, as shown in error messages.
+SCHEMES = ("memory://", "file://DIR", "sqlite:///PATH", "postgresql://USER@HOST/DB")
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+_SQLITE_OPTIONS = ("synchronous", "timeout")
+
+
+def _bad(url: str, why: str) -> ConfigError:
+    return ConfigError(f"store URL {url!r}: {why}; use one of {', '.join(SCHEMES)}")
+
+
+def _options(url: str, query: str, allowed: tuple[str, ...]) -> dict[str, str]:
+    options = dict(parse_qsl(query, keep_blank_values=True))
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        known = ", ".join(allowed) if allowed else "none"
+        raise ConfigError(
+            f"store URL {url!r}: unknown option(s) {', '.join(unknown)} (known: {known})"
+        )
+    return options
+
+
+def _open_sqlite(url: str, rest: str) -> SQLiteStore:
+    path, _, query = rest.partition("?")
+    if not path.startswith("/") or len(path) < 2:
+        raise _bad(url, "a SQLite URL is sqlite:///PATH (three slashes, then the path)")
+    options = _options(url, query, _SQLITE_OPTIONS)
+    kwargs: dict[str, Any] = {}
+    if "synchronous" in options:
+        kwargs["synchronous"] = options["synchronous"]
+    if "timeout" in options:
+        try:
+            kwargs["timeout"] = float(options["timeout"])
+        except ValueError:
+            raise ConfigError(
+                f"store URL {url!r}: timeout must be a number of seconds "
+                f"(got {options['timeout']!r})"
+            ) from None
+    return SQLiteStore(path[1:], url=url, **kwargs)
+
+
+def _open_files(url: str, rest: str) -> FileStore:
+    path, _, query = rest.partition("?")
+    _options(url, query, ())
+    if not path:
+        raise _bad(url, "a file store URL names its folder: file:///abs/dir or file://rel/dir")
+    if path.startswith("//"):  # file:////abs from f"file:///{abs_path}"
+        path = path[1:]
+    from waygraph.store.files import FileStore
+
+    return FileStore(path, url=url)
+
+
+def open_store(url: str | os.PathLike[str] | Store) -> Store:
+    """Open the store a URL names; a Store passes through unchanged.
+
+    ``sqlite:///`` follows the SQLAlchemy convention: what follows the third
+    slash is the path, so ``sqlite:///runs.db`` is relative to the working
+    directory and ``sqlite:////var/lib/wg.db`` (or ``f"sqlite:///{abs_path}"``)
+    is absolute. ``file://`` follows file URLs: ``file:///abs/dir`` is
+    absolute, ``file://rel/dir`` relative. A string with no scheme, or a
+    ``pathlib.Path``, is a SQLite file path. Paths are taken literally (no
+    %-decoding); ``~`` is expanded.
+
+    Raises :class:`~waygraph.errors.ConfigError` for a URL it cannot use and
+    :class:`~waygraph.errors.StoreError` when the store cannot be opened.
+
+    Example:
+        >>> open_store("memory://").url
+        'memory://'
+        >>> open_store("ftp://x")
+        Traceback (most recent call last):
+        ...
+        waygraph.errors.ConfigError: store URL 'ftp://x': unknown scheme 'ftp'; use one of \
+memory://, file://DIR, sqlite:///PATH, postgresql://USER@HOST/DB
+    """
+    if isinstance(url, Store):
+        return url
+    if isinstance(url, os.PathLike):
+        return SQLiteStore(url)
+    if not isinstance(url, str):
+        raise ConfigError(
+            f"a store is named by a URL string, a path or a Store (got {type(url).__name__}); "
+            f"use one of {', '.join(SCHEMES)}"
+        )
+    if not url.strip():
+        raise _bad(url, "it is empty")
+    match = _SCHEME.match(url)
+    if match is None:  # no scheme (one-letter "C:" counts as a drive): a path
+        return SQLiteStore(url)
+    scheme = match.group(1).lower()
+    rest = url[match.end() :]
+    if scheme == "memory":
+        if rest not in ("", "//"):
+            raise _bad(url, "memory:// takes no path or options")
+        return MemoryStore(url)
+    if scheme in ("file", "sqlite") and not rest.startswith("//"):
+        raise _bad(url, f"{scheme} URLs start with {scheme}://")
+    if scheme == "file":
+        return _open_files(url, rest[2:])
+    if scheme == "sqlite":
+        return _open_sqlite(url, rest[2:])
+    if scheme in ("postgresql", "postgres"):
+        try:
+            from waygraph.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise ConfigError(
+                f"store URL {redact_url(url)!r} needs psycopg 3 and psycopg_pool: "
+                f"pip install 'waygraph[postgres]' ({exc})"
+            ) from exc
+        return PostgresStore(url)
+    raise _bad(redact_url(url), f"unknown scheme {scheme!r}")
+
+
+def __getattr__(name: str) -> Any:
+    # FileStore needs fcntl and PostgresStore needs psycopg: load them only
+    # when asked for, so `import waygraph.store` works everywhere.
+    if name == "FileStore":
+        from waygraph.store.files import FileStore
+
+        return FileStore
+    if name == "PostgresStore":
+        from waygraph.store.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

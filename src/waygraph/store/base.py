@@ -1,0 +1,413 @@
+"""The store interface every backend implements, and the helpers they share.
+
+A store keeps *records* (JSON-ready dicts under a key, with a version and a
+few index columns) and, per key, an append-only list of *events* numbered
+1, 2, 3, ... . One :meth:`Store.commit` writes a record, its index columns,
+its new events and optionally the session's current-key pointer in one atomic
+step, after checking the version the caller read. See ``docs/stores.md``.
+
+Example:
+    >>> from waygraph.store import open_store
+    >>> store = open_store("memory://")
+    >>> store.commit("run_1", {"status": "running"}, 0, [{"type": "plan_activated"}],
+    ...              session="s1", status="running", make_current=True)
+    1
+    >>> store.get("run_1").version, store.current("s1")
+    (1, 'run_1')
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import urlsplit, urlunsplit
+
+from waygraph.errors import Conflict
+
+__all__ = [
+    "Commit",
+    "MonotonicClock",
+    "Store",
+    "StoredEvent",
+    "StoredRecord",
+    "check_limit",
+    "conflict",
+    "decode",
+    "encode",
+    "normalise_commit",
+    "redact_url",
+    "sql_filters",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """One record as the store holds it.
+
+    ``data`` is a fresh copy on every read: changing it never changes the
+    store. ``updated_at`` is the store's clock (epoch seconds) at the commit.
+
+    Example:
+        >>> rec = StoredRecord(key="run_1", kind="run", data={"n": 1}, version=1)
+        >>> rec.correlation_ids
+        ()
+    """
+
+    key: str
+    kind: str
+    data: dict[str, Any]
+    version: int
+    session: str | None = None
+    status: str | None = None
+    plan: str | None = None
+    correlation_ids: tuple[str, ...] = ()
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One event of a key; ``seq`` counts from 1 per key.
+
+    Example:
+        >>> StoredEvent(key="run_1", seq=1, data={"type": "plan_activated"}).seq
+        1
+    """
+
+    key: str
+    seq: int
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Store(ABC):
+    """Durable records and their events. Every backend is thread-safe.
+
+    Subclasses implement the abstract methods; :func:`normalise_commit`,
+    :func:`encode` and :func:`decode` keep argument checking and JSON handling
+    identical across backends. ``tests/store_contract.py`` is the suite a new
+    backend must pass.
+
+    Example:
+        >>> from waygraph.store import open_store
+        >>> with open_store("memory://") as store:
+        ...     store.commit("k", {"a": 1}, 0, [])
+        ...     store.commit("k", {"a": 2}, 1, [{"type": "changed"}])
+        ...     [e.seq for e in store.events("k")]
+        1
+        2
+        [1]
+    """
+
+    #: The URL the store was opened with; any password is replaced by ``***``
+    #: so the URL can be shown in logs and command output.
+    url: str
+
+    @abstractmethod
+    def get(self, key: str) -> StoredRecord | None:
+        """The record stored under ``key``, or None."""
+
+    def commit(
+        self,
+        key: str,
+        record: dict[str, Any],
+        expected_version: int,
+        new_events: Sequence[dict[str, Any]],
+        *,
+        kind: str = "run",
+        session: str | None = None,
+        status: str | None = None,
+        plan: str | None = None,
+        correlation_ids: Sequence[str] = (),
+        make_current: bool = False,
+    ) -> int:
+        """Write ``record`` and append ``new_events`` atomically; return the new version.
+
+        ``expected_version`` 0 creates the record (:class:`Conflict` if the key
+        exists); any other value must equal the stored version (:class:`Conflict`
+        if it does not, or if the key is missing). The index columns (``kind``,
+        ``session``, ``status``, ``plan``, ``correlation_ids``) are replaced by
+        the values given, so every commit states them in full. With
+        ``make_current`` and a ``session``, the session's current key becomes
+        ``key`` in the same transaction; without a session it does nothing.
+        """
+        return self._commit(
+            normalise_commit(
+                key,
+                record,
+                expected_version,
+                new_events,
+                kind=kind,
+                session=session,
+                status=status,
+                plan=plan,
+                correlation_ids=correlation_ids,
+                make_current=make_current,
+            )
+        )
+
+    @abstractmethod
+    def _commit(self, c: Commit) -> int:
+        """Apply a commit :func:`normalise_commit` checked and encoded; return the new version.
+
+        Every backend implements only this: argument checking and JSON
+        encoding happen once, in :meth:`commit`, before any lock is taken.
+        """
+
+    @abstractmethod
+    def list(
+        self,
+        *,
+        kind: str | None = None,
+        session: str | None = None,
+        status: str | None = None,
+        plan: str | None = None,
+        correlation_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[StoredRecord]:
+        """Records matching every filter given, most recently updated first.
+
+        Records committed at the same clock reading come in key order.
+        """
+
+    @abstractmethod
+    def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        """Events of ``key`` with ``seq > after_seq``, in ``seq`` order, at most ``limit``."""
+
+    @abstractmethod
+    def current(self, session: str) -> str | None:
+        """The key a session currently points to, or None."""
+
+    @abstractmethod
+    def clear_current(self, session: str) -> None:
+        """Drop the session's pointer; its records stay for inspection."""
+
+    @abstractmethod
+    def sessions(self) -> list[str]:
+        """Every session with a current pointer or any record, sorted."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release files, connections and locks. Closing twice is harmless."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+
+class MonotonicClock:
+    """Wall-clock seconds that never repeat or go back within one store.
+
+    ``list`` orders by ``updated_at``; two commits in the same clock tick, or
+    a clock stepped back by NTP, would otherwise reorder them. Call it under
+    the store's lock.
+    """
+
+    def __init__(self, source: Callable[[], float] = time.time) -> None:
+        self._source = source
+        self._last = 0.0
+
+    def __call__(self) -> float:
+        now = self._source()
+        if now <= self._last:
+            now = math.nextafter(self._last, math.inf)
+        self._last = now
+        return now
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """A commit's arguments after checking, shared by every backend."""
+
+    key: str
+    data: str
+    expected_version: int
+    events: tuple[str, ...]
+    kind: str
+    session: str | None
+    status: str | None
+    plan: str | None
+    correlation_ids: tuple[str, ...]
+    make_current: bool
+
+
+def normalise_commit(
+    key: str,
+    record: Mapping[str, Any],
+    expected_version: int,
+    new_events: Sequence[Mapping[str, Any]],
+    *,
+    kind: str,
+    session: str | None,
+    status: str | None,
+    plan: str | None,
+    correlation_ids: Sequence[str],
+    make_current: bool,
+) -> Commit:
+    """Check a commit's arguments and encode its JSON once, before any lock is taken.
+
+    Raises TypeError or ValueError for misuse (these are caller bugs, not
+    store trouble), so a failed check never leaves anything half written.
+    """
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"a store key must be a non-empty string (got {key!r})")
+    _check_text("key", key)
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int):
+        raise TypeError(f"expected_version must be an int (got {expected_version!r})")
+    if expected_version < 0:
+        raise ValueError(f"expected_version must be 0 (create) or more (got {expected_version})")
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"kind must be a non-empty string (got {kind!r})")
+    _check_text("kind", kind)
+    for name, value in (("session", session), ("status", status), ("plan", plan)):
+        if value is not None:
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a string or None (got {value!r})")
+            _check_text(name, value)
+    # A bare string is a Sequence[str]; without this check "abc" would index as a, b, c.
+    if isinstance(correlation_ids, str | bytes):
+        raise TypeError(
+            f"correlation_ids must be a sequence of strings, not a string "
+            f"(got {correlation_ids!r}); pass ({correlation_ids!r},)"
+        )
+    ids = tuple(dict.fromkeys(correlation_ids))
+    for cid in ids:
+        if not isinstance(cid, str) or not cid:
+            raise TypeError(f"correlation ids must be non-empty strings (got {cid!r})")
+        _check_text("a correlation id", cid)
+    if not isinstance(record, Mapping):
+        raise TypeError(f"record for key {key!r} must be a dict (got {type(record).__name__})")
+    events = []
+    for event in new_events:
+        if not isinstance(event, Mapping):
+            raise TypeError(f"events for key {key!r} must be dicts (got {type(event).__name__})")
+        events.append(encode(event, what=f"an event for key {key!r}"))
+    return Commit(
+        key=key,
+        data=encode(record, what=f"the record for key {key!r}"),
+        expected_version=expected_version,
+        events=tuple(events),
+        kind=kind,
+        session=session,
+        status=status,
+        plan=plan,
+        correlation_ids=ids,
+        make_current=bool(make_current),
+    )
+
+
+# One encoder for every call: json.dumps with options builds a new one each time.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
+def _check_text(name: str, value: str) -> None:
+    # Keys and index values become SQL text and file names in some backend;
+    # refusing what one backend cannot hold keeps every backend interchangeable.
+    if "\x00" in value:
+        raise ValueError(f"{name} must not contain NUL characters (got {value!r})")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{name} must be valid Unicode text (got {value!r}): {exc}") from exc
+
+
+def encode(value: Any, *, what: str = "the value") -> str:
+    """Compact JSON text of a JSON-ready value, or TypeError naming ``what``.
+
+    NaN and infinities are refused: they are not JSON, and PostgreSQL and
+    other readers reject them. ASCII escapes keep lone surrogates and every
+    other string representable in any backend.
+    """
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} is not JSON-ready: {exc}") from exc
+
+
+def decode(text: str | bytes) -> Any:
+    """Parse JSON text written by :func:`encode`."""
+    return json.loads(text)
+
+
+def conflict(url: str, key: str, expected: int, actual: int | None) -> Conflict:
+    """The Conflict for a version check that failed, saying what to do."""
+    if expected == 0:
+        return Conflict(
+            f"{url}: key {key!r} already exists at version {actual}; "
+            "expected_version=0 only creates new records (get it and pass its version)"
+        )
+    if actual is None:
+        return Conflict(
+            f"{url}: key {key!r} does not exist, so version {expected} cannot be updated; "
+            "create it with expected_version=0"
+        )
+    return Conflict(
+        f"{url}: key {key!r} is at version {actual}, not {expected}: "
+        "another writer committed first; reload it and apply the change again"
+    )
+
+
+def sql_filters(
+    placeholder: str,
+    *,
+    kind: str | None,
+    session: str | None,
+    status: str | None,
+    plan: str | None,
+    correlation_id: str | None,
+) -> tuple[str, list[Any]]:
+    """The WHERE clause (empty, or starting with `` WHERE ``) and parameters of a list query.
+
+    For the SQL backends; ``placeholder`` is the driver's parameter mark.
+
+    Example:
+        >>> sql_filters("?", kind="run", session=None, status="running", plan=None,
+        ...             correlation_id=None)
+        (' WHERE kind = ? AND status = ?', ['run', 'running'])
+    """
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in (("kind", kind), ("session", session), ("status", status), ("plan", plan)):
+        if value is not None:
+            where.append(f"{column} = {placeholder}")
+            params.append(value)
+    if correlation_id is not None:
+        where.append(
+            f"key IN (SELECT key FROM record_correlations WHERE correlation_id = {placeholder})"
+        )
+        params.append(correlation_id)
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def check_limit(limit: int | None) -> None:
+    """Refuse a negative ``limit`` (None means no limit)."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be 0 or more, or None (got {limit})")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``.
+
+    Example:
+        >>> redact_url("postgresql://app:s3cret@db:5432/runs")
+        'postgresql://app:***@db:5432/runs'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))

@@ -1,0 +1,187 @@
+"""``memory://``: records and events in dicts behind one lock.
+
+Nothing survives the process. It is the store to use in tests of code that
+takes a :class:`~waygraph.store.Store`: it behaves exactly like the durable
+backends (same version checks, same Conflict, same copies, JSON-ready data
+enforced), because it runs the same contract suite. Each ``open_store
+("memory://")`` is a new, empty, private store.
+
+Example:
+    >>> store = MemoryStore()
+    >>> store.commit("run_1", {"n": 1}, 0, [{"type": "plan_activated"}], session="s1",
+    ...              make_current=True)
+    1
+    >>> store.current("s1"), store.get("run_1").data
+    ('run_1', {'n': 1})
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from waygraph.errors import StoreError
+from waygraph.store.base import (
+    Commit,
+    MonotonicClock,
+    Store,
+    StoredEvent,
+    StoredRecord,
+    check_limit,
+    conflict,
+    decode,
+)
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass(slots=True)
+class _Row:
+    # Data is kept as JSON text: every read parses a fresh copy (faster than
+    # deepcopy) and a non-JSON record fails here as it would on disk.
+    kind: str
+    data: str
+    version: int
+    session: str | None
+    status: str | None
+    plan: str | None
+    correlation_ids: tuple[str, ...]
+    updated_at: float
+
+    def to_record(self, key: str) -> StoredRecord:
+        return StoredRecord(
+            key=key,
+            kind=self.kind,
+            data=decode(self.data),
+            version=self.version,
+            session=self.session,
+            status=self.status,
+            plan=self.plan,
+            correlation_ids=self.correlation_ids,
+            updated_at=self.updated_at,
+        )
+
+
+class MemoryStore(Store):
+    """An in-process store; also the test double for anything that takes a Store.
+
+    ``clock`` supplies ``updated_at`` (default :func:`time.time`).
+
+    Example:
+        >>> store = MemoryStore()
+        >>> store.commit("k", {"a": 1}, 0, [])
+        1
+        >>> store.list()[0].key
+        'k'
+    """
+
+    def __init__(self, url: str = "memory://", *, clock: Callable[[], float] = time.time) -> None:
+        self.url = url
+        self._lock = threading.Lock()
+        self._clock = MonotonicClock(clock)
+        self._rows: dict[str, _Row] = {}
+        self._events: dict[str, list[str]] = {}
+        self._pointers: dict[str, str] = {}
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"{self.url}: the store is closed")
+
+    def get(self, key: str) -> StoredRecord | None:
+        with self._lock:
+            self._check_open()
+            row = self._rows.get(key)
+        return None if row is None else row.to_record(key)
+
+    def _commit(self, c: Commit) -> int:
+        key = c.key
+        with self._lock:
+            self._check_open()
+            old = self._rows.get(key)
+            actual = None if old is None else old.version
+            if (c.expected_version == 0 and old is not None) or (
+                c.expected_version != 0 and actual != c.expected_version
+            ):
+                raise conflict(self.url, key, c.expected_version, actual)
+            version = c.expected_version + 1
+            # Rows are replaced, never mutated: a reader holding the old row
+            # (taken under the lock, parsed outside it) still sees one version.
+            self._rows[key] = _Row(
+                kind=c.kind,
+                data=c.data,
+                version=version,
+                session=c.session,
+                status=c.status,
+                plan=c.plan,
+                correlation_ids=c.correlation_ids,
+                updated_at=self._clock(),
+            )
+            if c.events:
+                self._events.setdefault(key, []).extend(c.events)
+            if c.make_current and c.session is not None:
+                self._pointers[c.session] = key
+            return version
+
+    def list(
+        self,
+        *,
+        kind: str | None = None,
+        session: str | None = None,
+        status: str | None = None,
+        plan: str | None = None,
+        correlation_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[StoredRecord]:
+        check_limit(limit)
+        with self._lock:
+            self._check_open()
+            rows = [
+                (key, row)
+                for key, row in self._rows.items()
+                if (kind is None or row.kind == kind)
+                and (session is None or row.session == session)
+                and (status is None or row.status == status)
+                and (plan is None or row.plan == plan)
+                and (correlation_id is None or correlation_id in row.correlation_ids)
+            ]
+        rows.sort(key=lambda item: item[0])
+        rows.sort(key=lambda item: item[1].updated_at, reverse=True)
+        if limit is not None:
+            rows = rows[:limit]
+        return [row.to_record(key) for key, row in rows]
+
+    def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        check_limit(limit)
+        start = max(after_seq, 0)
+        with self._lock:
+            self._check_open()
+            texts = self._events.get(key, [])
+            end = len(texts) if limit is None else min(len(texts), start + limit)
+            chosen = texts[start:end]
+        return [
+            StoredEvent(key=key, seq=start + i + 1, data=decode(t)) for i, t in enumerate(chosen)
+        ]
+
+    def current(self, session: str) -> str | None:
+        with self._lock:
+            self._check_open()
+            return self._pointers.get(session)
+
+    def clear_current(self, session: str) -> None:
+        with self._lock:
+            self._check_open()
+            self._pointers.pop(session, None)
+
+    def sessions(self) -> list[str]:
+        with self._lock:
+            self._check_open()
+            names = set(self._pointers)
+            names.update(row.session for row in self._rows.values() if row.session is not None)
+        return sorted(names)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True

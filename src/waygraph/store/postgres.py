@@ -1,0 +1,437 @@
+"""``postgresql://...``: one database shared by many processes and machines.
+
+Needs the ``postgres`` extra (``pip install 'waygraph[postgres]'``: psycopg 3
+and psycopg_pool). The tables are created on first use. A version check is
+a single statement (``UPDATE ... WHERE key = %s AND version = %s`` or
+``INSERT ... ON CONFLICT DO NOTHING``); zero rows means another writer won,
+and the whole transaction is rolled back with :class:`~waygraph.errors.Conflict`.
+
+``?schema=NAME`` (lowercase letters, digits, ``_``) keeps the tables in that
+schema, creating it if needed; other query options go to libpq unchanged
+(``sslmode``, ``connect_timeout``, ...).
+
+Every commit also sends a ``NOTIFY`` on :attr:`PostgresStore.channel` (one
+channel per schema) in the same transaction, so listeners (the HTTP server's
+live updates) hear of it exactly when it becomes visible; see :meth:`listen`.
+
+Example (needs a server, so it is not a doctest)::
+
+    store = PostgresStore("postgresql://postgres@127.0.0.1:5432/test?schema=demo")
+    store.commit("run_1", {"n": 1}, 0, [])      # -> 1
+    store.get("run_1").data                     # -> {'n': 1}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
+
+from waygraph.errors import ConfigError, StoreError
+from waygraph.store.base import (
+    Commit,
+    MonotonicClock,
+    Store,
+    StoredEvent,
+    StoredRecord,
+    check_limit,
+    conflict,
+    redact_url,
+    sql_filters,
+)
+
+__all__ = ["SCHEMA_VERSION", "PostgresStore"]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+# Serialises table creation between processes starting at once: CREATE TABLE
+# IF NOT EXISTS is not safe against a concurrent twin.
+_SCHEMA_LOCK = 0x5761_7967_7261_7068  # "Waygraph"
+
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS meta (name text PRIMARY KEY, value text NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS records (
+        key text PRIMARY KEY,
+        kind text NOT NULL,
+        data json NOT NULL,
+        version bigint NOT NULL,
+        session text,
+        status text,
+        plan text,
+        correlation_ids text[] NOT NULL,
+        last_seq bigint NOT NULL,
+        updated_at double precision NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS records_session ON records (session)",
+    "CREATE INDEX IF NOT EXISTS records_status ON records (status)",
+    "CREATE INDEX IF NOT EXISTS records_plan ON records (plan)",
+    "CREATE INDEX IF NOT EXISTS records_kind ON records (kind)",
+    "CREATE INDEX IF NOT EXISTS records_updated_at ON records (updated_at)",
+    """CREATE TABLE IF NOT EXISTS record_correlations (
+        correlation_id text NOT NULL,
+        key text NOT NULL,
+        PRIMARY KEY (correlation_id, key)
+    )""",
+    "CREATE INDEX IF NOT EXISTS record_correlations_key ON record_correlations (key)",
+    """CREATE TABLE IF NOT EXISTS events (
+        key text NOT NULL,
+        seq bigint NOT NULL,
+        data json NOT NULL,
+        PRIMARY KEY (key, seq)
+    )""",
+    """CREATE TABLE IF NOT EXISTS session_pointers (
+        session text PRIMARY KEY,
+        key text NOT NULL
+    )""",
+)
+
+_RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
+
+# The record data is sent as our own JSON text and stored as `json`, not
+# `jsonb`: json keeps the text exactly, so every value round-trips (jsonb
+# would turn 1e308 into an integer and refuse \u0000).
+_INSERT = (
+    "INSERT INTO records (key, kind, data, version, session, status, plan, correlation_ids,"
+    " last_seq, updated_at) VALUES (%s, %s, %s::json, 1, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (key) DO NOTHING"
+)
+_UPDATE = (
+    "UPDATE records SET kind = %s, data = %s::json, version = version + 1, session = %s,"
+    " status = %s, plan = %s, correlation_ids = %s, last_seq = last_seq + %s, updated_at = %s"
+    " WHERE key = %s AND version = %s RETURNING version, last_seq"
+)
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """Remove ``schema=NAME`` from a URL's query; return (libpq URL, NAME or None).
+
+    Example:
+        >>> split_schema("postgresql://u@h/db?schema=runs&sslmode=require")
+        ('postgresql://u@h/db?sslmode=require', 'runs')
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for name, value in query if name == "schema"]
+    rest = [(name, value) for name, value in query if name != "schema"]
+    if not schemas:
+        return url, None
+    schema = schemas[-1]
+    if not _SCHEMA_NAME.fullmatch(schema):
+        raise ConfigError(
+            f"{redact_url(url)}: schema must be 1-63 lowercase letters, digits or _ "
+            f"and not start with a digit (got {schema!r})"
+        )
+    return urlunsplit(parts._replace(query=urlencode(rest))), schema
+
+
+def notify_channel(schema: str | None) -> str:
+    """The LISTEN/NOTIFY channel of a store's schema (``waygraph`` without one).
+
+    Example:
+        >>> notify_channel("runs"), notify_channel(None)
+        ('waygraph_runs', 'waygraph')
+    """
+    if schema is None:
+        return "waygraph"
+    name = f"waygraph_{schema}"
+    # Channel names are identifiers: at most 63 bytes.
+    if len(name) <= 63:
+        return name
+    return "waygraph_" + hashlib.sha256(schema.encode()).hexdigest()[:24]
+
+
+def _notice(key: str, session: str | None) -> str:
+    payload = json.dumps({"key": key, "session": session})
+    # NOTIFY payloads stop at 8000 bytes; an empty notice means "something changed".
+    return payload if len(payload.encode()) < 7900 else "{}"
+
+
+def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
+    key, kind, data, version, session, status, plan, correlation_ids, updated_at = row
+    return StoredRecord(
+        key=key,
+        kind=kind,
+        data=data,
+        version=int(version),
+        session=session,
+        status=status,
+        plan=plan,
+        correlation_ids=tuple(correlation_ids),
+        updated_at=float(updated_at),
+    )
+
+
+class PostgresStore(Store):
+    """A store in PostgreSQL tables, reached through a psycopg connection pool.
+
+    ``min_size``/``max_size``: pool bounds. ``timeout``: seconds to wait for
+    a free pooled connection. The store is thread-safe; open it after
+    ``fork`` (connections must not cross a fork).
+
+    Example (needs a server)::
+
+        with PostgresStore("postgresql://postgres@127.0.0.1/test") as store:
+            store.sessions()                    # -> ['s1', ...]
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.url = redact_url(url)
+        conninfo, self.schema = split_schema(url)
+        try:
+            params = conninfo_to_dict(conninfo)
+        except psycopg.ProgrammingError as exc:
+            raise ConfigError(f"{self.url}: not a valid PostgreSQL URL: {exc}") from exc
+        # autocommit: reads need no BEGIN/COMMIT round trips; commits open an
+        # explicit transaction.
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if self.schema is not None:
+            options = f"{params.get('options') or ''} -c search_path={self.schema}"
+            kwargs["options"] = options.strip()
+        if "connect_timeout" not in params:
+            kwargs["connect_timeout"] = 10
+        self.channel = notify_channel(self.schema)
+        self._conninfo, self._connect_kwargs = conninfo, kwargs
+        self._clock = MonotonicClock(clock)
+        self._clock_lock = threading.Lock()
+        self._closed = False
+        # One direct connection first: an unreachable server fails here at
+        # once with libpq's reason, instead of as a pool timeout later.
+        with self._errors("connecting and creating the tables"):
+            with psycopg.connect(conninfo, **kwargs) as conn:
+                self._ensure_schema(conn)
+            self._pool: ConnectionPool = ConnectionPool(
+                conninfo,
+                kwargs=kwargs,
+                min_size=min_size,
+                max_size=max_size,
+                timeout=timeout,
+                open=True,
+                name="waygraph.store",
+            )
+
+    def _ensure_schema(self, conn: psycopg.Connection[Any]) -> None:
+        if self._schema_version(conn) == SCHEMA_VERSION:
+            return
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            if self.schema is not None:
+                conn.execute(
+                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
+                )
+                conn.execute(
+                    sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self.schema))
+                )
+            found = self._schema_version(conn)
+            if found is not None and found > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.url}: the tables have schema version {found}, newer than the "
+                    f"{SCHEMA_VERSION} this waygraph reads; upgrade waygraph"
+                )
+            for statement in _TABLES:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO meta (name, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+
+    @staticmethod
+    def _schema_version(conn: psycopg.Connection[Any]) -> int | None:
+        exists = conn.execute("SELECT to_regclass('meta')").fetchone()
+        if exists is None or exists[0] is None:
+            return None
+        row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+        return None if row is None else int(row[0])
+
+    @contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        if self._closed:
+            raise StoreError(f"{self.url}: the store is closed")
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise StoreError(f"{self.url}: {doing} failed: {exc}") from exc
+
+    def _now(self) -> float:
+        with self._clock_lock:
+            return self._clock()
+
+    # ------------------------------------------------------------ writes
+
+    def _commit(self, c: Commit) -> int:
+        key = c.key
+        ids = list(c.correlation_ids)
+        n = len(c.events)
+        with (
+            self._errors(f"committing {key!r}"),
+            self._pool.connection() as conn,
+            conn.transaction(),
+        ):
+            now = self._now()
+            if c.expected_version == 0:
+                cur = conn.execute(
+                    _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now)
+                )
+                if cur.rowcount == 0:
+                    raise conflict(self.url, key, 0, self._version(conn, key))
+                version, last_seq = 1, n
+            else:
+                row = conn.execute(
+                    _UPDATE,
+                    (
+                        c.kind,
+                        c.data,
+                        c.session,
+                        c.status,
+                        c.plan,
+                        ids,
+                        n,
+                        now,
+                        key,
+                        c.expected_version,
+                    ),
+                ).fetchone()
+                if row is None:
+                    raise conflict(self.url, key, c.expected_version, self._version(conn, key))
+                version, last_seq = row
+                conn.execute("DELETE FROM record_correlations WHERE key = %s", (key,))
+            with conn.cursor() as cur:
+                if ids:
+                    cur.executemany(
+                        "INSERT INTO record_correlations (correlation_id, key) VALUES (%s, %s)",
+                        [(cid, key) for cid in ids],
+                    )
+                if n:
+                    first = last_seq - n + 1
+                    cur.executemany(
+                        "INSERT INTO events (key, seq, data) VALUES (%s, %s, %s::json)",
+                        [(key, first + i, text) for i, text in enumerate(c.events)],
+                    )
+            if c.make_current and c.session is not None:
+                conn.execute(
+                    "INSERT INTO session_pointers (session, key) VALUES (%s, %s) "
+                    "ON CONFLICT (session) DO UPDATE SET key = excluded.key",
+                    (c.session, key),
+                )
+            # Delivered at COMMIT, and only if the transaction commits.
+            conn.execute("SELECT pg_notify(%s, %s)", (self.channel, _notice(key, c.session)))
+        return int(version)
+
+    @staticmethod
+    def _version(conn: psycopg.Connection[Any], key: str) -> int | None:
+        row = conn.execute("SELECT version FROM records WHERE key = %s", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def listen(self) -> psycopg.Connection[Any]:
+        """A new connection (not from the pool) that LISTENs on :attr:`channel`.
+
+        Each notification's payload is JSON ``{"key": ..., "session": ...}``
+        of a commit (``{}`` when too long to send). The caller reads
+        ``conn.notifies()`` and closes the connection.
+        """
+        with self._errors(f"listening on channel {self.channel!r}"):
+            conn = psycopg.connect(self._conninfo, **self._connect_kwargs)
+            try:
+                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    def clear_current(self, session: str) -> None:
+        with (
+            self._errors(f"clearing the pointer of session {session!r}"),
+            self._pool.connection() as conn,
+        ):
+            conn.execute("DELETE FROM session_pointers WHERE session = %s", (session,))
+
+    # ------------------------------------------------------------ reads
+
+    def _fetch(self, doing: str, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._errors(doing), self._pool.connection() as conn:
+            return conn.execute(query, params).fetchall()
+
+    def get(self, key: str) -> StoredRecord | None:
+        rows = self._fetch(
+            f"reading {key!r}", f"SELECT {_RECORD_COLUMNS} FROM records WHERE key = %s", (key,)
+        )
+        return _row_to_record(rows[0]) if rows else None
+
+    def list(
+        self,
+        *,
+        kind: str | None = None,
+        session: str | None = None,
+        status: str | None = None,
+        plan: str | None = None,
+        correlation_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[StoredRecord]:
+        check_limit(limit)
+        where, params = sql_filters(
+            "%s",
+            kind=kind,
+            session=session,
+            status=status,
+            plan=plan,
+            correlation_id=correlation_id,
+        )
+        query = f"SELECT {_RECORD_COLUMNS} FROM records{where}"
+        # COLLATE "C": key order must not depend on the database's locale.
+        query += ' ORDER BY updated_at DESC, key COLLATE "C" ASC LIMIT %s'
+        params.append(limit)
+        return [_row_to_record(row) for row in self._fetch("listing records", query, params)]
+
+    def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        check_limit(limit)
+        rows = self._fetch(
+            f"reading the events of {key!r}",
+            "SELECT seq, data FROM events WHERE key = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (key, after_seq, limit),
+        )
+        return [StoredEvent(key=key, seq=int(seq), data=data) for seq, data in rows]
+
+    def current(self, session: str) -> str | None:
+        rows = self._fetch(
+            f"reading the pointer of session {session!r}",
+            "SELECT key FROM session_pointers WHERE session = %s",
+            (session,),
+        )
+        return rows[0][0] if rows else None
+
+    def sessions(self) -> list[str]:
+        rows = self._fetch(
+            "listing sessions",
+            "SELECT session FROM (SELECT session FROM session_pointers UNION "
+            "SELECT session FROM records WHERE session IS NOT NULL) AS s "
+            'ORDER BY session COLLATE "C"',
+            (),
+        )
+        return [row[0] for row in rows]
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.close()

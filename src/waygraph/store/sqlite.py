@@ -1,0 +1,412 @@
+"""``sqlite:///PATH``: the embedded default store.
+
+One SQLite file in WAL mode holds every record and event; any number of
+threads and processes may share it. Each commit is exactly one ``BEGIN
+IMMEDIATE`` transaction, so the record, its index rows, its events and the
+session pointer land together or not at all.
+
+Durability (``?synchronous=``):
+
+- ``normal`` (default): safe against the process dying at any instant
+  (SIGKILL, crash, OOM); a power cut or kernel crash may lose the last few
+  commits, never corrupting the file. No fsync per commit, so it is fast.
+- ``full``: the WAL is fsynced at every commit, so a commit that returned
+  survives power loss too, at the price of one fsync.
+
+Example:
+    >>> store = SQLiteStore(":memory:")
+    >>> store.commit("run_1", {"n": 1}, 0, [{"type": "plan_activated"}])
+    1
+    >>> [e.data["type"] for e in store.events("run_1")]
+    ['plan_activated']
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from waygraph.errors import ConfigError, StoreError
+from waygraph.store.base import (
+    Commit,
+    MonotonicClock,
+    Store,
+    StoredEvent,
+    StoredRecord,
+    check_limit,
+    conflict,
+    decode,
+    encode,
+    sql_filters,
+)
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+#: Bumped whenever the tables change; ``meta.schema_version`` records it so a
+#: later waygraph can migrate old files and an old one refuses newer files.
+SCHEMA_VERSION = 1
+
+SYNCHRONOUS_MODES = ("normal", "full")
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS records (
+        key TEXT PRIMARY KEY NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        session TEXT,
+        status TEXT,
+        plan TEXT,
+        correlation_ids TEXT NOT NULL,
+        last_seq INTEGER NOT NULL,
+        updated_at REAL NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS records_session ON records (session)",
+    "CREATE INDEX IF NOT EXISTS records_status ON records (status)",
+    "CREATE INDEX IF NOT EXISTS records_plan ON records (plan)",
+    "CREATE INDEX IF NOT EXISTS records_kind ON records (kind)",
+    "CREATE INDEX IF NOT EXISTS records_updated_at ON records (updated_at)",
+    # WITHOUT ROWID: these rows are small and always found by their primary
+    # key, so the key index can hold the row itself.
+    """CREATE TABLE IF NOT EXISTS record_correlations (
+        correlation_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        PRIMARY KEY (correlation_id, key)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS record_correlations_key ON record_correlations (key)",
+    """CREATE TABLE IF NOT EXISTS events (
+        key TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (key, seq)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS session_pointers (
+        session TEXT PRIMARY KEY NOT NULL,
+        key TEXT NOT NULL
+    ) WITHOUT ROWID""",
+)
+
+_RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
+
+_INSERT = (
+    "INSERT INTO records (key, kind, data, version, session, status, plan, correlation_ids,"
+    " last_seq, updated_at) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING"
+)
+_UPDATE = (
+    "UPDATE records SET kind = ?, data = ?, version = version + 1, session = ?, status = ?,"
+    " plan = ?, correlation_ids = ?, last_seq = last_seq + ?, updated_at = ?"
+    " WHERE key = ? AND version = ? RETURNING version, last_seq"
+)
+
+
+def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
+    key, kind, data, version, session, status, plan, correlation_ids, updated_at = row
+    return StoredRecord(
+        key=key,
+        kind=kind,
+        data=decode(data),
+        version=version,
+        session=session,
+        status=status,
+        plan=plan,
+        correlation_ids=tuple(decode(correlation_ids)) if correlation_ids != "[]" else (),
+        updated_at=updated_at,
+    )
+
+
+class SQLiteStore(Store):
+    """A store in one SQLite file (or ``":memory:"``), shared by threads and processes.
+
+    ``synchronous``: ``"normal"`` (default) or ``"full"``, see the module
+    docstring. ``timeout``: seconds to wait for another process's write lock
+    before raising :class:`StoreError`. Parent directories are created.
+
+    One connection serves every thread behind a lock: SQLite runs one writer
+    at a time anyway, single-threaded use pays only an uncontended lock, and
+    ``close`` can close it from any thread. A child made by ``fork`` opens its
+    own connection on first use (SQLite connections must not cross a fork).
+
+    Example:
+        >>> store = SQLiteStore(":memory:", synchronous="full")
+        >>> store.synchronous
+        'full'
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "normal",
+        timeout: float = 10.0,
+        url: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        given = os.fspath(path)
+        self.url = url if url is not None else f"sqlite:///{given}"
+        # Absolute, so a later chdir or a reconnect after fork finds the same file.
+        self.path = given if given == ":memory:" else os.path.abspath(os.path.expanduser(given))
+        mode = synchronous.lower()
+        if mode not in SYNCHRONOUS_MODES:
+            raise ConfigError(
+                f"{self.url}: synchronous must be one of {', '.join(SYNCHRONOUS_MODES)} "
+                f"(got {synchronous!r})"
+            )
+        if timeout < 0:
+            raise ConfigError(f"{self.url}: timeout must be 0 or more seconds (got {timeout})")
+        self._synchronous = mode
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._clock = MonotonicClock(clock)
+        self._closed = False
+        self._memory = self.path == ":memory:"
+        if not self._memory:
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"{self.url}: cannot create the folder for {self.path}: {exc}"
+                ) from exc
+        self._pid = os.getpid()
+        self._connection = self._connect()
+
+    # ------------------------------------------------------------ connection
+
+    @property
+    def synchronous(self) -> str:
+        """The durability mode in force: ``"normal"`` or ``"full"``."""
+        with self._lock, self._errors("reading PRAGMA synchronous"):
+            value = self._conn().execute("PRAGMA synchronous").fetchone()[0]
+        return {1: "normal", 2: "full"}.get(value, str(value))
+
+    def _connect(self) -> sqlite3.Connection:
+        with self._errors(f"opening {self.path}"):
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._timeout,
+                isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+                check_same_thread=False,  # guarded by self._lock
+            )
+            try:
+                if not self._memory:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+                self._ensure_schema(conn)
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
+        # The common case (an existing, current file) needs one read and no
+        # write lock, so opening many stores at once does not queue.
+        if self._schema_version(conn) == SCHEMA_VERSION:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = self._schema_version(conn)
+            if found is not None and found > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.url}: {self.path} has schema version {found}, newer than the "
+                    f"{SCHEMA_VERSION} this waygraph reads; upgrade waygraph"
+                )
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO meta (name, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _schema_version(conn: sqlite3.Connection) -> int | None:
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
+        return None if row is None else int(row[0])
+
+    def _conn(self) -> sqlite3.Connection:
+        """The connection; call with ``self._lock`` held."""
+        if self._closed:
+            raise StoreError(f"{self.url}: the store is closed")
+        if self._pid != os.getpid() and not self._memory:
+            # Forked child: the inherited connection belongs to the parent; it
+            # is abandoned, not closed, so the parent's locks are untouched.
+            self._pid = os.getpid()
+            self._connection = self._connect()
+        return self._connection
+
+    @contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            hint = ""
+            if "locked" in str(exc) or "busy" in str(exc):
+                hint = f" (another process held the write lock for over {self._timeout:g}s)"
+            raise StoreError(f"{self.url}: {doing} failed: {exc}{hint}") from exc
+
+    # ------------------------------------------------------------ writes
+
+    def _commit(self, c: Commit) -> int:
+        key = c.key
+        ids = encode(list(c.correlation_ids))
+        n = len(c.events)
+        with self._lock, self._errors(f"committing {key!r}"):
+            conn = self._conn()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                now = self._clock()
+                if c.expected_version == 0:
+                    cur = conn.execute(
+                        _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now)
+                    )
+                    if cur.rowcount == 0:
+                        raise conflict(self.url, key, 0, self._version(conn, key))
+                    version, last_seq = 1, n
+                else:
+                    rows = conn.execute(
+                        _UPDATE,
+                        (
+                            c.kind,
+                            c.data,
+                            c.session,
+                            c.status,
+                            c.plan,
+                            ids,
+                            n,
+                            now,
+                            key,
+                            c.expected_version,
+                        ),
+                    ).fetchall()
+                    if not rows:
+                        raise conflict(self.url, key, c.expected_version, self._version(conn, key))
+                    version, last_seq = rows[0]
+                    conn.execute("DELETE FROM record_correlations WHERE key = ?", (key,))
+                if c.correlation_ids:
+                    conn.executemany(
+                        "INSERT INTO record_correlations (correlation_id, key) VALUES (?, ?)",
+                        [(cid, key) for cid in c.correlation_ids],
+                    )
+                if n:
+                    first = last_seq - n + 1
+                    conn.executemany(
+                        "INSERT INTO events (key, seq, data) VALUES (?, ?, ?)",
+                        [(key, first + i, text) for i, text in enumerate(c.events)],
+                    )
+                if c.make_current and c.session is not None:
+                    conn.execute(
+                        "INSERT INTO session_pointers (session, key) VALUES (?, ?) "
+                        "ON CONFLICT (session) DO UPDATE SET key = excluded.key",
+                        (c.session, key),
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return int(version)
+
+    @staticmethod
+    def _version(conn: sqlite3.Connection, key: str) -> int | None:
+        row = conn.execute("SELECT version FROM records WHERE key = ?", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def clear_current(self, session: str) -> None:
+        with self._lock, self._errors(f"clearing the pointer of session {session!r}"):
+            self._conn().execute("DELETE FROM session_pointers WHERE session = ?", (session,))
+
+    # ------------------------------------------------------------ reads
+
+    def get(self, key: str) -> StoredRecord | None:
+        with self._lock, self._errors(f"reading {key!r}"):
+            row = (
+                self._conn()
+                .execute(f"SELECT {_RECORD_COLUMNS} FROM records WHERE key = ?", (key,))
+                .fetchone()
+            )
+        return None if row is None else _row_to_record(row)
+
+    def list(
+        self,
+        *,
+        kind: str | None = None,
+        session: str | None = None,
+        status: str | None = None,
+        plan: str | None = None,
+        correlation_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[StoredRecord]:
+        check_limit(limit)
+        where, params = sql_filters(
+            "?",
+            kind=kind,
+            session=session,
+            status=status,
+            plan=plan,
+            correlation_id=correlation_id,
+        )
+        sql = f"SELECT {_RECORD_COLUMNS} FROM records{where}"
+        sql += " ORDER BY updated_at DESC, key ASC LIMIT ?"
+        params.append(-1 if limit is None else limit)
+        with self._lock, self._errors("listing records"):
+            rows = self._conn().execute(sql, params).fetchall()
+        return [_row_to_record(row) for row in rows]
+
+    def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+        check_limit(limit)
+        with self._lock, self._errors(f"reading the events of {key!r}"):
+            rows = (
+                self._conn()
+                .execute(
+                    "SELECT seq, data FROM events WHERE key = ? AND seq > ? ORDER BY seq LIMIT ?",
+                    (key, after_seq, -1 if limit is None else limit),
+                )
+                .fetchall()
+            )
+        return [StoredEvent(key=key, seq=seq, data=decode(data)) for seq, data in rows]
+
+    def current(self, session: str) -> str | None:
+        with self._lock, self._errors(f"reading the pointer of session {session!r}"):
+            row = (
+                self._conn()
+                .execute("SELECT key FROM session_pointers WHERE session = ?", (session,))
+                .fetchone()
+            )
+        return None if row is None else row[0]
+
+    def sessions(self) -> list[str]:
+        with self._lock, self._errors("listing sessions"):
+            rows = (
+                self._conn()
+                .execute(
+                    "SELECT session FROM session_pointers UNION "
+                    "SELECT session FROM records WHERE session IS NOT NULL ORDER BY 1"
+                )
+                .fetchall()
+            )
+        return [row[0] for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._pid == os.getpid():
+                with self._errors("closing"):
+                    self._connection.close()
