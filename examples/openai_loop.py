@@ -1,0 +1,96 @@
+"""A small tool-calling agent guided by waygraph, over any OpenAI-compatible chat API.
+
+The agent has two tools that work inside a workspace folder: ``shell`` runs a
+command there, ``write_file`` writes a file there. waygraph matches the task
+to a plan, adds the current step to the model's context before every call,
+and verifies every tool result and exit code against that step, so the model
+is told when it must retry, move on, or stop. It works with OpenAI and with
+local servers that speak the same protocol (Ollama, vLLM, llama.cpp)::
+
+    python examples/openai_loop.py --workspace ./project \\
+        --base-url http://127.0.0.1:11434/v1 --model qwen2.5-coder \\
+        "Fix the bug in the login module: the tests fail"
+
+Needs the ``openai`` package (``pip install 'waygraph[llm]'``).
+
+The tools are confined to the workspace as far as a plain subprocess
+allows: commands run there with a minimal environment and a timeout, and
+commands or paths that name a place outside it (``..``, absolute paths,
+``~``) are refused. That keeps an honest model inside the folder; it is not
+a sandbox against a hostile one (use a container for that). The loop lives
+in ``waygraph.eval.loop``, shared with ``waygraph eval``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from waygraph.eval.loop import (
+    COMMAND_TIMEOUT,
+    MAX_OUTPUT,
+    SHELL_TOOL,
+    SYSTEM_PROMPT,
+    WRITE_FILE_TOOL,
+    AgentResult,
+    Step,
+    confine,
+    run_agent,
+    run_shell,
+)
+from waygraph.hooks import Hooks
+
+# The loop itself lives in waygraph.eval.loop, so `waygraph eval` measures exactly this agent.
+__all__ = [
+    "COMMAND_TIMEOUT",
+    "MAX_OUTPUT",
+    "SHELL_TOOL",
+    "SYSTEM_PROMPT",
+    "WRITE_FILE_TOOL",
+    "AgentResult",
+    "Step",
+    "confine",
+    "main",
+    "run_agent",
+    "run_shell",
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("task", help="What the agent should do.")
+    parser.add_argument("--workspace", type=Path, default=Path.cwd(), help="The project folder.")
+    parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"))
+    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
+    parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY", "not-needed"))
+    parser.add_argument("--library", help="Plan library (file or folder). Default: shipped plans.")
+    parser.add_argument("--store", help="waygraph store URL. Default: SQLite in your data folder.")
+    parser.add_argument("--session", default="openai-loop", help="Session name in the store.")
+    parser.add_argument("--max-steps", type=int, default=30)
+    args = parser.parse_args(argv)
+
+    from openai import OpenAI
+
+    if not args.workspace.is_dir():
+        print(f"error: {args.workspace}: no such folder", file=sys.stderr)
+        return 2
+    hooks = Hooks(args.session, library=args.library, store=args.store, workspace=args.workspace)
+    client = OpenAI(base_url=args.base_url, api_key=args.api_key)
+    result = run_agent(
+        args.task,
+        client=client,
+        model=args.model,
+        workspace=args.workspace,
+        hooks=hooks,
+        max_steps=args.max_steps,
+    )
+    print(result.answer or "(no answer: the step limit was reached)")
+    if result.run is not None:
+        print(f"plan {result.run['plan_id']}: {result.run['status']}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""Three calls that put waygraph into any agent loop.
+
+For loops that are not Agent-Zero (your own, or one built on a framework),
+:class:`Hooks` wraps a :class:`~waygraph.navigator.Navigator` for one
+conversation:
+
+1. ``on_user_message(text)`` when the user says something: it may start the
+   plan that matches;
+2. ``on_tool_result(output, exit_code=..., call_id=...)`` after every tool
+   call: the result is verified against the current step and the run moves on;
+3. ``context_for_model()`` before every model call: the text to add to the
+   model's context (a system message, say), or None when no plan is guiding.
+
+::
+
+    hooks = Hooks("chat-42", library="plans/", store="sqlite:///agent.db")
+    hooks.on_user_message(user_text)
+    while True:
+        guidance = hooks.context_for_model()
+        reply = call_model(messages + ([system(guidance)] if guidance else []))
+        if not reply.tool_calls:
+            break
+        for call in reply.tool_calls:
+            output, code = run_tool(call)
+            hooks.on_tool_result(output, tool_name=call.name, exit_code=code, call_id=call.id)
+
+Nothing here raises into your loop: a library or store that does not load
+logs one warning line and the hooks run without guidance; a failing turn
+logs a warning and returns empty guidance (``strict=True`` raises instead).
+``examples/openai_loop.py`` is a complete agent built this way.
+
+Example:
+    >>> hooks = Hooks("chat-1", store="memory://")
+    >>> hooks.on_user_message("What's the weather like?").text is None
+    True
+    >>> hooks.context_for_model() is None
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from waygraph.errors import WaygraphError
+from waygraph.navigator import Guidance, Navigator
+
+__all__ = ["Hooks"]
+
+log = logging.getLogger("waygraph.hooks")
+
+_ENDED = ("completed", "escalated", "expired", "aborted")
+
+
+class Hooks:
+    """waygraph for one conversation of any agent loop: three calls.
+
+    Give a ``navigator`` to share one (and its store connection) between
+    conversations, or the Navigator's own arguments (``library``, ``store``,
+    ``workspace``) to have one built. ``session_id`` names the conversation
+    in the store, so a restarted process picks up where it left off.
+
+    Example:
+        >>> hooks = Hooks("s", store="memory://")
+        >>> hooks.active
+        False
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        navigator: Navigator | None = None,
+        library: Any = None,
+        store: Any = None,
+        workspace: str | os.PathLike[str] | None = None,
+        strict: bool = False,
+    ) -> None:
+        self.session_id = session_id
+        self.strict = strict
+        # A plan that ended is announced once by context_for_model, then dropped.
+        self._ended_text: str | None = None
+        self.navigator: Navigator | None = navigator
+        if navigator is None:
+            try:
+                self.navigator = Navigator(library, store=store, workspace=workspace, strict=strict)
+            except WaygraphError as exc:
+                if strict:
+                    raise
+                log.warning("waygraph: %s; running without guidance", exc)
+
+    @property
+    def active(self) -> bool:
+        """True while a plan is guiding this conversation."""
+        record = self.state()
+        return record is not None and record.get("status") == "running"
+
+    def on_user_message(
+        self,
+        text: str,
+        *,
+        domain: str | None = None,
+        allowed_plans: list[str] | None = None,
+    ) -> Guidance:
+        """The user said ``text``: with no plan running, the best matching plan starts.
+
+        ``domain`` (when your loop classifies messages) filters plans by their
+        ``domains``; ``allowed_plans`` limits which plan ids may start.
+        """
+        return self._turn(user_message=text, domain=domain, allowed_plans=allowed_plans)
+
+    def on_tool_result(
+        self,
+        output: str,
+        *,
+        tool_name: str | None = None,
+        exit_code: int | None = None,
+        call_id: str | None = None,
+    ) -> Guidance:
+        """A tool returned ``output``: verify it against the current step and move on.
+
+        Pass ``exit_code`` when the tool has one; ``call_id`` (the tool call's
+        id) makes a result reported twice count once.
+        """
+        return self._turn(
+            tool_output=output, tool_name=tool_name, exit_code=exit_code, observation_id=call_id
+        )
+
+    def context_for_model(self) -> str | None:
+        """The guidance to add to the model's context now, or None.
+
+        While a plan runs: where the model is and what to do next. Once, after
+        a plan ends: what happened (completed, escalated, ...). Reading it does
+        not take a turn, so call it as often as you build a prompt.
+        """
+        if self.navigator is None:
+            return None
+        try:
+            record = self.navigator.state(self.session_id)
+            if record is not None and record.get("status") == "running":
+                self._ended_text = None
+                return self.navigator.context(self.session_id)
+        except Exception as exc:
+            if self.strict:
+                raise
+            log.warning("waygraph: cannot read session %r: %s", self.session_id, exc)
+            return None
+        text, self._ended_text = self._ended_text, None
+        return text
+
+    def state(self) -> dict[str, Any] | None:
+        """The conversation's latest run record (running or finished), or None."""
+        if self.navigator is None:
+            return None
+        try:
+            return self.navigator.state(self.session_id)
+        except Exception as exc:
+            if self.strict:
+                raise
+            log.warning("waygraph: cannot read session %r: %s", self.session_id, exc)
+            return None
+
+    def reset(self) -> None:
+        """Forget the conversation's plan (a running one is aborted)."""
+        self._ended_text = None
+        if self.navigator is not None:
+            self.navigator.reset(self.session_id)
+
+    def close(self) -> None:
+        if self.navigator is not None:
+            self.navigator.close()
+
+    def _turn(self, **kwargs: Any) -> Guidance:
+        if self.navigator is None:
+            return Guidance()
+        guidance = self.navigator.turn(self.session_id, **kwargs)
+        if guidance.run is not None and guidance.run.get("status") in _ENDED and guidance.events:
+            self._ended_text = guidance.text
+        return guidance

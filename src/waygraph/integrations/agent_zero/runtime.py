@@ -1,0 +1,361 @@
+"""What the installed Agent-Zero extension files call.
+
+Each installed file passes its extension instance, its own ``__file__`` and
+its ``execute`` keyword arguments to one function here:
+
+- :func:`verify_tool_result` (``tool_execute_after``): reports the tool
+  result (exact tool name and ``response.message``) to the Navigator, once;
+- :func:`inject_guidance` (``message_loop_prompts_after``): with no plan
+  running, matches the user's message to a plan (once per message); puts
+  the guidance into ``loop_data.extras_temporary`` under the configured key,
+  in time for this iteration's prompt;
+- :func:`htn_compat` (``before_main_llm_call``, with ``--compat``): what the
+  single-file HTN plan selector did at that point, after a belief-state
+  tracker has classified the message: match with that domain, write
+  ``extras_temporary["htn_active_plan"]`` and mirror the run record on
+  ``agent._htn_state``.
+
+The config is found by walking up from the extension file to
+``usr/waygraph/config.json``; the Navigator built from it is cached per
+process and rebuilt when the config file changes. Run state lives in the
+configured store under the session ``agent-zero:<context id>:<agent
+number>``, so it survives restarts. Every failure is logged as a warning in
+the agent's log (and Python's ``waygraph.agent_zero`` logger) and the agent
+goes on without guidance; nothing here raises into Agent-Zero. With
+``compat`` set, plan events are also logged as ``[HTN] ...`` lines and an
+escalation sets ``agent._org_pace_level``.
+
+Example (with stand-ins for Agent-Zero's objects)::
+
+    runtime.inject_guidance(extension, "/a0/python/extensions/message_loop_prompts_after/x.py",
+                            {"loop_data": loop_data})
+    loop_data.extras_temporary["waygraph_plan"]   # the guidance text
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from waygraph.errors import ConfigError
+from waygraph.integrations.agent_zero import reading
+from waygraph.integrations.agent_zero.config import CONFIG_PATH, AgentZeroConfig
+from waygraph.navigator import Guidance, Navigator
+
+__all__ = ["RETRY_SECONDS", "htn_compat", "inject_guidance", "reset", "verify_tool_result"]
+
+log = logging.getLogger("waygraph.agent_zero")
+
+#: After a config, library or store fails to load, how long the extensions
+#: stay quiet before trying (and, if it still fails, warning) again.
+RETRY_SECONDS = 30.0
+
+HTN_STATE_ATTR = "_htn_state"
+PACE_LEVEL_ATTR = "_org_pace_level"
+
+
+@dataclass(frozen=True, slots=True)
+class _Setup:
+    root: Path
+    config: AgentZeroConfig
+    navigator: Navigator
+    stamp: tuple[int, int]
+
+    @property
+    def prefix(self) -> str:
+        return "[HTN]" if self.config.compat else "[waygraph]"
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    stamp: tuple[int, int] | None
+    retry_at: float
+
+
+class _Quiet(Exception):
+    """A failure already reported; stay silent until it is time to retry."""
+
+
+_lock = threading.Lock()
+_setups: dict[Path, _Setup] = {}
+_failures: dict[Path, _Failure] = {}
+#: Per session, the user message that already activated a plan, so a plan
+#: that ends in the same monologue is not started again by the same message.
+_consumed: dict[str, Any] = {}
+
+
+def reset() -> None:
+    """Forget cached Navigators and failures (for tests, or after changing files by hand)."""
+    with _lock:
+        for setup in _setups.values():
+            setup.navigator.close()
+        _setups.clear()
+        _failures.clear()
+        _consumed.clear()
+
+
+# ---------------------------------------------------------------- the three hooks
+
+
+def verify_tool_result(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> None:
+    """``tool_execute_after``: verify ``kwargs["response"].message`` against the current node."""
+    _guarded(extension, hook_file, _verify, kwargs)
+
+
+def inject_guidance(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> None:
+    """``message_loop_prompts_after``: match plans, take a turn, inject the guidance."""
+    _guarded(extension, hook_file, _inject, kwargs)
+
+
+def htn_compat(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> None:
+    """``before_main_llm_call`` (``--compat``): the HTN plan selector's side effects."""
+    _guarded(extension, hook_file, _compat, kwargs)
+
+
+def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
+    output = reading.tool_output(kwargs.get("response"))
+    if output is None:
+        return
+    tool_name = kwargs.get("tool_name")
+    guidance = setup.navigator.turn(
+        reading.session_id(agent),
+        tool_output=output,
+        tool_name=str(tool_name) if tool_name else None,
+        # One call of this hook is one result: a fresh id can never be counted twice.
+        observation_id=f"a0-{uuid.uuid4().hex}",
+    )
+    if guidance.text and guidance.run is not None and guidance.run.get("status") != "running":
+        # The next prompt must say the plan ended; the guidance hook only
+        # repeats text for running plans. Extras set after this iteration's
+        # prompt was built reach the next one.
+        _put_extras(getattr(agent, "loop_data", None), setup.config.extras_key, guidance.text)
+    _after_turn(setup, agent, guidance)
+
+
+def _inject(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
+    loop_data = kwargs.get("loop_data")
+    _, text = _guide(setup, agent, loop_data)
+    if text:
+        _put_extras(loop_data, setup.config.extras_key, text)
+
+
+def _compat(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
+    # Runs after a belief-state tracker (before_main_llm_call _11_) may have
+    # classified the message, so a plan the guidance hook could not match
+    # with the old domain can start here, as it did with the HTN selector.
+    loop_data = kwargs.get("loop_data")
+    record, text = _guide(setup, agent, loop_data)
+    if text:
+        _put_extras(loop_data, setup.config.extras_key, text)
+    _mirror(agent, record)
+
+
+# ---------------------------------------------------------------- shared steps
+
+
+def _guide(setup: _Setup, agent: Any, loop_data: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The session's run record and the guidance for the prompt.
+
+    A running plan is only read: its turns are the tool results, one per
+    iteration, so ``stale_after_turns`` counts iterations as the HTN
+    selector did. With no plan running, a user message that has not
+    started one yet is matched.
+    """
+    session = reading.session_id(agent)
+    nav = setup.navigator
+    record = nav.state(session)
+    if record is not None and record.get("status") == "running":
+        return record, nav.context(session)
+    message, token = _fresh_message(session, loop_data)
+    if message is None:
+        return record, None
+    guidance = nav.turn(
+        session,
+        user_message=message,
+        domain=reading.belief_domain(agent),
+        allowed_plans=reading.allowed_plans(agent),
+    )
+    _note_activation(session, token, guidance)
+    _after_turn(setup, agent, guidance)
+    return guidance.run or record, guidance.text if guidance.active else None
+
+
+def _fresh_message(session: str, loop_data: Any) -> tuple[str | None, Any]:
+    """The user's message, unless it already activated a plan in this session."""
+    text, token = reading.user_message(loop_data)
+    if text is None:
+        return None, None
+    with _lock:
+        seen = _consumed.get(session)
+    if seen is not None and (seen is token or (isinstance(token, str) and seen == token)):
+        return None, None
+    return text, token
+
+
+def _note_activation(session: str, token: Any, guidance: Guidance) -> None:
+    if token is not None and any(e.get("type") == "plan_activated" for e in guidance.events):
+        with _lock:
+            _consumed[session] = token
+
+
+def _put_extras(loop_data: Any, key: str, text: str) -> None:
+    extras = getattr(loop_data, "extras_temporary", None)
+    if extras is not None:
+        extras[key] = text
+
+
+def _after_turn(setup: _Setup, agent: Any, guidance: Guidance) -> None:
+    """Log the turn's plan events; in compat mode also set the HTN attributes."""
+    record = guidance.run or {}
+    for event in guidance.events:
+        line = _event_line(setup.prefix, event, record)
+        if line is not None:
+            _agent_log(agent, *line)
+        if setup.config.compat and event.get("type") == "plan_escalated":
+            _set_attr(agent, PACE_LEVEL_ATTR, event.get("pace_level") or "contingent")
+    if setup.config.compat and guidance.run is not None:
+        _mirror(agent, guidance.run)
+
+
+def _mirror(agent: Any, record: dict[str, Any] | None) -> None:
+    """``agent._htn_state``: the run record while a plan runs, absent otherwise."""
+    if record is not None and record.get("status") == "running":
+        _set_attr(agent, HTN_STATE_ATTR, record)
+    elif hasattr(agent, HTN_STATE_ATTR):
+        with contextlib.suppress(AttributeError):
+            delattr(agent, HTN_STATE_ATTR)
+
+
+def _set_attr(agent: Any, name: str, value: Any) -> None:
+    try:
+        setattr(agent, name, value)
+    except (AttributeError, TypeError):
+        log.debug("cannot set %s on %r", name, agent)
+
+
+def _event_line(
+    prefix: str, event: dict[str, Any], record: dict[str, Any]
+) -> tuple[str, str] | None:
+    """The (log type, text) for a plan event worth showing, or None."""
+    kind = event.get("type")
+    name = record.get("plan_name") or record.get("plan_id") or "plan"
+    node = event.get("node")
+    if kind == "plan_activated":
+        if record.get("mode") == "linear":
+            size = f"{record.get('total_steps')} steps"
+            return "info", f"{prefix} Linear plan activated: {name} ({size})"
+        return "info", f"{prefix} Graph plan activated: {name} ({record.get('total_nodes')} nodes)"
+    if kind == "node_verified":
+        if event.get("passed"):
+            return "info", f"{prefix} Step verified: {node}"
+        return "info", f"{prefix} Step failed verification: {node} (attempt {event.get('attempt')})"
+    if kind == "plan_completed":
+        done = f"{record.get('completed_nodes')}/{record.get('total_nodes')}"
+        return "info", f"{prefix} Plan '{name}' completed! ({done} nodes)"
+    if kind == "plan_escalated":
+        pace = event.get("pace_level") or "contingent"
+        return "warning", f"{prefix} Plan '{name}' escalated to PACE {pace}: {event.get('reason')}"
+    if kind == "plan_expired":
+        turns = event.get("turns")
+        return "info", f"{prefix} Plan '{name}' expired (no transition for {turns} turns)"
+    if kind == "plan_aborted":
+        return "warning", f"{prefix} Plan '{name}' aborted at {node}: {event.get('reason')}"
+    if kind == "stall":
+        return "warning", f"{prefix} Plan '{name}' stalled at {node}: {event.get('reason')}"
+    return None
+
+
+def _agent_log(agent: Any, kind: str, text: str) -> None:
+    """A line in the agent's log (the Agent-Zero UI); never raises."""
+    try:
+        agent.context.log.log(type=kind, content=text)
+    except Exception:
+        log.debug("agent log unavailable", exc_info=True)
+    (log.warning if kind == "warning" else log.info)("%s", text)
+
+
+# ---------------------------------------------------------------- setup and guarding
+
+
+def _guarded(extension: Any, hook_file: str, body: Any, kwargs: dict[str, Any]) -> None:
+    agent = getattr(extension, "agent", None)
+    try:
+        setup = _setup_for(Path(hook_file))
+    except _Quiet:
+        return
+    except Exception as exc:
+        _agent_log(agent, "warning", f"[waygraph] cannot start: {exc}; going on without guidance")
+        return
+    try:
+        body(setup, agent, kwargs)
+    except Exception as exc:
+        log.debug("waygraph hook failed", exc_info=True)
+        _agent_log(
+            agent,
+            "warning",
+            f"{setup.prefix} Error (passthrough): {type(exc).__name__}: {exc}",
+        )
+
+
+def _find_config(hook_file: Path) -> Path:
+    for folder in hook_file.absolute().parents:
+        candidate = folder / CONFIG_PATH
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(
+        f"no {CONFIG_PATH} in any folder above {hook_file}; "
+        "run `waygraph install agent-zero PATH` again"
+    )
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _setup_for(hook_file: Path) -> _Setup:
+    missing: ConfigError | None = None
+    try:
+        key = _find_config(hook_file)
+        stamp = _stamp(key)
+    except ConfigError as exc:
+        # Remember the failure under the hook file, so it is reported once.
+        key, stamp, missing = hook_file, None, exc
+    with _lock:
+        cached = _setups.get(key)
+        if cached is not None and cached.stamp == stamp:
+            return cached
+        failure = _failures.get(key)
+        if failure is not None and failure.stamp == stamp and time.monotonic() < failure.retry_at:
+            raise _Quiet()
+        try:
+            if missing is not None or stamp is None:
+                raise missing or ConfigError(f"{key}: cannot read the waygraph config")
+            setup = _build(key, stamp)
+        except Exception:
+            _failures[key] = _Failure(stamp, time.monotonic() + RETRY_SECONDS)
+            raise
+        _failures.pop(key, None)
+        _setups[key] = setup
+        return setup
+
+
+def _build(config_path: Path, stamp: tuple[int, int]) -> _Setup:
+    config = AgentZeroConfig.read(config_path)
+    root = config_path.parents[len(Path(CONFIG_PATH).parts) - 1]
+    navigator = Navigator(
+        config.library_path(root),
+        store=config.store_url(root),
+        workspace=config.workspace_path(root),
+        strict=True,
+    )
+    return _Setup(root=root, config=config, navigator=navigator, stamp=stamp)

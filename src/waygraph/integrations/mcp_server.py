@@ -1,0 +1,330 @@
+"""waygraph over the Model Context Protocol: plans for any MCP client.
+
+``waygraph mcp [--library PATH] [--store URL]`` runs :func:`serve`, an MCP
+server on stdio built with the official ``mcp`` package. A client (Claude
+Desktop, an IDE, an agent framework) gets:
+
+Tools (every one takes and returns plain JSON):
+
+=========================  ===================================================
+``list_plans``             every plan: id, name, domains, triggers, shape, and
+                           the URIs of its two resources
+``match_plans``            which plan a message would activate, and why the
+                           others would not
+``start_plan``             start a plan by id in a session
+``user_message``           report the user's message; activates the best
+                           matching plan when none is running
+``report_tool_result``     report a tool's output (and exit code): verified
+                           against the current node, the run moves on
+``get_status``             the session's run (status, node, attempts, path)
+                           and the guidance text for the model
+``reset_session``          abort the session's running plan
+=========================  ===================================================
+
+Resources, one pair per plan: ``waygraph://plans/{plan_id}/mermaid`` (its
+Mermaid drawing) and ``waygraph://plans/{plan_id}/json`` (its JSON).
+
+Sessions are the client's to name (one per conversation); runs persist in the
+store, so they outlive the server process. Bad input to a tool (an unknown
+plan, a bad argument) comes back as a tool error with a one-line message; a
+library or store that does not load stops ``waygraph mcp`` before it serves,
+with a one-line message on stderr. Nothing but protocol messages is ever
+written to stdout.
+
+Example:
+    >>> server = build_server(store="memory://")
+    >>> server.name
+    'waygraph'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+from urllib.parse import quote, unquote
+
+from waygraph.errors import ConfigError, WaygraphError
+from waygraph.navigator import Guidance, Navigator
+
+__all__ = ["MCP_REQUIREMENT", "RUN_FIELDS", "build_server", "json_uri", "mermaid_uri", "serve"]
+
+#: The mcp versions this module is tested with (FastMCP in 1.x, MCPServer in 2.x).
+MCP_REQUIREMENT = "mcp>=1.30,<3"
+
+#: The run-record fields tools return (the full record is in the store).
+RUN_FIELDS = (
+    "run_id",
+    "plan_id",
+    "plan_name",
+    "mode",
+    "status",
+    "current_node",
+    "attempts",
+    "path",
+    "completed_nodes",
+    "total_nodes",
+    "turns_since_transition",
+    "stale_after_turns",
+    "reason",
+    "pace_level",
+)
+
+INSTRUCTIONS = (
+    "waygraph keeps you on course through multi-step work. Call user_message with what "
+    "the user asked (or start_plan with a plan id), then follow the guidance: do the "
+    "current node's action, and after every tool you run call report_tool_result with "
+    "its output and exit code. get_status shows where you are."
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def mermaid_uri(plan_id: str) -> str:
+    """The resource URI of a plan's Mermaid drawing."""
+    return f"waygraph://plans/{quote(plan_id, safe='')}/mermaid"
+
+
+def json_uri(plan_id: str) -> str:
+    """The resource URI of a plan's JSON."""
+    return f"waygraph://plans/{quote(plan_id, safe='')}/json"
+
+
+def _mcp_api() -> tuple[Any, type[Exception], type[Exception]]:
+    """(server class, ToolError, ResourceError) of the installed ``mcp`` package.
+
+    mcp 2 renamed FastMCP to MCPServer; the decorators used here are the same in both.
+    """
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+    except ImportError:
+        try:
+            from mcp.server.fastmcp import FastMCP as MCPServer
+            from mcp.server.fastmcp.exceptions import ResourceError, ToolError
+        except ImportError as exc:
+            raise ConfigError(
+                f"serving MCP needs the mcp package ({exc}); pip install '{MCP_REQUIREMENT}'"
+            ) from None
+    return MCPServer, ToolError, ResourceError
+
+
+def _tool_errors(func: F) -> F:
+    """Turn a WaygraphError into the MCP tool error a client shows as a message."""
+    _, ToolError, _ = _mcp_api()
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except WaygraphError as exc:
+            raise ToolError(str(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _run_summary(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    return {name: record.get(name) for name in RUN_FIELDS}
+
+
+def _guidance_data(session_id: str, guidance: Guidance) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "guidance": guidance.text,
+        "events": [dict(e) for e in guidance.events],
+        "run": _run_summary(guidance.run),
+    }
+
+
+def build_server(
+    library: str | os.PathLike[str] | None = None,
+    store: str | None = None,
+    *,
+    navigator: Navigator | None = None,
+) -> Any:
+    """An ``mcp`` server (``MCPServer``; ``FastMCP`` before mcp 2) for ``navigator``.
+
+    Without ``navigator``, one is built from ``library`` and ``store``.
+
+    Raises a :class:`~waygraph.errors.WaygraphError` when the library or the
+    store does not load.
+    """
+    # Library and store first: a bad one is reported without waiting for mcp to import.
+    nav = navigator if navigator is not None else Navigator(library, store=store, strict=True)
+
+    MCPServer, _, ResourceError = _mcp_api()
+
+    from waygraph.draw import to_mermaid
+    from waygraph.formats.json_library import plan_to_data
+    from waygraph.match import Matcher
+
+    server = MCPServer(name="waygraph", instructions=INSTRUCTIONS)
+
+    def plan_of(plan_id: str) -> Any:
+        plan = nav.library.get(plan_id)
+        if plan is None:
+            # Perhaps added to the library files since the last turn.
+            nav.reload()
+            plan = nav.library.get(plan_id)
+        if plan is None:
+            raise ResourceError(f"no plan {plan_id!r} in the library")
+        return plan
+
+    def read_mermaid(plan_id: str) -> str:
+        return to_mermaid(plan_of(unquote(plan_id)))
+
+    def read_json(plan_id: str) -> str:
+        plan = plan_of(unquote(plan_id))
+        return json.dumps({"id": plan.id, **plan_to_data(plan)}, indent=2, ensure_ascii=False)
+
+    # ---------------------------------------------------------------- tools
+
+    @server.tool()
+    @_tool_errors
+    def list_plans() -> dict[str, Any]:
+        """Every plan in the library: id, name, description, domains, triggers, shape, resources."""
+        plans = []
+        for plan in nav.library:
+            plans.append(
+                {
+                    "id": plan.id,
+                    "name": plan.title,
+                    "description": plan.description,
+                    "domains": list(plan.domains),
+                    "triggers": list(plan.triggers),
+                    "trigger_threshold": plan.trigger_threshold,
+                    "linear": bool(plan.linear),
+                    "nodes": len(plan.graph.nodes),
+                    "mermaid": mermaid_uri(plan.id),
+                    "json": json_uri(plan.id),
+                }
+            )
+        return {"plans": plans}
+
+    @server.tool()
+    @_tool_errors
+    def match_plans(
+        message: str, domain: str | None = None, allowed_plans: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Which plan `message` would activate (none is started), and why others would not."""
+        results = Matcher(nav.library).match(message, domain or None, allowed_plans)
+        winner = next((m for m in results if m.activates), None)
+        return {
+            "activates": winner.plan_id if winner else None,
+            "matches": [m.to_dict() for m in results],
+        }
+
+    @server.tool()
+    @_tool_errors
+    def start_plan(session_id: str, plan_id: str) -> dict[str, Any]:
+        """Start plan `plan_id` in session `session_id` (a running plan there is aborted)."""
+        return _guidance_data(session_id, nav.start(session_id, plan_id))
+
+    @server.tool()
+    @_tool_errors
+    def user_message(
+        session_id: str,
+        message: str,
+        domain: str | None = None,
+        allowed_plans: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Report the user's message; with no plan running, the best matching plan starts."""
+        guidance = nav.turn(
+            session_id, user_message=message, domain=domain, allowed_plans=allowed_plans
+        )
+        return _guidance_data(session_id, guidance)
+
+    @server.tool()
+    @_tool_errors
+    def report_tool_result(
+        session_id: str,
+        output: str,
+        tool_name: str | None = None,
+        exit_code: int | None = None,
+        call_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Report a tool's output: it is verified against the current node and the run moves on.
+
+        Give `exit_code` when known, and `call_id` so a result reported twice counts once.
+        """
+        guidance = nav.turn(
+            session_id,
+            tool_output=output,
+            tool_name=tool_name,
+            exit_code=exit_code,
+            observation_id=call_id,
+        )
+        return _guidance_data(session_id, guidance)
+
+    @server.tool()
+    @_tool_errors
+    def get_status(session_id: str) -> dict[str, Any]:
+        """The session's latest run (running or finished) and the guidance for the model."""
+        return {
+            "session_id": session_id,
+            "run": _run_summary(nav.state(session_id)),
+            "guidance": nav.context(session_id),
+        }
+
+    @server.tool()
+    @_tool_errors
+    def reset_session(session_id: str) -> dict[str, Any]:
+        """Abort the session's running plan and forget it; finished runs stay in the store."""
+        before = nav.state(session_id)
+        nav.reset(session_id)
+        running = before is not None and before.get("status") == "running"
+        return {"session_id": session_id, "aborted": before.get("plan_id") if running else None}
+
+    # ---------------------------------------------------------------- resources
+
+    for plan in nav.library:
+        server.resource(
+            mermaid_uri(plan.id),
+            name=f"{plan.id} (Mermaid)",
+            description=f"{plan.title}: the plan drawn as a Mermaid flowchart",
+            mime_type="text/vnd.mermaid",
+        )(_reader(read_mermaid, plan.id, "mermaid"))
+        server.resource(
+            json_uri(plan.id),
+            name=f"{plan.id} (JSON)",
+            description=f"{plan.title}: the plan as waygraph JSON",
+            mime_type="application/json",
+        )(_reader(read_json, plan.id, "json"))
+    # Plans added to the library after start-up are readable too.
+    server.resource(
+        "waygraph://plans/{plan_id}/mermaid",
+        name="plan (Mermaid)",
+        description="Any plan drawn as a Mermaid flowchart",
+        mime_type="text/vnd.mermaid",
+    )(read_mermaid)
+    server.resource(
+        "waygraph://plans/{plan_id}/json",
+        name="plan (JSON)",
+        description="Any plan as waygraph JSON",
+        mime_type="application/json",
+    )(read_json)
+    return server
+
+
+def _reader(read: Callable[[str], str], plan_id: str, kind: str) -> Callable[[], str]:
+    """A named zero-argument reader of one plan, as MCPServer's static resources need."""
+
+    def reader() -> str:
+        return read(quote(plan_id, safe=""))
+
+    reader.__name__ = reader.__qualname__ = f"read_{kind}_{plan_id}"
+    return reader
+
+
+def serve(library: str | os.PathLike[str] | None = None, store: str | None = None) -> None:
+    """Run the MCP server on stdio until the client disconnects.
+
+    The library and store are opened first, so a broken one raises a
+    :class:`~waygraph.errors.WaygraphError` before anything is served.
+    """
+    server = build_server(library, store)
+    server.run("stdio")

@@ -1,0 +1,197 @@
+"""examples/openai_loop.py: a tool-calling agent guided by waygraph, run against a real
+local HTTP server that speaks the chat-completions protocol with scripted replies."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from openai import OpenAI
+
+from waygraph.hooks import Hooks
+from waygraph.testing import ScriptedChatServer
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "openai_loop.py"
+
+LIBRARY = """\
+plans:
+  fix_tests:
+    name: Fix failing tests
+    triggers: [tests fail]
+    trigger_threshold: 1
+    graph:
+      start: start
+      nodes:
+        start: {type: start}
+        reproduce: {type: task, action: Run the check, verify: {type: any_output}}
+        fix: {type: task, action: Fix the answer, max_retries: 2}
+        test: {type: task, action: Run the check again, verify: {type: exit_code_zero}}
+        done: {type: exit}
+        stuck: {type: escalate, reason: the fix does not hold}
+      edges:
+        - {from: start, to: reproduce}
+        - {from: reproduce, to: fix, condition: on_success}
+        - {from: fix, to: test, condition: on_success}
+        - {from: fix, to: stuck, condition: on_exhaust}
+        - {from: test, to: done, condition: on_success}
+        - {from: test, to: fix, condition: on_fail}
+"""
+CHECK = (
+    'if [ "$(cat answer.txt)" = 42 ]; then echo "ok: 42"; '
+    'else echo "FAILED: expected 42, got $(cat answer.txt)"; exit 1; fi\n'
+)
+TASK = "The tests fail in this project: make the check pass."
+
+
+@pytest.fixture(scope="module")
+def example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("openai_loop", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["openai_loop"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "answer.txt").write_text("41\n")
+    (root / "check.sh").write_text(CHECK)
+    (tmp_path / "secret.txt").write_text("do not read\n")
+    return root
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> Path:
+    path = tmp_path / "plans.yaml"
+    path.write_text(LIBRARY)
+    return path
+
+
+def shell(command: str) -> dict:
+    return {"tool_calls": [{"name": "shell", "arguments": {"command": command}}]}
+
+
+def guidance_of(request: dict) -> str | None:
+    """The waygraph guidance the agent sent: a system message after the conversation."""
+    last = request["messages"][-1]
+    return last["content"] if last["role"] == "system" else None
+
+
+def test_the_agent_follows_the_plan_round_the_fix_loop(
+    example: ModuleType, workspace: Path, library: Path
+):
+    replies = [
+        shell("sh check.sh"),  # reproduce
+        shell("echo 41 > answer.txt"),  # a wrong fix
+        shell("sh check.sh"),  # test fails: back to fix
+        shell("echo 42 > answer.txt"),  # the right fix
+        shell("sh check.sh"),  # test passes
+        "The check passes now: answer.txt holds 42.",
+    ]
+    with ScriptedChatServer(replies) as server:
+        client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        hooks = Hooks("loop-1", library=library, store="memory://", workspace=workspace)
+        result = example.run_agent(
+            TASK, client=client, model="scripted", workspace=workspace, hooks=hooks
+        )
+        requests = server.requests
+
+    assert result.answer == "The check passes now: answer.txt holds 42."
+    assert (workspace / "answer.txt").read_text().strip() == "42"
+    assert [s.exit_code for s in result.steps] == [1, 0, 1, 0, 0]
+    assert result.run["plan_id"] == "fix_tests" and result.run["status"] == "completed"
+
+    assert len(requests) == 6
+    assert requests[0]["tools"][0]["function"]["name"] == "shell"
+    first = guidance_of(requests[0])
+    assert first.startswith("[waygraph] Plan: Fix failing tests") and "reproduce" in first
+    assert "Current node: fix" in guidance_of(requests[1])
+    assert "Current node: test" in guidance_of(requests[2])
+    assert "Current node: fix (attempt 2/3)" in guidance_of(requests[3])
+    assert guidance_of(requests[5]).startswith("Plan completed: 'Fix failing tests'")
+    # Guidance is per call: the conversation itself never accumulates it.
+    conversation = requests[5]["messages"][:-1]
+    assert not any("[waygraph] Plan" in str(m.get("content")) for m in conversation)
+    tool_messages = [m for m in conversation if m["role"] == "tool"]
+    assert tool_messages[0]["content"].startswith("exit code 1\nFAILED: expected 42, got 41")
+    assert tool_messages[0]["tool_call_id"] == conversation[2]["tool_calls"][0]["id"]
+
+
+def test_without_a_matching_plan_the_model_gets_no_guidance(
+    example: ModuleType, workspace: Path, library: Path
+):
+    with ScriptedChatServer([shell("ls"), "There are two files."]) as server:
+        client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        hooks = Hooks("loop-2", library=library, store="memory://")
+        result = example.run_agent(
+            "What is in this folder?", client=client, model="m", workspace=workspace, hooks=hooks
+        )
+        requests = server.requests
+    assert result.answer == "There are two files." and result.run is None
+    assert "answer.txt" in result.steps[0].output and "check.sh" in result.steps[0].output
+    assert all(guidance_of(r) is None for r in requests)
+
+
+def test_the_shell_tool_stays_in_the_workspace(example: ModuleType, workspace: Path):
+    for command in ("cat ../secret.txt", "cat /etc/hostname", "ls ~", "cp x --target=/tmp"):
+        output, code = example.run_shell(command, workspace)
+        assert code == 126 and output.startswith("refused:"), command
+    output, code = example.run_shell("pwd && cat answer.txt 2>/dev/null", workspace)
+    assert code == 0 and output.splitlines() == [str(workspace), "41"]
+    output, code = example.run_shell("sleep 5", workspace, timeout=0.2)
+    assert code == 124 and "timed out" in output
+
+
+def test_bad_tool_calls_are_answered_not_raised(example: ModuleType, workspace: Path):
+    replies = [
+        {"tool_calls": [{"name": "browser", "arguments": {}}]},
+        {"tool_calls": [{"name": "shell", "arguments": "{not json"}]},
+        "Sorry.",
+    ]
+    with ScriptedChatServer(replies) as server:
+        client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        hooks = Hooks("loop-3", store="memory://")
+        result = example.run_agent("hi", client=client, model="m", workspace=workspace, hooks=hooks)
+        requests = server.requests
+    tool_messages = [m for m in requests[-1]["messages"] if m["role"] == "tool"]
+    assert "unknown tool 'browser'" in tool_messages[0]["content"]
+    assert "bad arguments" in tool_messages[1]["content"]
+    assert result.answer == "Sorry."
+
+
+def test_main_runs_the_agent_from_the_command_line(
+    example: ModuleType,
+    workspace: Path,
+    library: Path,
+    capsys: pytest.CaptureFixture[str],
+):
+    replies = [shell("sh check.sh"), "It fails: the answer is 41."]
+    with ScriptedChatServer(replies) as server:
+        code = example.main(
+            [
+                TASK,
+                "--workspace",
+                str(workspace),
+                "--base-url",
+                server.base_url,
+                "--model",
+                "scripted",
+                "--library",
+                str(library),
+                "--store",
+                "memory://",
+            ]
+        )
+        body = json.dumps(server.requests[0])
+    assert code == 0
+    out = capsys.readouterr()
+    assert out.out.strip() == "It fails: the answer is 41."
+    assert "plan fix_tests: running" in out.err
+    assert "[waygraph] Plan: Fix failing tests" in body
