@@ -1,0 +1,34 @@
+"""Session plans: the model declares its own steps, waygraph keeps them on disk.
+
+For agents without a plan library. The model writes ``[Step] description``
+lines as it works; waygraph records them per session in
+``<workspace>/.sessions/<folder>/plan.json``, notices when a step is done,
+pauses the plan when the host's loop hits its iteration limit, and hands the
+progress back when the user says "continue". Independent of the guided
+Navigator. See docs/sessions.md.
+
+Example:
+    >>> import tempfile
+    >>> from waygraph.sessions import SessionPlanner
+    >>> planner = SessionPlanner(tempfile.mkdtemp(), max_iterations=20)
+    >>> message = planner.on_user_message("telegram:42", "Migrate the blog to Hugo")
+    >>> planner.after_model_reply(
+    ...     "telegram:42", "[Step] Export posts\\n[Step] Convert\\nLet me export.", 1)
+    >>> print(planner.context("telegram:42").splitlines()[1])
+    Current step 1/2: Export posts
+"""
+
+from waygraph.sessions._files import list_session_plans, load_session_plan
+from waygraph.sessions._planner import SessionPlanner
+from waygraph.sessions._render import render_summary, step_instructions
+from waygraph.sessions._rules import is_continue_intent, is_correction
+
+__all__ = [
+    "SessionPlanner",
+    "is_continue_intent",
+    "is_correction",
+    "list_session_plans",
+    "load_session_plan",
+    "render_summary",
+    "step_instructions",
+]

@@ -1,0 +1,306 @@
+"""Where session plans live on disk and how they are read and written.
+
+Layout: ``<workspace>/.sessions/<folder>/plan.json``. The folder is the
+session id made safe (every character outside ``[A-Za-z0-9_-]`` becomes
+``_``); when that folder's plan belongs to another session id, the folder is
+``<safe>-<first 8 hex of sha256(session_id)>``. Beside ``plan.json`` lie
+finished plans archived as ``plan-<id>.json`` and corrupt files moved aside as
+``plan.json.corrupt-<timestamp>``.
+
+Reads tell three cases apart: no file, a corrupt file (not JSON or not a
+plan), and an I/O failure (raised as :class:`OSError`, so the caller can
+degrade instead of overwriting a file it merely could not read).
+
+Example:
+    >>> safe_name("telegram:42"), safe_name("../etc")
+    ('telegram_42', '___etc')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from waygraph.errors import StoreError
+from waygraph.sessions._rules import PLAN_STATUSES, STEP_STATUSES, steps_done
+
+__all__ = [
+    "PLAN_FILE",
+    "SESSIONS_DIR",
+    "Slot",
+    "list_session_plans",
+    "load_session_plan",
+    "locate",
+    "safe_name",
+    "save",
+    "sessions_root",
+]
+
+log = logging.getLogger("waygraph.sessions")
+
+SESSIONS_DIR = ".sessions"
+PLAN_FILE = "plan.json"
+#: Longer safe names are cut and suffixed with a hash, so folder names stay
+#: well under the usual 255-byte file name limit.
+MAX_FOLDER_CHARS = 100
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_MISSING = "missing"
+_CORRUPT = "corrupt"
+_OK = "ok"
+
+
+class CorruptPlan(ValueError):
+    """plan.json exists but is not a session plan (bad JSON, wrong shape)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A session's folder and what its plan.json holds right now.
+
+    ``plan`` is None when there is no usable plan; ``corrupt`` says a file is
+    there but unreadable as a plan (it is moved aside when a new plan is saved).
+    """
+
+    session_id: str
+    folder: Path
+    plan: dict[str, Any] | None
+    corrupt: bool = False
+    problem: str = ""
+
+    @property
+    def path(self) -> Path:
+        return self.folder / PLAN_FILE
+
+
+def sessions_root(workspace: str | os.PathLike[str]) -> Path:
+    """``<workspace>/.sessions``."""
+    return Path(workspace) / SESSIONS_DIR
+
+
+def _digest(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def safe_name(session_id: str) -> str:
+    """The session id as a folder name that cannot leave the sessions folder."""
+    safe = _UNSAFE.sub("_", session_id) or "_"
+    if len(safe) > MAX_FOLDER_CHARS:
+        safe = f"{safe[:MAX_FOLDER_CHARS]}-{_digest(session_id)[:8]}"
+    return safe
+
+
+def _validate(data: Any) -> dict[str, Any]:
+    # Checks what the rules rely on; anything else a person added is kept.
+    if not isinstance(data, dict):
+        raise CorruptPlan("not a JSON object")
+    for key in ("id", "session_id", "goal"):
+        if not isinstance(data.get(key), str):
+            raise CorruptPlan(f"field {key!r} is missing or not a string")
+    if data.get("status") not in PLAN_STATUSES:
+        raise CorruptPlan(f"field 'status' is not one of {', '.join(PLAN_STATUSES)}")
+    for key in ("current_step_index", "iteration_count"):
+        value = data.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise CorruptPlan(f"field {key!r} is not a whole number")
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        raise CorruptPlan("field 'steps' is not a list")
+    for i, step in enumerate(steps):
+        if not (
+            isinstance(step, dict)
+            and isinstance(step.get("id"), str)
+            and isinstance(step.get("description"), str)
+            and step.get("status") in STEP_STATUSES
+        ):
+            raise CorruptPlan(f"step {i} needs a string id and description and a valid status")
+        step.setdefault("iterations", 0)
+        step.setdefault("completed_by", None)
+    # Files written by hand or by older versions may lack the bookkeeping fields.
+    data.setdefault("resumed_at_iteration", 0)
+    data.setdefault("failure_reason", None)
+    return data
+
+
+def _peek(path: Path) -> tuple[str, dict[str, Any] | None, str]:
+    """(state, plan, why) for one plan file; I/O errors other than absence raise."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return _MISSING, None, ""
+    try:
+        return _OK, _validate(json.loads(raw.decode("utf-8"))), ""
+    except (UnicodeDecodeError, json.JSONDecodeError, CorruptPlan) as exc:
+        return _CORRUPT, None, str(exc)
+
+
+def locate(workspace: str | os.PathLike[str], session_id: str) -> Slot:
+    """Find (without changing anything) the folder and plan of ``session_id``.
+
+    Raises :class:`OSError` when a plan file exists but cannot be read.
+    """
+    root = sessions_root(workspace)
+    base = safe_name(session_id)
+    own = root / base
+    hashed = root / f"{base}-{_digest(session_id)[:8]}"
+    own_state, own_plan, own_why = _peek(own / PLAN_FILE)
+    if own_plan is not None and own_plan["session_id"] == session_id:
+        return Slot(session_id, own, own_plan)
+    # Look at the hashed folder before trusting a corrupt file in the safe
+    # folder: a session displaced there earlier must keep finding its plan.
+    hashed_state, hashed_plan, hashed_why = _peek(hashed / PLAN_FILE)
+    if hashed_plan is not None and hashed_plan["session_id"] == session_id:
+        return Slot(session_id, hashed, hashed_plan)
+    if hashed_state == _CORRUPT:
+        return Slot(session_id, hashed, None, corrupt=True, problem=hashed_why)
+    if own_state == _MISSING:
+        return Slot(session_id, own, None)
+    if own_state == _CORRUPT:
+        # An unreadable plan in the session's own folder counts as its own.
+        return Slot(session_id, own, None, corrupt=True, problem=own_why)
+    if hashed_state == _MISSING:
+        return Slot(session_id, hashed, None)
+    # Both taken by other sessions (someone's id literally is "<safe>-<hash8>"):
+    # the full digest cannot clash.
+    full = root / f"{base}-{_digest(session_id)}"
+    state, plan, why = _peek(full / PLAN_FILE)
+    return Slot(session_id, full, plan, corrupt=state == _CORRUPT, problem=why)
+
+
+def _free_name(path: Path) -> Path:
+    candidate, n = path, 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}-{n}")
+    return candidate
+
+
+def save(
+    slot: Slot,
+    plan: dict[str, Any],
+    *,
+    stamp: str,
+    archive: dict[str, Any] | None = None,
+) -> None:
+    """Write ``plan`` as the slot's plan.json atomically.
+
+    A corrupt file there is first moved aside as ``plan.json.corrupt-<stamp>``;
+    ``archive`` (the finished plan being replaced) is kept as
+    ``plan-<id>.json``. The new content is written to a temporary file in the
+    same folder and renamed over plan.json, so a crash leaves the old file or
+    the new one, never half of either. Raises :class:`OSError` on failure.
+    """
+    slot.folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".plan-", suffix=".tmp", dir=slot.folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(plan, fh, ensure_ascii=False, indent=2)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        if slot.corrupt and slot.path.exists():
+            aside = _free_name(slot.folder / f"{PLAN_FILE}.corrupt-{stamp}")
+            os.replace(slot.path, aside)
+            log.warning("moved corrupt session plan %s aside to %s", slot.path, aside.name)
+        elif archive is not None and slot.path.exists():
+            os.replace(slot.path, _free_name(slot.folder / f"plan-{archive['id']}.json"))
+        os.replace(tmp, slot.path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------- for the CLI
+
+
+def _summary(plan: dict[str, Any], path: Path, *, archived: bool) -> dict[str, Any]:
+    steps = plan["steps"]
+    index = plan["current_step_index"]
+    current = steps[index] if 0 <= index < len(steps) else None
+    return {
+        "session_id": plan["session_id"],
+        "folder": path.parent.name,
+        "plan_id": plan["id"],
+        "goal": plan["goal"],
+        "status": plan["status"],
+        "steps_done": steps_done(plan),
+        "steps_total": len(steps),
+        "current_step": current["description"] if current else None,
+        "iteration_count": plan["iteration_count"],
+        "updated_at": plan.get("updated_at"),
+        "path": str(path),
+        "archived": archived,
+    }
+
+
+def list_session_plans(
+    workspace: str | os.PathLike[str], *, include_archived: bool = False
+) -> list[dict[str, Any]]:
+    """One summary dict per plan file under ``<workspace>/.sessions``, newest first.
+
+    Keys: session_id, folder, plan_id, goal, status, steps_done, steps_total,
+    current_step, iteration_count, updated_at, path, archived. Archived plans
+    (``plan-<id>.json``) are listed only with ``include_archived``. Corrupt or
+    unreadable files are skipped with a warning.
+
+    Example:
+        >>> list_session_plans("/nonexistent/workspace")
+        []
+    """
+    root = sessions_root(workspace)
+    try:
+        folders = sorted(p for p in root.iterdir() if p.is_dir())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise StoreError(f"cannot list session plans in {root}: {exc}") from exc
+    rows = []
+    for folder in folders:
+        files = [(folder / PLAN_FILE, False)]
+        if include_archived:
+            files += [(p, True) for p in sorted(folder.glob("plan-*.json"))]
+        for path, archived in files:
+            try:
+                state, plan, why = _peek(path)
+            except OSError as exc:
+                log.warning("cannot read session plan %s: %s", path, exc)
+                continue
+            if state == _CORRUPT:
+                log.warning("skipping corrupt session plan %s (%s)", path, why)
+            if plan is not None:
+                rows.append(_summary(plan, path, archived=archived))
+    rows.sort(key=lambda r: (r["updated_at"] or "", r["folder"]), reverse=True)
+    return rows
+
+
+def load_session_plan(workspace: str | os.PathLike[str], session_id: str) -> dict[str, Any] | None:
+    """The current plan of ``session_id`` (plan.json as a dict), or None.
+
+    ``session_id`` may also be a folder name as listed by
+    :func:`list_session_plans` (``telegram_42`` for ``telegram:42``). A corrupt
+    file gives None; a file that exists but cannot be read raises
+    :class:`~waygraph.errors.StoreError` naming it.
+
+    Example:
+        >>> load_session_plan("/nonexistent/workspace", "telegram:42") is None
+        True
+    """
+    try:
+        slot = locate(workspace, session_id)
+        if slot.plan is not None or slot.corrupt:
+            return slot.plan
+        folder = sessions_root(workspace) / session_id
+        if _UNSAFE.search(session_id) or folder.name != session_id:
+            return None
+        _, plan, _ = _peek(folder / PLAN_FILE)
+        return plan
+    except OSError as exc:
+        raise StoreError(f"cannot read the session plan of {session_id!r}: {exc}") from exc

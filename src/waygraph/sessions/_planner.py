@@ -1,0 +1,368 @@
+"""``SessionPlanner``: the hooks an agent loop calls, around the pure rules.
+
+Each hook loads the session's plan.json, applies one rule from
+:mod:`waygraph.sessions._rules`, and writes the result atomically. A read or
+write failure is logged on ``waygraph.sessions`` and the hook carries on as if
+the session had no plan: the host agent never crashes because of a plan file.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from waygraph.errors import ConfigError
+from waygraph.sessions import _files, _render, _rules
+
+__all__ = ["SessionPlanner"]
+
+log = logging.getLogger("waygraph.sessions")
+
+#: Sessions whose last user message is remembered in memory; the oldest are
+#: forgotten first so a long-running host does not grow without bound.
+MEMORY_SESSIONS = 4096
+LANGUAGES = ("en", "zh")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    # One reading of the clock per hook: every timestamp a hook writes agrees.
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def _tool_call_count(tool_calls: int | Sequence[object] | None) -> int:
+    # Hosts hold either a count or the list of calls; both mean the same.
+    if tool_calls is None:
+        return 0
+    if isinstance(tool_calls, int):
+        return max(0, int(tool_calls))
+    try:
+        return len(tool_calls)
+    except TypeError:
+        return 0
+
+
+class _Memory:
+    """Per-session facts that live only in this process (bounded LRU)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.goal: OrderedDict[str, str] = OrderedDict()
+        self.language: OrderedDict[str, str] = OrderedDict()
+        self.fresh: OrderedDict[str, bool] = OrderedDict()
+
+    def put(self, table: OrderedDict[str, Any], key: str, value: Any) -> None:
+        table[key] = value
+        table.move_to_end(key)
+        while len(table) > self.limit:
+            table.popitem(last=False)
+
+
+class SessionPlanner:
+    """Keeps a plan on disk per session for agents that declare their own steps.
+
+    ``workspace``: plans live in ``<workspace>/.sessions/<folder>/plan.json``.
+    ``max_iterations``: model replies per stretch of running before the plan
+    pauses (resuming gives a fresh stretch). ``unattended``: fail the plan at
+    the limit instead of pausing it (nobody is there to say "continue").
+    ``language``: ``"en"`` or ``"zh"``, for the system-prompt block and as the
+    fallback when the user's own language cannot be told. ``clock``: returns
+    the current time (tests pass a fixed one).
+
+    Example:
+        >>> import tempfile
+        >>> planner = SessionPlanner(tempfile.mkdtemp())
+        >>> planner.on_user_message("chat-1", "Tidy the docs folder")
+        'Tidy the docs folder'
+        >>> planner.after_model_reply("chat-1", "[Step] List files\\n[Step] Fix links", 1)
+        >>> planner.plan("chat-1")["steps"][0]["status"]
+        'running'
+        >>> planner.on_iteration_limit("chat-1")
+        "Task in progress (0/2 steps done). Say 'continue' to resume."
+        >>> planner.on_user_message("chat-1", "continue").splitlines()[0]
+        '[waygraph] Session plan (running)'
+    """
+
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str],
+        max_iterations: int = 20,
+        unattended: bool = False,
+        language: str = "en",
+        *,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
+            raise ConfigError(f"max_iterations must be a whole number, got {max_iterations!r}")
+        if max_iterations < 1:
+            raise ConfigError(
+                f"max_iterations must be at least 1, got {max_iterations}; "
+                "use a large number for a loop without a practical limit"
+            )
+        normal = str(language).lower()[:2]
+        if normal not in LANGUAGES:
+            raise ConfigError(f"language must be 'en' or 'zh', got {language!r}")
+        self.workspace = Path(workspace)
+        self.max_iterations = max_iterations
+        self.unattended = unattended
+        self.language = normal
+        self._clock = clock or _utc_now
+        self._lock = threading.RLock()
+        self._memory = _Memory(MEMORY_SESSIONS)
+        self._warned: set[Path] = set()
+
+    # ------------------------------------------------------------ hooks
+
+    def on_user_message(self, session_id: str, text: str) -> str:
+        """Call with each user message; returns the message to give the model.
+
+        A continue intent on a paused plan resumes it and comes back with the
+        progress summary in front; a correction ("not done yet") reopens the
+        step completed last. Anything else passes through unchanged.
+
+        Example:
+            >>> import tempfile
+            >>> SessionPlanner(tempfile.mkdtemp()).on_user_message("s", "hello")
+            'hello'
+        """
+        session_id = str(session_id)
+        text = "" if text is None else str(text)
+        with self._lock:
+            self._remember(session_id, text)
+            try:
+                return self._on_user_message(session_id, text, self._clock())
+            except Exception as exc:
+                self._degrade("on_user_message", session_id, exc)
+                return text
+
+    def after_model_reply(
+        self, session_id: str, text: str, tool_calls: int | Sequence[object] | None
+    ) -> None:
+        """Call after every model reply with its text and how many tool calls it made.
+
+        Creates the plan on the first reply that calls a tool, appends
+        ``[Step]`` lines, checks the current step for completion, records
+        ``[Progress]`` and ``[Failed]``, and completes the plan on a reply
+        without tool calls.
+
+        Example:
+            >>> import tempfile
+            >>> planner = SessionPlanner(tempfile.mkdtemp())
+            >>> planner.after_model_reply("s", "Hi! How can I help?", 0)
+            >>> planner.plan("s") is None
+            True
+        """
+        session_id = str(session_id)
+        text = "" if text is None else str(text)
+        calls = _tool_call_count(tool_calls)
+        with self._lock:
+            try:
+                self._after_model_reply(session_id, text, calls, self._clock())
+            except Exception as exc:
+                self._degrade("after_model_reply", session_id, exc)
+
+    def on_iteration_limit(self, session_id: str) -> str:
+        """Call when the host's loop stopped at its limit; returns the message for the user.
+
+        Pauses the running plan (fails it when unattended) and returns "Task in
+        progress (k/n steps done). Say 'continue' to resume." in the user's
+        language.
+
+        Example:
+            >>> import tempfile
+            >>> SessionPlanner(tempfile.mkdtemp()).on_iteration_limit("s")
+            "Task in progress. Say 'continue' to resume."
+        """
+        session_id = str(session_id)
+        with self._lock:
+            try:
+                return self._on_iteration_limit(session_id, self._clock())
+            except Exception as exc:
+                self._degrade("on_iteration_limit", session_id, exc)
+                return _render.limit_message(None, self._user_language(session_id, None))
+
+    def context(self, session_id: str) -> str | None:
+        """The plan block for the system prompt, or None (no plan, or it finished).
+
+        Before a plan exists, put :func:`~waygraph.sessions.step_instructions`
+        in the system prompt so the first reply can declare its steps.
+
+        Example:
+            >>> import tempfile
+            >>> SessionPlanner(tempfile.mkdtemp()).context("s") is None
+            True
+        """
+        with self._lock:
+            plan = self._read(str(session_id), "context")
+            return None if plan is None else _render.context_block(plan, self.language)
+
+    def plan(self, session_id: str) -> dict[str, Any] | None:
+        """plan.json of the session as a dict (a copy), or None before the plan exists.
+
+        Example:
+            >>> import tempfile
+            >>> SessionPlanner(tempfile.mkdtemp()).plan("s") is None
+            True
+        """
+        with self._lock:
+            return copy.deepcopy(self._read(str(session_id), "plan"))
+
+    # ------------------------------------------------------------ rules applied
+
+    def _on_user_message(self, session_id: str, text: str, now: datetime) -> str:
+        slot = self._locate(session_id)
+        plan = slot.plan
+        if plan is None:
+            return text
+        status = plan["status"]
+        language = self._user_language(session_id, plan)
+        if _rules.is_correction(text) and status in ("running", "pending", "paused", "completed"):
+            reopened = _rules.reopen(plan, now=_iso(now))
+            if reopened is not None:
+                self._save(slot, reopened, now)
+                if status in ("paused", "completed"):
+                    return _render.resume_prefix(reopened, language) + "\n\n" + text
+                return text
+        if status == "paused":
+            if not _rules.is_continue_intent(text):
+                return text
+            resumed = _rules.resume(plan, now=_iso(now))
+            self._save(slot, resumed, now)
+            return _render.resume_prefix(resumed, language) + "\n\n" + text
+        if status in _rules.FINISHED:
+            # The next tool-calling reply starts a fresh plan for this message.
+            self._memory.put(self._memory.fresh, session_id, True)
+        return text
+
+    def _after_model_reply(self, session_id: str, text: str, calls: int, now: datetime) -> None:
+        slot = self._locate(session_id)
+        plan = slot.plan
+        archive = None
+        if plan is None or (
+            plan["status"] in _rules.FINISHED and self._memory.fresh.get(session_id)
+        ):
+            if calls == 0:
+                return
+            archive = plan
+            plan = _rules.new_plan(
+                session_id,
+                self._goal(session_id, text),
+                now=_iso(now),
+                plan_id=f"plan_{uuid.uuid4().hex[:12]}",
+            )
+        elif plan["status"] not in ("running", "pending"):
+            # Paused plans wait for "continue"; finished ones for a new message.
+            return
+        plan = _rules.apply_reply(plan, text, calls, now=_iso(now))
+        used = plan["iteration_count"] - plan["resumed_at_iteration"]
+        if plan["status"] == "running" and used >= self.max_iterations:
+            plan = self._stop(plan, now)
+        self._save(slot, plan, now, archive=archive)
+        self._memory.fresh.pop(session_id, None)
+
+    def _on_iteration_limit(self, session_id: str, now: datetime) -> str:
+        slot = self._locate(session_id)
+        plan = slot.plan
+        language = self._user_language(session_id, plan)
+        if plan is None:
+            return _render.limit_message(None, language)
+        if plan["status"] in ("running", "pending"):
+            plan = self._stop(plan, now)
+            try:
+                self._save(slot, plan, now)
+            except OSError as exc:
+                # The user still needs to hear why the agent stopped.
+                self._degrade("on_iteration_limit", session_id, exc)
+        if plan["status"] == "paused":
+            return _render.limit_message(plan, language)
+        return _render.finished_message(plan, language)
+
+    def _stop(self, plan: dict[str, Any], now: datetime) -> dict[str, Any]:
+        if self.unattended:
+            return _rules.fail(plan, "iteration limit reached", now=_iso(now))
+        return _rules.pause(plan, now=_iso(now))
+
+    # ------------------------------------------------------------ memory
+
+    def _remember(self, session_id: str, text: str) -> None:
+        language = _rules.detect_language(text)
+        if language is not None:
+            self._memory.put(self._memory.language, session_id, language)
+        # "continue" and "not done yet" are not goals; keep the real request.
+        if text.strip() and not (_rules.is_continue_intent(text) or _rules.is_correction(text)):
+            self._memory.put(self._memory.goal, session_id, text.strip())
+
+    def _goal(self, session_id: str, reply: str) -> str:
+        remembered = self._memory.goal.get(session_id)
+        if remembered:
+            return remembered
+        # No user message seen in this process (a restart, or a host that only
+        # reports replies): the reply itself says what it is doing.
+        return _rules.goal_from_reply(reply)
+
+    def _user_language(self, session_id: str, plan: dict[str, Any] | None) -> str:
+        remembered = self._memory.language.get(session_id)
+        if remembered:
+            return remembered
+        from_goal = _rules.detect_language(plan["goal"]) if plan else None
+        return from_goal or self.language
+
+    # ------------------------------------------------------------ files
+
+    def _locate(self, session_id: str) -> _files.Slot:
+        slot = _files.locate(self.workspace, session_id)
+        if slot.corrupt and slot.path not in self._warned:
+            # Every hook looks at the file; say it once, not on every call.
+            self._warned.add(slot.path)
+            log.warning(
+                "session plan %s is corrupt (%s); it is moved aside when the next plan starts",
+                slot.path,
+                slot.problem,
+            )
+        return slot
+
+    def _read(self, session_id: str, hook: str) -> dict[str, Any] | None:
+        try:
+            return self._locate(session_id).plan
+        except OSError as exc:
+            self._degrade(hook, session_id, exc)
+            return None
+
+    def _save(
+        self,
+        slot: _files.Slot,
+        plan: dict[str, Any],
+        now: datetime,
+        archive: dict[str, Any] | None = None,
+    ) -> None:
+        stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+        _files.save(slot, plan, stamp=stamp, archive=archive)
+        self._warned.discard(slot.path)
+
+    def _degrade(self, hook: str, session_id: str, exc: BaseException) -> None:
+        if isinstance(exc, OSError):
+            log.warning(
+                "session plan of %r unavailable in %s, continuing without a plan: %s",
+                session_id,
+                hook,
+                exc,
+            )
+        else:
+            log.warning(
+                "session plan of %r: %s failed, continuing without a plan: %s",
+                session_id,
+                hook,
+                exc,
+                exc_info=True,
+            )

@@ -1,0 +1,378 @@
+"""The session-plan rules as pure functions: a plan dict in, a new plan dict out.
+
+No I/O and no clock: callers pass ``now`` (an ISO 8601 string) and ids. Every
+transition deep-copies its input, so the plan a caller holds never changes
+under it. :mod:`waygraph.sessions._planner` does the file work around these.
+
+Example:
+    >>> plan = new_plan("s1", "Fix the login bug", now="2025-01-01T00:00:00+00:00",
+    ...                 plan_id="plan_abc")
+    >>> plan = apply_reply(plan, "[Step] Reproduce it\\n[Step] Fix it", 1, now="...")
+    >>> [(s["description"], s["status"]) for s in plan["steps"]]
+    [('Reproduce it', 'running'), ('Fix it', 'pending')]
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+__all__ = [
+    "FINISHED",
+    "PLAN_STATUSES",
+    "RESULT_CHARS",
+    "STEP_STATUSES",
+    "STEP_TIMEOUT_ITERATIONS",
+    "TRANSITION_MIN_ITERATIONS",
+    "apply_reply",
+    "current_step",
+    "detect_language",
+    "fail",
+    "goal_from_reply",
+    "is_continue_intent",
+    "is_correction",
+    "new_plan",
+    "pause",
+    "reopen",
+    "resume",
+    "steps_done",
+]
+
+PlanData = dict[str, Any]
+
+PLAN_STATUSES = ("pending", "running", "paused", "completed", "failed")
+STEP_STATUSES = ("pending", "running", "completed", "failed")
+#: Plans in these states take no more replies; a new user message starts a fresh plan.
+FINISHED = frozenset({"completed", "failed"})
+#: A transition word completes a step only once the step has run this many iterations.
+TRANSITION_MIN_ITERATIONS = 2
+#: A step that has run this many iterations is completed on that reply.
+STEP_TIMEOUT_ITERATIONS = 10
+#: Step results keep about this many characters of the step's last reply.
+RESULT_CHARS = 200
+
+# A [Step] line may sit in a bulleted or numbered list and may carry its own
+# number ("[Step 2] ..."), because models format plans that way unprompted.
+_STEP_LINE = re.compile(
+    r"^[ \t]*(?:[-*•][ \t]*|\d+[.)][ \t]*)?"  # optional bullet or "1."
+    r"\[[ \t]*step(?:[ \t]*\d+)?[ \t]*\][ \t]*[:：]?[ \t]*(.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_PROGRESS = re.compile(r"\[\s*progress\s*\]\s*[:：]?\s*(\d+)\s*/\s*(\d+)", re.IGNORECASE)
+_FAILED = re.compile(r"\[\s*failed\s*\]\s*[:：]?[ \t]*([^\n]*)", re.IGNORECASE)
+_DONE_MARKER = re.compile(r"[\[【]\s*(?:done|step\s+done|completed|完成)\s*[\]】]", re.IGNORECASE)
+_TRANSITION_EN = re.compile(r"\b(?:now|next|then|let\s+me|moving\s+on|proceed)\b", re.IGNORECASE)
+# Chinese has no word boundaries; "现在让我" is covered by "现在".
+_TRANSITION_ZH = re.compile(r"现在|接下来|然后|继续|开始")
+
+CONTINUE_INTENTS = frozenset({"continue", "goon", "resume", "keepgoing", "继续", "继续执行"})
+_EDGE_PUNCTUATION = ".,!?;:~…'\"“”‘’。，！？；：～、"
+_CORRECTION_EN = re.compile(
+    r"\b(?:not|isn'?t|wasn'?t|aren'?t|hasn'?t\s+been|haven'?t\s+been)\s+"
+    r"(?:yet\s+|really\s+|quite\s+|fully\s+)?(?:done|finished|complete|completed)\b",
+    re.IGNORECASE,
+)
+_CORRECTION_ZH = re.compile(r"还没有?(?:完成|做完|结束|好)|没有?(?:完成|做完)|未完成")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+# ---------------------------------------------------------------- reading text
+
+
+def is_continue_intent(text: str | None) -> bool:
+    """True when the whole message asks to resume: "continue", "go on", "继续", ...
+
+    Case, whitespace and surrounding punctuation do not matter; a sentence that
+    merely contains the word does not count.
+
+    Example:
+        >>> is_continue_intent("  Go   On! "), is_continue_intent("continue the essay")
+        (True, False)
+    """
+    if not text:
+        return False
+    key = re.sub(r"\s+", "", text).casefold().strip(_EDGE_PUNCTUATION)
+    return key in CONTINUE_INTENTS
+
+
+def is_correction(text: str | None) -> bool:
+    """True when the user says the work is not finished ("not done yet", "还没完成").
+
+    Example:
+        >>> is_correction("That's not done yet"), is_correction("Looks done to me")
+        (True, False)
+    """
+    if not text:
+        return False
+    normal = text.replace("’", "'")
+    return bool(_CORRECTION_EN.search(normal) or _CORRECTION_ZH.search(normal))
+
+
+def detect_language(text: str | None) -> str | None:
+    """``"zh"`` when the text has Chinese characters, ``"en"`` when it has Latin
+    letters and no Chinese, else None (nothing to go by).
+
+    Example:
+        >>> detect_language("继续"), detect_language("go on"), detect_language("42")
+        ('zh', 'en', None)
+    """
+    if not text:
+        return None
+    if _HAN.search(text):
+        return "zh"
+    if _LATIN.search(text):
+        return "en"
+    return None
+
+
+def goal_from_reply(text: str) -> str:
+    """A goal for a plan whose user message was never seen: the reply's first
+    line of prose, else its first declared step.
+
+    Example:
+        >>> goal_from_reply("[Step] Read logs\\nI'll start by reading the logs.")
+        "I'll start by reading the logs."
+    """
+    for line in _prose(text).splitlines():
+        if line.strip():
+            return _trim(line.strip())
+    steps = _declared_steps(text)
+    return steps[0] if steps else "(no goal given)"
+
+
+def _declared_steps(text: str) -> list[str]:
+    return [m.group(1).strip() for m in _STEP_LINE.finditer(text) if m.group(1).strip()]
+
+
+def _prose(text: str) -> str:
+    # Step declarations are plans, not reports: "[Step] Then run the tests"
+    # must not read as a transition out of the current step.
+    return _STEP_LINE.sub("", text)
+
+
+def _trim(text: str, limit: int = RESULT_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _normal(description: str) -> str:
+    return " ".join(description.casefold().split())
+
+
+# ---------------------------------------------------------------- reading plans
+
+
+def current_step(plan: PlanData) -> dict[str, Any] | None:
+    """The running step the plan points at, or None (no steps, or all done)."""
+    index = plan.get("current_step_index", 0)
+    steps = plan.get("steps", [])
+    if 0 <= index < len(steps) and steps[index].get("status") == "running":
+        return steps[index]
+    return None
+
+
+def steps_done(plan: PlanData) -> int:
+    """How many steps are completed."""
+    return sum(1 for s in plan.get("steps", []) if s.get("status") == "completed")
+
+
+# ---------------------------------------------------------------- transitions
+
+
+def new_plan(session_id: str, goal: str, *, now: str, plan_id: str) -> PlanData:
+    """A running plan with no steps yet; steps come from the replies."""
+    return {
+        "id": plan_id,
+        "session_id": session_id,
+        "goal": goal,
+        "status": "running",
+        "created_at": now,
+        "updated_at": now,
+        "steps": [],
+        "current_step_index": 0,
+        "iteration_count": 0,
+        # The iteration budget is per stretch of running: resuming gives a
+        # fresh max_iterations while iteration_count keeps the lifetime total.
+        "resumed_at_iteration": 0,
+        "failure_reason": None,
+    }
+
+
+def apply_reply(plan: PlanData, text: str, tool_calls: int, *, now: str) -> PlanData:
+    """Record one model reply (one iteration) in a running plan.
+
+    Order: declared steps are added; a plan without a running step starts its
+    next pending one (or an implicit step for the whole goal); the reply
+    counts as an iteration of that step; ``[Progress]`` updates it;
+    ``[Failed]`` fails it and the plan; a reply without tool calls completes
+    it and the plan; otherwise the step completes on a marker, a transition
+    word (from its second iteration), or its tenth iteration.
+    """
+    plan = copy.deepcopy(plan)
+    plan["status"] = "running"  # a "pending" plan written by another tool starts here
+    plan["iteration_count"] += 1
+    plan["updated_at"] = now
+    prose = _prose(text)
+    _add_steps(plan, _declared_steps(text))
+    if current_step(plan) is None:
+        _start_next(plan, now)
+    if not plan["steps"]:
+        _add_implicit_step(plan, now)
+    step = current_step(plan)
+    if step is not None:
+        step["iterations"] = step.get("iterations", 0) + 1
+        progress = _PROGRESS.findall(text)
+        if progress:
+            done, total = (int(n) for n in progress[-1])
+            if total > 0:
+                step["progress"] = {"current": min(done, total), "total": total}
+    failed = _FAILED.search(text)
+    if failed:
+        return fail(plan, failed.group(1).strip(), now=now)
+    if tool_calls <= 0:
+        if step is not None:
+            _complete(plan, step, prose or text, "final", now)
+        plan["status"] = "completed"
+        return plan
+    if step is not None:
+        how = _completion(step, prose)
+        if how is not None:
+            _complete(plan, step, prose or text, how, now)
+    return plan
+
+
+def _completion(step: dict[str, Any], prose: str) -> str | None:
+    if _DONE_MARKER.search(prose):
+        return "marker"
+    iterations = step.get("iterations", 0)
+    if iterations >= TRANSITION_MIN_ITERATIONS and (
+        _TRANSITION_EN.search(prose) or _TRANSITION_ZH.search(prose)
+    ):
+        return "transition"
+    if iterations >= STEP_TIMEOUT_ITERATIONS:
+        return "timeout"
+    return None
+
+
+def _new_step(plan: PlanData, description: str) -> dict[str, Any]:
+    return {
+        # Steps are never removed, so the count gives unique ids.
+        "id": f"step_{len(plan['steps']) + 1}",
+        "description": description,
+        "status": "pending",
+        "result": None,
+        "started_at": None,
+        "completed_at": None,
+        "iterations": 0,
+        "completed_by": None,
+    }
+
+
+def _add_steps(plan: PlanData, descriptions: list[str]) -> None:
+    if not descriptions:
+        return
+    step = current_step(plan)
+    if step is not None and step.get("implicit"):
+        # The work done so far under "the whole task" was the first declared
+        # step's work: the implicit step becomes that step.
+        step["description"] = descriptions[0]
+        del step["implicit"]
+        descriptions = descriptions[1:]
+    # Models restate their whole plan often; a step is declared once.
+    known = {_normal(s["description"]) for s in plan["steps"]}
+    for description in descriptions:
+        key = _normal(description)
+        if key in known:
+            continue
+        known.add(key)
+        plan["steps"].append(_new_step(plan, description))
+
+
+def _add_implicit_step(plan: PlanData, now: str) -> None:
+    step = _new_step(plan, plan["goal"])
+    step["implicit"] = True
+    plan["steps"].append(step)
+    _start_next(plan, now)
+
+
+def _start_next(plan: PlanData, now: str) -> None:
+    for index, step in enumerate(plan["steps"]):
+        if step["status"] == "pending":
+            step["status"] = "running"
+            step["started_at"] = now
+            step["iterations"] = 0
+            plan["current_step_index"] = index
+            return
+    plan["current_step_index"] = len(plan["steps"])
+
+
+def _complete(plan: PlanData, step: dict[str, Any], text: str, how: str, now: str) -> None:
+    step["status"] = "completed"
+    step["result"] = _trim(text)
+    step["completed_at"] = now
+    step["completed_by"] = how
+    _start_next(plan, now)
+
+
+def fail(plan: PlanData, reason: str, *, now: str) -> PlanData:
+    """Fail the plan and its running step, keeping everything else as it was."""
+    plan = copy.deepcopy(plan)
+    step = current_step(plan)
+    if step is not None:
+        step["status"] = "failed"
+        step["result"] = _trim(reason) if reason else None
+        step["completed_at"] = now
+        step["completed_by"] = "failed"
+    plan["status"] = "failed"
+    plan["failure_reason"] = reason or None
+    plan["updated_at"] = now
+    return plan
+
+
+def pause(plan: PlanData, *, now: str) -> PlanData:
+    """Pause a running plan (the host's loop stopped); other states are kept."""
+    plan = copy.deepcopy(plan)
+    if plan["status"] in ("running", "pending"):
+        plan["status"] = "paused"
+        plan["updated_at"] = now
+    return plan
+
+
+def resume(plan: PlanData, *, now: str) -> PlanData:
+    """Set a paused (or completed, for a correction) plan running with a fresh budget."""
+    plan = copy.deepcopy(plan)
+    plan["status"] = "running"
+    plan["resumed_at_iteration"] = plan["iteration_count"]
+    plan["updated_at"] = now
+    return plan
+
+
+def reopen(plan: PlanData, *, now: str) -> PlanData | None:
+    """Reopen the step completed most recently; None when no step is completed.
+
+    The reopened step runs again with a fresh iteration count; the step that
+    was running goes back to pending. A paused or completed plan runs again.
+    """
+    completed = [
+        (s.get("completed_at") or "", i)
+        for i, s in enumerate(plan["steps"])
+        if s["status"] == "completed"
+    ]
+    if not completed:
+        return None
+    plan = copy.deepcopy(plan)
+    _, index = max(completed)
+    running = current_step(plan)
+    if running is not None:
+        running["status"] = "pending"
+        running["started_at"] = None
+        running["iterations"] = 0
+    step = plan["steps"][index]
+    step.update(status="running", result=None, completed_at=None, completed_by=None, iterations=0)
+    plan["current_step_index"] = index
+    if plan["status"] != "running":
+        plan = resume(plan, now=now)
+    plan["updated_at"] = now
+    return plan
