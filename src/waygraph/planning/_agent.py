@@ -1,0 +1,298 @@
+"""The planning agent: plan with a model, validate, approve, execute, revise."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
+
+from waygraph.errors import ConfigError
+from waygraph.planning._approval import ConsoleApproval
+from waygraph.planning._errors import (
+    AgentBusyError,
+    InvalidPlanError,
+    LLMError,
+    PlanningError,
+    PlanRejectedError,
+)
+from waygraph.planning._executor import PlanRun, _Request
+from waygraph.planning._llm import LLM
+from waygraph.planning._models import (
+    Plan,
+    PlanExecutionResult,
+    PlanExecutionState,
+    RevisionStrategy,
+    RevisionTrigger,
+)
+from waygraph.planning._pattern import PlanningPattern
+from waygraph.planning._planner import Planner
+from waygraph.planning._runtime import Hook, Hooks, Meter, call_hook
+from waygraph.planning._tools import Tool, ToolRegistry
+
+__all__ = ["PlanningAgent"]
+
+log = logging.getLogger("waygraph.planning")
+
+
+class PlanningAgent:
+    """Asks a model for a plan, validates it, has it approved, and runs it itself.
+
+    ``llm`` is the execution model (tools reach it through ``StepContext``;
+    it also judges outputs when ``check_expected_output`` is on);
+    ``planning_llm`` (default: ``llm``) writes, repairs and revises plans.
+    ``tools`` are functions or :class:`Tool` objects; ``side_effect_tools``
+    names tools whose identical calls must all run.
+
+    Callbacks are called with keyword arguments only, may be sync or async,
+    and should accept ``**future_kwargs``:
+
+    - ``on_plan_generated(plan, goal)``: may return a modified plan (it is
+      validated again);
+    - ``on_plan_approved(plan, goal)``: return False (or raise
+      :class:`PlanRejectedError`) to reject, a plan to run an edited one;
+      with ``require_plan_approval`` and no callback, :class:`ConsoleApproval`
+      asks at the console;
+    - ``on_step_start(step, state, depth)``, ``on_step_complete(step, result,
+      state, depth)``: observe (their errors are logged, never raised);
+    - ``on_revision_needed(trigger, reason, step_id, strategy, state, depth)``:
+      may return a :class:`RevisionDecision` (or a strategy) to override the
+      configured strategy; required for ``ask_user``.
+
+    Example:
+        >>> from waygraph.planning import OpenAILLM
+        >>> from waygraph.testing import ScriptedChatServer
+        >>> def add(a: int, b: int) -> int:
+        ...     return a + b
+        >>> plan_json = ('{"goal": "add", "steps": [{"id": "s1", "action": "add",'
+        ...              ' "parameters": {"a": 2, "b": 3}, "dependencies": []}]}')
+        >>> with ScriptedChatServer([plan_json]) as server:
+        ...     llm = OpenAILLM("scripted", base_url=server.base_url, api_key="test")
+        ...     result = PlanningAgent(llm, tools=[add]).run("add 2 and 3")
+        >>> result.success, result.final_output
+        (True, 5)
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        tools: Iterable[Callable[..., Any] | Tool] = (),
+        *,
+        pattern: PlanningPattern | None = None,
+        planning_llm: LLM | None = None,
+        side_effect_tools: Collection[str] = (),
+        on_plan_generated: Hook | None = None,
+        on_plan_approved: Hook | None = None,
+        on_step_start: Hook | None = None,
+        on_step_complete: Hook | None = None,
+        on_revision_needed: Hook | None = None,
+    ) -> None:
+        self.llm = llm
+        self.planning_llm = planning_llm or llm
+        self.pattern = pattern or PlanningPattern()
+        self.tools = ToolRegistry(tools, side_effect_tools=side_effect_tools)
+        if self.pattern.revision_strategy == RevisionStrategy.ASK_USER and not on_revision_needed:
+            raise ConfigError(
+                "revision_strategy 'ask_user' needs someone to ask: pass on_revision_needed "
+                "(for example ConsoleApproval().on_revision_needed)"
+            )
+        if self.pattern.require_plan_approval and on_plan_approved is None:
+            on_plan_approved = ConsoleApproval()
+        self.hooks = Hooks(
+            on_plan_generated, on_plan_approved, on_step_start, on_step_complete, on_revision_needed
+        )
+        self._planner = Planner(self.planning_llm, self.tools, self.pattern)
+        self._plan: Plan | None = None
+        self._state: PlanExecutionState | None = None
+        self._run: PlanRun | None = None
+        self._busy = False
+
+    # ------------------------------------------------------------ inspection
+
+    def get_plan(self) -> Plan | None:
+        """The current plan: the one running (with revisions applied), else the latest."""
+        if self._run is not None:
+            return self._run.plan
+        return self._plan
+
+    def get_execution_state(self) -> PlanExecutionState | None:
+        """A snapshot of the running (or last) execution; None before any."""
+        if self._run is not None:
+            return self._run.snapshot()
+        return self._state
+
+    # ------------------------------------------------------------ planning
+
+    async def generate_plan(self, goal: str, *, context: str | None = None) -> Plan:
+        """Ask the planning model for a valid plan for ``goal``.
+
+        Invalid plans are sent back with their problems (``plan_repair_attempts``
+        times); ``on_plan_generated`` may then modify the plan. Raises
+        :class:`InvalidPlanError` when no valid plan came back,
+        :class:`LLMError` when the model cannot be reached, and
+        :class:`PlanRejectedError` when ``on_plan_generated`` raised.
+        """
+        return await self._generate(goal, context, Meter())
+
+    async def _generate(self, goal: str, context: str | None, meter: Meter) -> Plan:
+        plan = await self._planner.generate(goal, context, meter)
+        self._plan = plan
+        if self.hooks.on_plan_generated is not None:
+            try:
+                changed = await call_hook(self.hooks.on_plan_generated, plan=plan, goal=goal)
+            except Exception as exc:
+                log.exception("on_plan_generated failed")
+                raise PlanRejectedError(f"plan not run: on_plan_generated raised {exc!r}") from exc
+            if isinstance(changed, Plan) and changed is not plan:
+                changed = self._planner.normalize(changed)
+                problems = self._planner.validate(changed, meter)
+                if problems:
+                    raise InvalidPlanError(problems, plan=changed)
+                plan = self._plan = changed
+        return plan
+
+    async def revise_plan(self, feedback: str, *, plan: Plan | None = None) -> Plan:
+        """Ask the planning model to revise ``plan`` (default: the current one) given
+        ``feedback``; returns the validated new plan, to run with :meth:`execute_plan`.
+
+        During a run use :meth:`request_revision` instead.
+        """
+        if self._run is not None:
+            raise AgentBusyError("a plan is running; use request_revision(reason) to revise it")
+        plan = plan or self._plan
+        if plan is None:
+            raise PlanningError("there is no plan to revise; generate_plan(goal) first")
+        self._plan = await self._planner.revise(plan, feedback, Meter())
+        return self._plan
+
+    def request_revision(
+        self, reason: str, *, strategy: RevisionStrategy | str | None = None
+    ) -> bool:
+        """Ask the running plan to be revised (a user request); False when nothing runs.
+
+        Applied once the steps running now finish; allowed even with
+        ``allow_revision=False``, within ``max_revisions``. Call it from the
+        event loop's thread (a callback or a task).
+        """
+        if self._run is None:
+            return False
+        chosen = RevisionStrategy(strategy) if strategy is not None else None
+        self._run.request_revision(_Request(RevisionTrigger.USER_REQUEST, reason, strategy=chosen))
+        return True
+
+    # ------------------------------------------------------------ execution
+
+    async def execute(self, goal: str, *, context: str | None = None) -> PlanExecutionResult:
+        """Plan, approve and run ``goal``; always returns a result (never raises for
+        invalid or rejected plans: ``success`` is False and ``final_output`` says why).
+        """
+        self._enter()
+        clock, meter = time.perf_counter(), Meter()
+        try:
+            try:
+                plan = await self._generate(goal, context, meter)
+            except InvalidPlanError as exc:
+                return self._not_run(exc.plan, str(exc), meter, clock, exc.problems)
+            except PlanRejectedError as exc:
+                return self._not_run(self._plan, str(exc), meter, clock)
+            except LLMError as exc:
+                return self._not_run(None, f"planning failed: {exc}", meter, clock)
+            except Exception as exc:
+                # A custom LLM's own error: the host agent gets a result, not a crash.
+                log.exception("planning failed")
+                return self._not_run(None, f"planning failed: {exc!r}", meter, clock)
+            verdict = await self._approve(plan, goal)
+            if isinstance(verdict, str):
+                return self._not_run(plan, verdict, meter, clock)
+            return await self._execute(verdict, goal, meter, clock)
+        finally:
+            self._busy = False
+
+    async def execute_plan(self, plan: Plan, *, goal: str | None = None) -> PlanExecutionResult:
+        """Validate and run a plan you already have (approval callbacks are not asked:
+        passing the plan approves it). An invalid plan is not run at all.
+        """
+        self._enter()
+        try:
+            return await self._execute(plan, goal or plan.goal, Meter(), time.perf_counter())
+        finally:
+            self._busy = False
+
+    def run(self, goal: str, *, context: str | None = None) -> PlanExecutionResult:
+        """Blocking :meth:`execute` for code without an event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._execute_and_release(goal, context))
+        raise PlanningError(
+            "run() cannot be called inside a running event loop; use `await agent.execute(goal)`"
+        )
+
+    async def _execute_and_release(self, goal: str, context: str | None) -> PlanExecutionResult:
+        try:
+            return await self.execute(goal, context=context)
+        finally:
+            # The event loop ends with this call: release the HTTP clients bound to it.
+            for llm in {id(self.llm): self.llm, id(self.planning_llm): self.planning_llm}.values():
+                aclose = getattr(llm, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+
+    def _enter(self) -> None:
+        if self._busy:
+            raise AgentBusyError(
+                "this agent is already running a plan; create one PlanningAgent per concurrent run"
+            )
+        self._busy = True
+
+    async def _approve(self, plan: Plan, goal: str) -> Plan | str:
+        """The plan to run, or why it must not run."""
+        hook = self.hooks.on_plan_approved
+        if hook is None:
+            return plan
+        try:
+            verdict = await call_hook(hook, plan=plan, goal=goal)
+        except PlanRejectedError as exc:
+            return str(exc)
+        except Exception as exc:
+            log.exception("on_plan_approved failed")
+            return f"plan not run: on_plan_approved raised {exc!r}"
+        if verdict is False:
+            return "plan rejected by on_plan_approved"
+        return verdict if isinstance(verdict, Plan) else plan
+
+    async def _execute(
+        self, plan: Plan, goal: str, meter: Meter, clock: float
+    ) -> PlanExecutionResult:
+        plan = self._planner.normalize(plan)
+        self._plan = plan
+        problems = self._planner.validate(plan, meter)
+        if problems:
+            return self._not_run(plan, str(InvalidPlanError(problems)), meter, clock, problems)
+        run = PlanRun(
+            plan, goal, planner=self._planner, llm=self.llm, hooks=self.hooks, meter=meter, calls={}
+        )
+        self._run = run
+        try:
+            result = await run.run()
+        finally:
+            self._run = None
+            self._state = run.snapshot()
+            self._plan = run.plan
+        return result.model_copy(
+            update={"execution_time": time.perf_counter() - clock, "token_usage": meter.total}
+        )
+
+    def _not_run(
+        self, plan: Plan | None, why: str, meter: Meter, clock: float, problems: Iterable[Any] = ()
+    ) -> PlanExecutionResult:
+        return PlanExecutionResult(
+            success=False,
+            plan=plan,
+            final_plan=plan,
+            final_output=why,
+            token_usage=meter.total,
+            execution_time=time.perf_counter() - clock,
+            problems=tuple(problems),
+        )

@@ -1,0 +1,208 @@
+"""Model access: one small protocol and an OpenAI-compatible implementation.
+
+:class:`OpenAILLM` works with any server speaking the chat-completions
+protocol (OpenAI, Ollama, vLLM, llama.cpp, hosted gateways). Given a JSON
+Schema it asks for structured output; a server that rejects
+``response_format`` is asked again without it (and not asked with it again),
+and the caller extracts JSON from the text.
+
+Example:
+    >>> import asyncio
+    >>> from waygraph.testing import ScriptedChatServer
+    >>> async def ask(base_url):
+    ...     async with OpenAILLM("scripted", base_url=base_url, api_key="test") as llm:
+    ...         return await llm.complete([{"role": "user", "content": "hi"}])
+    >>> with ScriptedChatServer(['{"ok": true}']) as server:
+    ...     reply = asyncio.run(ask(server.base_url))
+    >>> reply.text, reply.usage.total_tokens
+    ('{"ok": true}', 3)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from waygraph.planning._errors import LLMError
+from waygraph.planning._models import TokenUsage
+
+__all__ = ["LLM", "LLMResponse", "Message", "OpenAILLM"]
+
+log = logging.getLogger("waygraph.planning")
+
+#: A chat message: ``{"role": "system" | "user" | "assistant", "content": str}``.
+Message = Mapping[str, str]
+
+
+class LLMResponse(NamedTuple):
+    """A model's reply text and the tokens the call used."""
+
+    text: str
+    usage: TokenUsage = TokenUsage()
+    model: str | None = None
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """What the planning agent needs from a model: one async chat call.
+
+    ``json_schema``, when given, is the JSON Schema the reply should follow;
+    an implementation may ignore it (the agent extracts JSON from plain text).
+
+    Example:
+        >>> class Echo:
+        ...     async def complete(self, messages, *, json_schema=None, schema_name="reply"):
+        ...         return LLMResponse(messages[-1]["content"])
+        >>> isinstance(Echo(), LLM)
+        True
+    """
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        schema_name: str = "reply",
+    ) -> LLMResponse: ...
+
+
+class OpenAILLM:
+    """An :class:`LLM` over the ``openai`` package's async client.
+
+    ``base_url`` selects the server (``http://localhost:11434/v1`` for
+    Ollama, ...). ``api_key`` defaults to ``$OPENAI_API_KEY``, and to a
+    placeholder for local servers that need none. Pass ``client`` to reuse
+    a configured ``openai.AsyncOpenAI`` (you then close it); otherwise close
+    with ``await llm.aclose()`` or ``async with OpenAILLM(...) as llm``.
+    ``max_retries`` and ``timeout`` go to the client. ``structured_output=False``
+    never sends ``response_format``.
+
+    Example:
+        >>> llm = OpenAILLM("llama3.1", base_url="http://localhost:11434/v1")
+        >>> llm.model
+        'llama3.1'
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        timeout: float | None = 120.0,
+        max_retries: int = 2,
+        structured_output: bool = True,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.extra_body = dict(extra_body or {})
+        self.structured_output = structured_output
+        self.base_url = base_url
+        self._settings = {
+            "base_url": base_url,
+            # Local servers (Ollama, llama.cpp) ignore the key, but the client needs one.
+            "api_key": api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+            "timeout": timeout,
+            "max_retries": max_retries,
+        }
+        self._given_client = client
+        self._owned: tuple[Any, Any] | None = None  # (event loop, client created for it)
+
+    @property
+    def client(self) -> Any:
+        """The ``openai.AsyncOpenAI`` client used in the current event loop.
+
+        A client given to the constructor is always used. Otherwise one is
+        created per event loop (an HTTP connection pool belongs to one loop),
+        so the agent's blocking ``run()`` can be called again and again.
+        """
+        if self._given_client is not None:
+            return self._given_client
+        loop = _running_loop()
+        if self._owned is None or self._owned[0] is not loop:
+            try:
+                from openai import AsyncOpenAI
+            except ImportError as exc:  # pragma: no cover - depends on the install
+                raise LLMError(
+                    "OpenAILLM needs the openai package: pip install 'waygraph[llm]'"
+                ) from exc
+            self._owned = (loop, AsyncOpenAI(**self._settings))
+        return self._owned[1]
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        schema_name: str = "reply",
+    ) -> LLMResponse:
+        """Send ``messages``; ask for ``json_schema`` output when given and supported."""
+        import openai
+
+        request: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            request["max_tokens"] = self.max_tokens
+        if self.extra_body:
+            request["extra_body"] = self.extra_body
+        response = None
+        if json_schema is not None and self.structured_output:
+            fmt = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": dict(json_schema), "strict": False},
+            }
+            try:
+                response = await self.client.chat.completions.create(**request, response_format=fmt)
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                # The server does not do structured output: use plain text from now on.
+                log.info("structured output rejected by %s (%s); using plain text", self.model, exc)
+                self.structured_output = False
+            except openai.OpenAIError as exc:
+                raise LLMError(f"model {self.model!r} failed: {exc}") from exc
+        if response is None:
+            try:
+                response = await self.client.chat.completions.create(**request)
+            except openai.OpenAIError as exc:
+                raise LLMError(f"model {self.model!r} failed: {exc}") from exc
+        if not response.choices:
+            raise LLMError(f"model {self.model!r} returned no choices")
+        text = response.choices[0].message.content or ""
+        usage = TokenUsage()
+        if response.usage is not None:
+            usage = TokenUsage(
+                prompt_tokens=response.usage.prompt_tokens or 0,
+                completion_tokens=response.usage.completion_tokens or 0,
+                total_tokens=response.usage.total_tokens,
+            )
+        return LLMResponse(text, usage, response.model)
+
+    async def aclose(self) -> None:
+        """Close the client this object created (a client you passed in stays open)."""
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            await owned[1].close()
+
+    async def __aenter__(self) -> OpenAILLM:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"OpenAILLM({self.model!r}, base_url={self.base_url!r})"
+
+
+def _running_loop() -> Any:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

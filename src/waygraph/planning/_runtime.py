@@ -1,0 +1,73 @@
+"""Small runtime pieces shared by the planner and the scheduler: token meters and hooks."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from waygraph.planning._models import TokenUsage
+
+__all__ = ["Hook", "Hooks", "Meter"]
+
+log = logging.getLogger("waygraph.planning")
+
+#: A callback: called with keyword arguments only (accept ``**future_kwargs``),
+#: sync or async.
+Hook = Callable[..., Any]
+
+
+class Meter:
+    """Counts tokens for one run; a child meter (a sub-plan) also counts into its parent.
+
+    Example:
+        >>> root = Meter(); child = Meter(parent=root)
+        >>> child.add(TokenUsage(prompt_tokens=2, completion_tokens=1))
+        >>> root.total.total_tokens, child.total.total_tokens
+        (3, 3)
+    """
+
+    def __init__(self, parent: Meter | None = None) -> None:
+        self.parent = parent
+        self.total = TokenUsage()
+
+    def add(self, usage: TokenUsage) -> None:
+        self.total = self.total + usage
+        if self.parent is not None:
+            self.parent.add(usage)
+
+    @property
+    def root(self) -> Meter:
+        """The meter of the whole call (what the token budget is checked against)."""
+        return self if self.parent is None else self.parent.root
+
+
+async def call_hook(hook: Hook, **kwargs: Any) -> Any:
+    """Call ``hook`` with keyword arguments and await its result when it is awaitable."""
+    result = hook(**kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+@dataclass
+class Hooks:
+    """The agent's callbacks (see ``PlanningAgent``)."""
+
+    on_plan_generated: Hook | None = None
+    on_plan_approved: Hook | None = None
+    on_step_start: Hook | None = None
+    on_step_complete: Hook | None = None
+    on_revision_needed: Hook | None = None
+
+    async def notify(self, name: str, **kwargs: Any) -> None:
+        """Call an observing hook; its errors are logged, never raised into the run."""
+        hook = getattr(self, name)
+        if hook is None:
+            return
+        try:
+            await call_hook(hook, **kwargs)
+        except Exception:
+            log.exception("%s callback failed; the run goes on", name)
