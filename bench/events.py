@@ -1,0 +1,333 @@
+"""Event-driven planners: plans per second and goal-to-response latency.
+
+Run: ``python bench/events.py [--plans 1000]``. Prints a markdown table.
+
+Each stack runs the same three-state plan (``start`` -> ``working``, whose
+action is one request a worker answers -> ``done``, which finalizes and
+answers the goal) for ``--plans`` goals sent **at once** (``asyncio.gather``
+of ``bus.ask``). Latency is per goal, from just before its ``ask`` to the
+response event; plans per second is plans / wall time of the whole batch.
+A warm-up batch (not measured) comes first. With every goal sent at once,
+each waits for the whole batch, so p50 is close to the wall time; the last
+column is the unloaded latency: the median of 50 goals sent one after
+another.
+
+Stacks:
+- ``in-process + SQLite``: InProcessBus, plans in a SQLite file;
+- ``NATS + PostgreSQL, 1 process``: the client, planner and worker in this
+  process on NatsBus, plans in PostgreSQL;
+- ``NATS + PostgreSQL, 3 processes``: planner and worker as ``waygraph
+  planner`` / ``waygraph worker`` subprocesses, only the client here.
+
+The NATS stacks use ``WAYGRAPH_NATS_URL`` (default nats://127.0.0.1:4222)
+and ``WAYGRAPH_DATABASE_URL`` (default
+postgresql://postgres@127.0.0.1:5432/test), in streams and a schema of their
+own that are deleted afterwards; they are skipped, saying why, when a server
+is unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from waygraph.events import (  # noqa: E402
+    Bus,
+    InProcessBus,
+    PlanContext,
+    Planner,
+    StateAction,
+    StateConfig,
+    StateTransition,
+    Worker,
+)
+
+NATS_URL = os.environ.get("WAYGRAPH_NATS_URL", "").strip() or "nats://127.0.0.1:4222"
+DATABASE_URL = (
+    os.environ.get("WAYGRAPH_DATABASE_URL", "").strip()
+    or "postgresql://postgres@127.0.0.1:5432/test"
+)
+WARMUP = 50
+
+#: The plan: three states, one worker request.
+SM = {
+    "start": StateConfig(state_name="start", default_next="working"),
+    "working": StateConfig(
+        state_name="working",
+        action=StateAction(
+            event_type="bench.work.requested",
+            response_event="bench.work.completed",
+            data={"n": "{goal_data.n}"},
+        ),
+        transitions=[StateTransition(on_event="bench.work.completed", to_state="done")],
+    ),
+    "done": StateConfig(state_name="done", is_terminal=True),
+}
+
+
+def build(bus: Bus, store: Any) -> tuple[Planner, Worker]:
+    """The benchmark's planner and worker (also what the subprocesses run, as FILE:build)."""
+    planner = Planner("bench-planner", bus=bus, store=store)
+    worker = Worker("bench-worker", bus=bus)
+
+    @planner.on_goal("bench.goal")
+    async def on_goal(goal: Any, context: Any) -> None:
+        plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=context)
+        await plan.execute_next()
+
+    @planner.on_transition()
+    async def advance(transition: Any, context: Any) -> None:
+        await transition.plan.execute_next(transition.event)
+        if transition.plan.is_complete():
+            await transition.plan.finalize({"n": transition.plan.results["working"]["n"]})
+
+    @worker.on_task("bench.work.requested")
+    async def work(task: Any, context: Any) -> dict[str, Any]:
+        return {"n": task.data["n"]}
+
+    return planner, worker
+
+
+# ------------------------------------------------------------------ measuring
+
+
+async def run_batch(client: Bus, plans: int, offset: int) -> tuple[float, list[float]]:
+    """Send ``plans`` goals at once; return the wall time and each goal's latency (s)."""
+
+    async def one(n: int) -> float:
+        started = time.perf_counter()
+        answer = await client.ask("bench.goal", {"n": n}, "bench.done", timeout=300)
+        if answer.data.get("status") != "completed" or answer.data["result"]["n"] != n:
+            raise RuntimeError(f"plan {n} answered {answer.data!r}")
+        return time.perf_counter() - started
+
+    started = time.perf_counter()
+    latencies = await asyncio.gather(*(one(offset + n) for n in range(plans)))
+    return time.perf_counter() - started, list(latencies)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+async def run_one_at_a_time(client: Bus, plans: int = 50) -> float:
+    """Median latency (s) of ``plans`` goals sent one after another: the unloaded latency."""
+    latencies = []
+    for n in range(plans):
+        wall, _ = await run_batch(client, 1, 2 * 10**6 + n)
+        latencies.append(wall)
+    return statistics.median(latencies)
+
+
+def row(name: str, plans: int, wall: float, latencies: list[float], alone: float) -> dict[str, Any]:
+    return {
+        "stack": name,
+        "plans": plans,
+        "wall_s": wall,
+        "plans_per_s": plans / wall,
+        "p50_ms": percentile(latencies, 50) * 1000,
+        "p99_ms": percentile(latencies, 99) * 1000,
+        "mean_ms": statistics.fmean(latencies) * 1000,
+        "alone_ms": alone * 1000,
+    }
+
+
+async def measure_in_process(
+    bus: Bus, client: Bus, store: Any, plans: int, name: str
+) -> dict[str, Any]:
+    planner, worker = build(bus, store)
+    await planner.start()
+    await worker.start()
+    try:
+        await run_batch(client, WARMUP, 10**6)
+        wall, latencies = await run_batch(client, plans, 0)
+        alone = await run_one_at_a_time(client)
+    finally:
+        await worker.close()
+        await planner.close()
+    return row(name, plans, wall, latencies, alone)
+
+
+# --------------------------------------------------------------------- stacks
+
+
+async def inprocess_sqlite(plans: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        bus = InProcessBus(source="bench")
+        await bus.start()
+        try:
+            return await measure_in_process(
+                bus, bus, f"sqlite:///{folder}/plans.db", plans, "in-process + SQLite"
+            )
+        finally:
+            await bus.close()
+
+
+def reachable(url: str, default_port: int) -> str | None:
+    """None when ``url``'s host:port accepts TCP connections, else the reason."""
+    parts = urlsplit(url.split(",")[0])
+    host, port = parts.hostname or "127.0.0.1", parts.port or default_port
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return None
+    except OSError as exc:
+        return f"{host}:{port} unreachable ({exc})"
+
+
+class NatsPostgres:
+    """Streams and a schema of the benchmark's own, removed on exit."""
+
+    def __init__(self) -> None:
+        tag = uuid.uuid4().hex[:8]
+        self.stream_prefix = f"BENCH_{tag}"
+        self.bus_url = (
+            f"{NATS_URL.partition('?')[0]}?stream_prefix={self.stream_prefix}"
+            f"&subject_prefix=bench_{tag}"
+        )
+        self.schema = f"waygraph_bench_{tag}"
+        joiner = "&" if "?" in DATABASE_URL else "?"
+        self.store_url = f"{DATABASE_URL}{joiner}schema={self.schema}"
+
+    def bus(self, source: str) -> Bus:
+        from waygraph.events.nats_bus import NatsBus
+
+        return NatsBus(self.bus_url, source=source)
+
+    async def cleanup(self) -> None:
+        import nats
+        import psycopg
+
+        nc = await nats.connect(NATS_URL.partition("?")[0])
+        try:
+            js = nc.jetstream()
+            for info in await js.streams_info():
+                if info.config.name.startswith(self.stream_prefix):
+                    await js.delete_stream(info.config.name)
+        finally:
+            await nc.close()
+        with psycopg.connect(DATABASE_URL, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+
+
+async def nats_one_process(plans: int) -> dict[str, Any]:
+    stack = NatsPostgres()
+    bus = stack.bus("bench")
+    await bus.start()
+    try:
+        return await measure_in_process(
+            bus, bus, stack.store_url, plans, "NATS + PostgreSQL, 1 process"
+        )
+    finally:
+        await bus.close()
+        await stack.cleanup()
+
+
+async def nats_three_processes(plans: int) -> dict[str, Any]:
+    stack = NatsPostgres()
+    target = f"{Path(__file__).resolve()}:build"
+    procs = [
+        await _spawn("planner", target, "--bus", stack.bus_url, "--store", stack.store_url),
+        await _spawn("worker", target, "--bus", stack.bus_url),
+    ]
+    client = stack.bus("bench-client")
+    try:
+        for proc in procs:
+            await _ready(proc)
+        await client.start()
+        await run_batch(client, WARMUP, 10**6)
+        wall, latencies = await run_batch(client, plans, 0)
+        alone = await run_one_at_a_time(client)
+        return row("NATS + PostgreSQL, 3 processes", plans, wall, latencies, alone)
+    finally:
+        await client.close()
+        for proc in procs:
+            if proc.returncode is None:
+                proc.terminate()
+            await proc.communicate()
+        await stack.cleanup()
+
+
+async def _spawn(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "waygraph",
+        *args,
+        stdout=subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+
+
+async def _ready(proc: asyncio.subprocess.Process) -> None:
+    assert proc.stderr is not None
+    seen = []
+    while True:
+        line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
+        if not line:
+            raise RuntimeError(f"a bench subprocess exited: {''.join(seen)}")
+        seen.append(line)
+        if "running; Ctrl-C to stop" in line:
+            return
+
+
+# ----------------------------------------------------------------------- main
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| stack | plans at once | wall s | plans/s | p50 ms | p99 ms | one at a time, p50 ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['stack']} | {r['plans']} | {r['wall_s']:.2f} | {r['plans_per_s']:.0f} "
+            f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['alone_ms']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+async def main(plans: int) -> int:
+    print(
+        f"# {plans} concurrent three-state plans; {os.cpu_count()} CPUs, "
+        f"{platform.python_implementation()} {platform.python_version()}, {platform.system()}\n"
+    )
+    runs: list[Callable[[int], Awaitable[dict[str, Any]]]] = [inprocess_sqlite]
+    why = reachable(NATS_URL, 4222) or reachable(DATABASE_URL, 5432)
+    if why is None:
+        runs += [nats_one_process, nats_three_processes]
+    rows = []
+    for run in runs:
+        rows.append(await run(plans))
+        print(f"  done: {rows[-1]['stack']}", file=sys.stderr)
+    print(table(rows))
+    if why is not None:
+        print(
+            f"\nNATS + PostgreSQL skipped: {why}. Start them with scripts/services.sh up, "
+            "or point WAYGRAPH_NATS_URL / WAYGRAPH_DATABASE_URL at running servers."
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plans", type=int, default=1000, help="goals sent at once (1000)")
+    sys.exit(asyncio.run(main(parser.parse_args().plans)))

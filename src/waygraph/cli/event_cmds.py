@@ -1,0 +1,465 @@
+"""Event commands: ``waygraph worker``, ``waygraph planner`` and ``waygraph events tail``.
+
+``worker`` and ``planner`` run the workers or planners a Python module
+defines against a bus until Ctrl-C (or SIGTERM), then shut down cleanly;
+``events tail`` prints events as they happen. The bus URL comes from
+``--bus``, else ``WAYGRAPH_NATS_URL``, else ``nats://127.0.0.1:4222``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import re
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.markup import escape
+
+from waygraph.cli.app import app, console, err_console, friendly_errors
+from waygraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    from waygraph.events import Bus, Envelope
+
+__all__ = ["events_app", "find_runnables", "load_user_module", "run_until_stopped"]
+
+T = TypeVar("T")
+
+DEFAULT_BUS_URL = "nats://127.0.0.1:4222"
+
+BusOption = Annotated[
+    str,
+    typer.Option(
+        "--bus",
+        help="Bus URL: nats://HOST:PORT (options may follow, e.g. ?stream_prefix=X) or memory://.",
+        envvar="WAYGRAPH_NATS_URL",
+        show_default=True,
+    ),
+]
+
+events_app = typer.Typer(
+    help="Watch the event bus.", no_args_is_help=True, pretty_exceptions_enable=False
+)
+app.add_typer(events_app, name="events")
+
+
+# ------------------------------------------------------------------ running
+
+
+def run_until_stopped(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    """Run ``main(stop)`` in a fresh event loop; SIGINT and SIGTERM set ``stop``.
+
+    ``main`` should wait for ``stop`` and then close what it opened; a second
+    Ctrl-C while it does cancels it.
+    """
+
+    async def runner() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        task = asyncio.current_task()
+        signals = (signal.SIGINT, signal.SIGTERM)
+
+        def on_signal() -> None:
+            if stop.is_set() and task is not None:
+                task.cancel()  # a second signal: stop waiting for a clean shutdown
+            stop.set()
+
+        for sig in signals:
+            loop.add_signal_handler(sig, on_signal)
+        try:
+            await main(stop)
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+
+    try:
+        asyncio.run(runner())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise typer.Exit(130) from None
+
+
+async def _open_bus(url: str, source: str) -> Bus:
+    from waygraph.events import open_bus
+
+    bus = open_bus(url, source=source)
+    await bus.start()
+    return bus
+
+
+# --------------------------------------------------------------------- tail
+
+
+def _event_line(event: Envelope) -> str:
+    """One rich-markup line: time, topic, type, the ids that tie events together, data."""
+    stamp = event.time.astimezone().strftime("%H:%M:%S.%f")[:-3]
+    topic = event.topic.value if event.topic else "-"
+    parts = [f"[dim]{stamp}[/]", f"[cyan]{topic:<19}[/]", f"[bold]{escape(event.type)}[/]"]
+    for label, value in (
+        ("corr", event.correlation_id),
+        ("plan", event.plan_id),
+        ("session", event.session_id),
+        ("reply", event.response_event),
+    ):
+        if value:
+            parts.append(f"[magenta]{label}[/]={escape(value)}")
+    data = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"), default=str)
+    if len(data) > 160:
+        data = data[:157] + "..."
+    parts.append(escape(data))
+    return " ".join(parts)
+
+
+@events_app.command("tail")
+@friendly_errors
+def tail(
+    bus_url: BusOption = DEFAULT_BUS_URL,
+    topic: Annotated[
+        list[str] | None,
+        typer.Option("--topic", "-t", help="Only this topic (repeatable). Default: every topic."),
+    ] = None,
+    event_type: Annotated[
+        str,
+        typer.Option("--type", help="Only event types matching this glob, e.g. 'web.*'."),
+    ] = "*",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print each event as one line of CloudEvents JSON.")
+    ] = False,
+    count: Annotated[
+        int | None, typer.Option("--count", "-n", min=1, help="Stop after this many events.")
+    ] = None,
+) -> None:
+    """Print events on the bus as they happen, until Ctrl-C.
+
+    Only events published after the tail started are shown. With --json each
+    line is the CloudEvents JSON of one event plus a "topic" key.
+    """
+    from waygraph.events import Topic
+
+    topics = _topics(topic or [], Topic)
+
+    async def main(stop: asyncio.Event) -> None:
+        bus = await _open_bus(bus_url, "waygraph-tail")
+        seen = 0
+        try:
+
+            async def show(event: Envelope) -> None:
+                nonlocal seen
+                if not fnmatch.fnmatchcase(event.type, event_type) or stop.is_set():
+                    return
+                if as_json:
+                    line = {**event.to_wire(), "topic": event.topic.value if event.topic else None}
+                    sys.stdout.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+                    sys.stdout.flush()
+                else:
+                    console.print(_event_line(event), highlight=False, soft_wrap=True)
+                seen += 1
+                if count is not None and seen >= count:
+                    stop.set()
+
+            for chosen in topics:
+                await bus.subscribe(chosen, "*", show)
+            names = ", ".join(t.value for t in topics)
+            err_console.print(
+                f"tailing {names} on {escape(bus_url)} (Ctrl-C to stop)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            await stop.wait()
+        finally:
+            await bus.close()
+
+    run_until_stopped(main)
+
+
+def _topics(names: list[str], topic_type: Any) -> list[Any]:
+    if not names:
+        return list(topic_type)
+    chosen = []
+    for name in names:
+        try:
+            chosen.append(topic_type(name))
+        except ValueError:
+            known = ", ".join(t.value for t in topic_type)
+            raise ConfigError(f"unknown topic {name!r}; topics: {known}") from None
+    return chosen
+
+
+# ----------------------------------------------------------- worker, planner
+
+
+def load_user_module(target: str) -> tuple[ModuleType, str | None]:
+    """Import ``MODULE[:ATTR]``: a dotted module name or a path to a .py file.
+
+    Returns the module and the attribute name (None when not given). Every
+    failure is a :class:`ConfigError` naming the module, so the CLI prints
+    one line instead of a traceback.
+
+    Example:
+        >>> module, attr = load_user_module("json:dumps")
+        >>> module.__name__, attr
+        ('json', 'dumps')
+    """
+    spec_text, attr = target, None
+    head, sep, tail = target.rpartition(":")
+    if sep and head and tail.isidentifier():
+        spec_text, attr = head, tail
+    is_path = spec_text.endswith(".py") or "/" in spec_text or "\\" in spec_text
+    try:
+        if is_path:
+            module = _import_path(Path(spec_text))
+        else:
+            if str(Path.cwd()) not in sys.path and "" not in sys.path:
+                sys.path.insert(0, str(Path.cwd()))  # as `python -m` would
+            module = importlib.import_module(spec_text)
+    except ConfigError:
+        raise
+    except ModuleNotFoundError as exc:
+        if exc.name and spec_text.startswith(exc.name):
+            raise ConfigError(
+                f"no module {spec_text!r}: give a dotted module name on the Python path "
+                "or a path to a .py file (MODULE[:ATTR])"
+            ) from None
+        raise ConfigError(f"importing {spec_text!r} failed: {_describe(exc)}") from None
+    except Exception as exc:  # user code: report where, without a traceback
+        raise ConfigError(f"importing {spec_text!r} failed: {_describe(exc)}") from None
+    return module, attr
+
+
+def _import_path(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such Python file (expected MODULE[:ATTR] or FILE.py[:ATTR])")
+    name = f"waygraph_user_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    # The file's folder goes on the path, so it can import its neighbours.
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message (file:line)`` of the innermost frame, for errors in user code."""
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = f" ({exc.filename}:{exc.lineno})"
+    elif tb is not None:
+        where = f" ({tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def find_runnables(
+    module: ModuleType, attr: str | None, kind: type[T], options: dict[str, Any]
+) -> list[T]:
+    """The ``kind`` objects (Worker or Planner) ``module`` defines.
+
+    With ``attr``: that attribute, which is an instance, a list or tuple, or
+    a factory called with the keyword arguments it accepts among ``options``
+    (``bus``, ``store``) that returns one or a list or tuple; the ``kind``
+    objects in it are taken (a factory may return a planner and its workers
+    together). Without: every module-level instance.
+    """
+    label = kind.__name__.lower()
+    where = getattr(module, "__file__", None) or module.__name__
+    if attr is None:
+        found = _unique(v for v in vars(module).values() if isinstance(v, kind))
+        if not found:
+            raise ConfigError(
+                f"{where}: defines no {kind.__name__} at module level; define one "
+                f"(e.g. {label} = {kind.__name__}(...)) or name a factory as MODULE:ATTR"
+            )
+        return found
+    if not hasattr(module, attr):
+        names = sorted(k for k, v in vars(module).items() if isinstance(v, kind))
+        hint = f"; candidates: {', '.join(names)}" if names else ""
+        raise ConfigError(f"{where}: has no attribute {attr!r}{hint}")
+    value = getattr(module, attr)
+    if callable(value) and not isinstance(value, kind) and not isinstance(value, type):
+        value = _call_factory(value, options, f"{where}:{attr}")
+    items = list(value) if isinstance(value, (list, tuple, set)) else [value]
+    # A factory may build a planner and its workers together: take the wanted kind.
+    found = _unique(v for v in items if isinstance(v, kind))
+    if not found:
+        got = ", ".join(type(v).__name__ for v in items) or "nothing"
+        raise ConfigError(
+            f"{where}:{attr} is not a {kind.__name__} (got {got}); "
+            f"give a {kind.__name__}, a list of them, or a function returning them"
+        )
+    return found
+
+
+def _call_factory(factory: Callable[..., Any], options: dict[str, Any], where: str) -> Any:
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kwargs = {k: v for k, v in options.items() if takes_all or k in params}
+    try:
+        result = factory(**kwargs)
+        if inspect.isawaitable(result):
+            raise ConfigError(f"{where}: the factory must be a plain function, not async")
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"{where}(...) failed: {_describe(exc)}") from None
+    return result
+
+
+def _unique(items: Any) -> list[Any]:
+    seen: list[Any] = []
+    for item in items:
+        if not any(item is s for s in seen):
+            seen.append(item)
+    return seen
+
+
+def _check_bus(runnable: Any, bus_url: str, label: str) -> None:
+    """Refuse a worker/planner bound to a bus other than the one --bus names."""
+    from waygraph.events import InProcessBus
+
+    bus = runnable.bus
+    if isinstance(bus, InProcessBus) and not bus_url.startswith("memory://"):
+        raise ConfigError(
+            f"{label} {runnable.name!r} was built with an in-process bus, so --bus {bus_url} "
+            "cannot reach it; build it with bus=None (it then uses --bus via "
+            "WAYGRAPH_NATS_URL) or expose a factory taking bus= (MODULE:ATTR)"
+        )
+    servers = getattr(bus, "servers", None)
+    wanted = bus_url.partition("?")[0].split(",")
+    if servers is not None and [s.strip() for s in wanted] != servers:
+        err_console.print(
+            f"[yellow]note:[/] {label} {runnable.name!r} uses its own bus "
+            f"{escape(', '.join(servers))}, not --bus {escape(bus_url)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _serve(kind_name: str, target: str, bus_url: str, store: str | None) -> None:
+    from waygraph.events import Planner, Worker, open_bus
+
+    kind: type[Any] = Planner if kind_name == "planner" else Worker
+    # Set while the module is imported and run: workers and planners built
+    # with bus=None (and the planner's default store) read these.
+    settings = {"WAYGRAPH_NATS_URL": bus_url}
+    if store is not None:
+        settings["WAYGRAPH_DATABASE_URL"] = store
+
+    async def main(stop: asyncio.Event) -> None:
+        module, attr = load_user_module(target)
+        # A factory may build a planner and its workers together, so workers
+        # pass store= too (None: the planner's default).
+        options: dict[str, Any] = {"bus": open_bus(bus_url), "store": store}
+        runnables = find_runnables(module, attr, kind, options)
+        for runnable in runnables:
+            _check_bus(runnable, bus_url, kind_name)
+        started: list[Any] = []
+        try:
+            for runnable in runnables:
+                await runnable.start()
+                started.append(runnable)
+                what = runnable.task_types if kind is Worker else runnable.goal_types
+                err_console.print(
+                    f"{kind_name} {escape(runnable.name)}: "
+                    f"{'answering' if kind is Worker else 'planning'} "
+                    f"{escape(', '.join(what) or '(nothing registered)')} on {escape(bus_url)}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            err_console.print(
+                f"{len(started)} {kind_name}(s) running; Ctrl-C to stop",
+                highlight=False,
+                soft_wrap=True,
+            )
+            await stop.wait()
+            err_console.print(f"stopping {kind_name}(s) ...", highlight=False, soft_wrap=True)
+        finally:
+            buses = _unique([r.bus for r in started] + [options["bus"]])
+            for runnable in reversed(started):
+                await runnable.close()
+            for bus in buses:
+                await bus.close()
+
+    saved = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
+    try:
+        run_until_stopped(main)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@app.command("worker")
+@friendly_errors
+def worker_command(
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="MODULE[:ATTR]",
+            help="A module (dotted name or .py path) defining Worker objects, or MODULE:ATTR "
+            "naming one, a list, or a function taking bus= that returns them.",
+        ),
+    ],
+    bus_url: BusOption = DEFAULT_BUS_URL,
+) -> None:
+    """Run the workers a Python module defines against a bus until Ctrl-C.
+
+    Each worker answers its task types in a queue group named after it, so
+    several processes running the same worker share the work.
+    """
+    _serve("worker", target, bus_url, None)
+
+
+@app.command("planner")
+@friendly_errors
+def planner_command(
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="MODULE[:ATTR]",
+            help="A module (dotted name or .py path) defining Planner objects, or MODULE:ATTR "
+            "naming one, a list, or a function taking bus= and store= that returns them.",
+        ),
+    ],
+    bus_url: BusOption = DEFAULT_BUS_URL,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Plan store URL: sqlite:///PATH, postgresql://... (many planner processes "
+            "share one). Default: WAYGRAPH_DATABASE_URL, else the user data folder.",
+        ),
+    ] = None,
+) -> None:
+    """Run the planners a Python module defines against a bus until Ctrl-C.
+
+    Planner processes sharing one store (PostgreSQL) and bus split the goals
+    and events between them; each plan moves on in one process at a time.
+    """
+    _serve("planner", target, bus_url, store)

@@ -1,0 +1,879 @@
+"""PlanContext: one plan's state, persisted in a store, moved along by events.
+
+Every change is one store commit, version-checked: the new state, the ids of
+the events it processed, and the *outbox* (the requests and responses the
+change sends) are written together. Only then is the outbox published, and
+then marked published in a second commit. A process that dies in between
+leaves the entries in the outbox; :meth:`PlanContext.publish_pending` (called
+by :meth:`Planner.start`) sends them again with the same event ids, so
+receivers that deduplicate by id see each once. See ``docs/events.md``,
+"Guarantees".
+
+Example:
+    >>> import asyncio
+    >>> from waygraph.events import (InProcessBus, Planner, PlanContext, StateConfig,
+    ...                              StateAction, StateTransition)
+    >>> SM = {"start": StateConfig(state_name="start", default_next="work"),
+    ...       "work": StateConfig(state_name="work",
+    ...           action=StateAction(event_type="job.requested", data={"n": "{goal_data.n}"}),
+    ...           transitions=[StateTransition(on_event="job.completed", to_state="done")]),
+    ...       "done": StateConfig(state_name="done", is_terminal=True)}
+    >>> async def main():
+    ...     planner = Planner("doc", bus=InProcessBus(), store="memory://")
+    ...     goal = planner.context.bus.envelope("job.goal", {"n": 2}, correlation_id="c1")
+    ...     plan = await PlanContext.create_from_goal(goal, state_machine=SM,
+    ...                                               context=planner.context)
+    ...     await plan.execute_next()
+    ...     again = await PlanContext.restore_by_correlation("c1", planner.context)
+    ...     return plan.current_state, plan.status, again.plan_id == plan.plan_id
+    >>> asyncio.run(main())
+    ('work', 'running', True)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from waygraph.errors import (
+    Conflict,
+    PlanContextNotFoundError,
+    PlanFormatError,
+    PlanStateError,
+)
+from waygraph.events.envelope import Envelope, Topic, new_event_id
+from waygraph.events.statemachine import (
+    StateAction,
+    StateConfig,
+    StateMachine,
+    fill_template,
+    validate_state_machine,
+)
+from waygraph.store import MemoryStore, SQLiteStore, Store, StoredRecord
+
+if TYPE_CHECKING:
+    from waygraph.events.bus import Bus
+    from waygraph.events.planner import Planner
+
+__all__ = ["KIND", "PlanContext", "PlanStatus", "PlannerContext"]
+
+log = logging.getLogger("waygraph.events")
+
+#: The store ``kind`` of plan context records.
+KIND = "plan_context"
+PlanStatus = Literal["pending", "running", "completed", "failed", "paused"]
+FINISHED: tuple[str, ...] = ("completed", "failed")
+
+#: How many processed event ids a plan remembers. Redeliveries come soon after
+#: the first delivery; the bound keeps long-lived plans' records small.
+MAX_PROCESSED_IDS = 1000
+#: Conflicts a change retries (reloading each time) before giving up.
+MAX_CONFLICT_RETRIES = 20
+
+# Index entries that are not event correlation ids; the prefix keeps them apart.
+_OUTBOX_PENDING = "waygraph:outbox-pending"
+_AFTER = "waygraph:after:"
+_PARENT = "waygraph:parent:"
+_PLAN_NAMESPACE = uuid.UUID("5b0f4f3e-8a0c-4d5e-9d35-0c1c2a3b4d5e")
+
+
+def plan_id_for(goal: Envelope) -> str:
+    """The default plan id of a goal: the same goal event always gives the same id.
+
+    Example:
+        >>> g = Envelope(id="e1", source="s", type="research.goal")
+        >>> plan_id_for(g) == plan_id_for(g), plan_id_for(g).startswith("plan-")
+        (True, True)
+    """
+    return "plan-" + uuid.uuid5(_PLAN_NAMESPACE, f"{goal.source}\x00{goal.id}").hex
+
+
+@dataclass
+class PlannerContext:
+    """What a planner's handlers get as ``context``: the bus, the store and the planner.
+
+    Usable right after ``Planner(...)`` is constructed.
+    """
+
+    name: str
+    bus: Bus
+    store: Store
+    source: str
+    planner: Planner | None = None
+    logger: logging.Logger = field(default_factory=lambda: log)
+    _locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(
+        default_factory=weakref.WeakValueDictionary, repr=False
+    )
+
+    def lock(self, plan_id: str) -> asyncio.Lock:
+        """The lock that serialises changes to one plan inside this process."""
+        lock = self._locks.get(plan_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[plan_id] = lock
+        return lock
+
+    async def by_correlation(
+        self, correlation_id: str, *, planner: str | None = None
+    ) -> list[StoredRecord]:
+        """Plan context records indexed under ``correlation_id`` (of ``planner`` when given).
+
+        The store is asked by correlation id alone and the kind and planner
+        are checked here: with more filters SQLite picks a worse index and
+        scans every record (measured: 3.3 ms instead of 17 us at 3,000 plans).
+        """
+        records = await self.call(self.store.list, correlation_id=correlation_id)
+        return [r for r in records if r.kind == KIND and (planner is None or r.plan == planner)]
+
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a store method without blocking the event loop (in-memory stores run inline)."""
+        if isinstance(self.store, MemoryStore | SQLiteStore):
+            return fn(*args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+class _Change:
+    """What one change adds besides the new state: store events and outgoing envelopes."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.outbox: list[dict[str, Any]] = []
+
+
+class PlanContext(BaseModel):
+    """One plan: its goal, state machine, current state, results and links.
+
+    Create with :meth:`create_from_goal`; load with :meth:`restore` or
+    :meth:`restore_by_correlation`. Methods that change the plan
+    (:meth:`execute_next`, :meth:`finalize`, :meth:`pause`, :meth:`resume`,
+    :meth:`save`) commit to the store, version-checked; when another writer
+    got there first they reload the plan and apply the change again, so the
+    object always shows the stored state afterwards.
+    """
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=False)
+
+    plan_id: str
+    planner: str
+    goal_event: str
+    goal: dict[str, Any]
+    goal_data: dict[str, Any] = Field(default_factory=dict)
+    response_event: str | None = None
+    response_topic: str | None = None
+    status: PlanStatus = "running"
+    state_machine: dict[str, StateConfig]
+    current_state: str
+    started: bool = False
+    results: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+    parent_plan_id: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    tenant_id: str | None = None
+    correlation_id: str | None = None
+    correlation_ids: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list)
+    awaiting: dict[str, Any] | None = None
+    processed_event_ids: list[str] = Field(default_factory=list)
+    outbox: list[dict[str, Any]] = Field(default_factory=list)
+    pause_reason: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    _context: PlannerContext | None = PrivateAttr(default=None)
+    _version: int = PrivateAttr(default=0)
+    _machine: StateMachine | None = PrivateAttr(default=None)
+
+    # ------------------------------------------------------------ loading
+
+    @property
+    def version(self) -> int:
+        """The store version this object was loaded at or last committed."""
+        return self._version
+
+    @property
+    def context(self) -> PlannerContext:
+        if self._context is None:
+            raise PlanStateError(f"plan {self.plan_id!r} is not attached to a planner context")
+        return self._context
+
+    @property
+    def machine(self) -> StateMachine:
+        """The validated state machine."""
+        if self._machine is None:
+            self._machine = validate_state_machine(self.state_machine, name=self.plan_id)
+        return self._machine
+
+    @property
+    def goal_envelope(self) -> Envelope:
+        """The goal event as an :class:`Envelope`."""
+        return Envelope.from_wire(self.goal)
+
+    @classmethod
+    def _from_record(cls, record: StoredRecord, context: PlannerContext) -> PlanContext:
+        plan = cls.model_validate(record.data)
+        plan._context = context
+        plan._version = record.version
+        return plan
+
+    def _reload_from(self, record: StoredRecord) -> None:
+        fresh = type(self).model_validate(record.data)
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(fresh, name))
+        self._version = record.version
+        self._machine = None
+
+    async def _reload(self) -> None:
+        record = await self.context.call(self.context.store.get, self.plan_id)
+        if record is None:
+            raise PlanContextNotFoundError(f"plan {self.plan_id!r} is no longer in the store")
+        self._reload_from(record)
+
+    @classmethod
+    async def restore(cls, plan_id: str, context: PlannerContext) -> PlanContext:
+        """The stored plan ``plan_id``; PlanContextNotFoundError when there is none.
+
+        Example::
+
+            plan = await PlanContext.restore(answer.data["plan_id"], planner.context)
+        """
+        record = await context.call(context.store.get, plan_id)
+        if record is None or record.kind != KIND:
+            raise PlanContextNotFoundError(
+                f"no plan {plan_id!r} in {context.store.url}; "
+                "plans are stored under the plan_id that create_from_goal returned"
+            )
+        return cls._from_record(record, context)
+
+    @classmethod
+    async def restore_by_correlation(
+        cls, correlation_id: str, context: PlannerContext
+    ) -> PlanContext | None:
+        """The plan whose goal or one of whose requests had ``correlation_id``, or None.
+
+        When several plans know the id (a parent's request id is its child's
+        goal id), the plan whose goal carried it wins, then plans of
+        ``context``'s planner, then the most recently updated.
+        """
+        if not correlation_id or correlation_id.startswith("waygraph:"):
+            return None
+        records = await context.by_correlation(correlation_id)
+        # A parent's request id is also its child's goal id: the goal's owner wins.
+        plans = sorted(
+            (cls._from_record(r, context) for r in records),
+            key=lambda p: (p.correlation_id != correlation_id, p.planner != context.name),
+        )
+        return plans[0] if plans else None
+
+    @classmethod
+    async def find(
+        cls,
+        context: PlannerContext,
+        *,
+        session: str | None = None,
+        status: PlanStatus | None = None,
+        planner: str | None = None,
+        limit: int | None = None,
+    ) -> list[PlanContext]:
+        """Stored plans by session, status and owning planner, most recently updated first."""
+        records = await context.call(
+            context.store.list, kind=KIND, session=session, status=status, plan=planner, limit=limit
+        )
+        return [cls._from_record(r, context) for r in records]
+
+    async def children(self) -> list[PlanContext]:
+        """The plans whose ``parent_plan_id`` is this plan."""
+        records = await self.context.by_correlation(_PARENT + self.plan_id)
+        return [type(self)._from_record(r, self.context) for r in records]
+
+    async def parent(self) -> PlanContext | None:
+        """The parent plan, or None for a top-level plan (or a parent stored elsewhere)."""
+        if self.parent_plan_id is None:
+            return None
+        try:
+            return await type(self).restore(self.parent_plan_id, self.context)
+        except PlanContextNotFoundError:
+            return None
+
+    # ------------------------------------------------------------ creating
+
+    @classmethod
+    async def create_from_goal(
+        cls,
+        goal: Envelope,
+        *,
+        state_machine: Mapping[str, StateConfig | Mapping[str, Any]],
+        context: PlannerContext,
+        plan_id: str | None = None,
+        parent_plan_id: str | None = None,
+        depends_on: Sequence[str] = (),
+    ) -> PlanContext:
+        """A new plan for ``goal``, stored at once (status ``running``, or ``pending``
+        while ``depends_on`` plans are unfinished); nothing is sent until
+        :meth:`execute_next`.
+
+        The default ``plan_id`` is derived from the goal event, so a goal
+        delivered twice finds the plan the first delivery made instead of
+        making a second one. ``parent_plan_id`` defaults to the goal's
+        ``planid`` attribute (a request sent by a parent plan carries it).
+        """
+        machine = validate_state_machine(state_machine, name=plan_id or goal.type)
+        plan_id = plan_id or plan_id_for(goal)
+        now = time.time()
+        plan = cls(
+            plan_id=plan_id,
+            planner=context.name,
+            goal_event=goal.type,
+            goal=goal.to_wire(),
+            goal_data=dict(goal.data),
+            response_event=goal.response_event,
+            response_topic=goal.response_topic,
+            status="pending" if depends_on else "running",
+            state_machine=machine.states,
+            current_state=machine.start,
+            parent_plan_id=parent_plan_id or goal.plan_id,
+            session_id=goal.session_id,
+            user_id=goal.user_id,
+            tenant_id=goal.tenant_id,
+            correlation_id=goal.correlation_id,
+            correlation_ids=[goal.correlation_id] if goal.correlation_id else [],
+            depends_on=list(dict.fromkeys(depends_on)),
+            processed_event_ids=[goal.id],
+            created_at=now,
+            updated_at=now,
+        )
+        plan._context = context
+        plan._machine = machine
+        event = {"type": "plan_created", "state": machine.start, "goal_id": goal.id}
+        try:
+            await plan._commit(0, [event])
+        except Conflict:
+            existing = await cls.restore(plan_id, context)
+            log.info("plan %s already exists (goal %s delivered again)", plan_id, goal.id)
+            return existing
+        return plan
+
+    # ------------------------------------------------------------ reading
+
+    def get_next_state(self, event: Envelope) -> str | None:
+        """The state ``event`` moves this plan to, or None when no transition accepts it.
+
+        Transitions of the current state are tried in order; the first whose
+        ``on_event`` is the event's type and whose condition holds over
+        ``data`` (the event's data), ``results``, ``goal_data`` and ``event``
+        wins. This looks at the state machine only; :meth:`accepts` also
+        checks the plan's status, duplicates and correlation.
+        """
+        if self.current_state not in self.machine:
+            return None
+        return self.machine.next_state(self.current_state, event.type, self._scope(event))
+
+    def accepts(self, event: Envelope) -> str | None:
+        """:meth:`get_next_state`, if the plan takes ``event`` at all now, else None.
+
+        A plan takes an event when it is running and started, has not
+        processed the event's id, and the event answers the request the plan
+        is waiting for (or carries the goal's correlation id). A late answer
+        to an older request (one re-sent by :meth:`resume`, say) is refused.
+        """
+        if self.status != "running" or not self.started:
+            return None
+        if event.id in self.processed_event_ids:
+            return None
+        cid = event.correlation_id
+        waiting_for = self.awaiting.get("correlation_id") if self.awaiting else None
+        if cid is None or cid not in (waiting_for, self.correlation_id):
+            return None
+        return self.get_next_state(event)
+
+    def is_complete(self) -> bool:
+        """True when the plan is finished or stands on a terminal state."""
+        if self.status in FINISHED:
+            return True
+        config = self.state_machine.get(self.current_state)
+        return bool(config and config.is_terminal)
+
+    def _scope(self, event: Envelope | None = None) -> dict[str, Any]:
+        scope: dict[str, Any] = {
+            "goal_data": self.goal_data,
+            "results": self.results,
+            "plan": {
+                "plan_id": self.plan_id,
+                "session_id": self.session_id,
+                "user_id": self.user_id,
+                "tenant_id": self.tenant_id,
+                "parent_plan_id": self.parent_plan_id,
+                "current_state": self.current_state,
+            },
+        }
+        if event is not None:
+            scope["data"] = event.data
+            scope["event"] = {
+                "id": event.id,
+                "type": event.type,
+                "source": event.source,
+                "subject": event.subject,
+                "correlation_id": event.correlation_id,
+            }
+        return scope
+
+    # ------------------------------------------------------------ changing
+
+    async def execute_next(
+        self, trigger_event: Envelope | None = None, *, pause: str | None = None
+    ) -> bool:
+        """Move the plan along; True when it changed.
+
+        Without an event: the first call enters the start state (following
+        its ``default_next``, and sending the request of the state it lands
+        on); a pending plan starts only once every plan in ``depends_on``
+        has completed (and fails when one failed); later calls follow the
+        current state's ``default_next`` when it has one, and otherwise
+        change nothing (the state waits for an event). With an event: the event's data
+        becomes ``results[<current state>]`` and the plan enters the state
+        :meth:`accepts` names. An event the plan does not take (a
+        duplicate, a stale answer, one no transition accepts) changes
+        nothing and returns False.
+
+        ``pause``: enter the next state but pause there, with this reason, in
+        the same commit, without sending its request; :meth:`resume` sends
+        it. This is the race-free way to hold a plan for an approval before
+        a step (``pause()`` after ``execute_next`` lets a fast worker answer
+        first).
+        """
+        if trigger_event is None and self.status == "pending" and self.depends_on:
+            return await self._start_after_dependencies()
+        return await self._advance(
+            lambda plan, change: plan._apply_next(trigger_event, change, pause)
+        )
+
+    def _apply_next(self, event: Envelope | None, change: _Change, pause: str | None) -> bool:
+        if event is None:
+            if self.status in FINISHED or self.status == "paused":
+                return False
+            if self.status == "pending":
+                if self.depends_on:
+                    return False
+                self.status = "running"
+            if not self.started:
+                self.started = True
+                self._enter(self.machine.start, change, None, pause)
+                return True
+            config = self.machine[self.current_state]
+            if config.is_terminal:
+                return False
+            if config.default_next is None:
+                # The state waits for an event. Doing nothing (rather than raising)
+                # keeps a goal handler that runs twice, as redelivery allows, harmless.
+                return False
+            self._enter(config.default_next, change, None, pause)
+            return True
+        target = self.accepts(event)
+        if target is None:
+            return False
+        self.results[self.current_state] = event.data
+        self._remember(event.id)
+        change.events.append(
+            {
+                "type": "event_applied",
+                "event_id": event.id,
+                "event_type": event.type,
+                "from": self.current_state,
+                "to": target,
+            }
+        )
+        self._enter(target, change, event, pause)
+        return True
+
+    def _enter(
+        self, state: str, change: _Change, via: Envelope | None, pause: str | None = None
+    ) -> None:
+        state = self.machine.follow_defaults(state)
+        self.current_state = state
+        self.awaiting = None
+        change.events.append({"type": "state_entered", "state": state})
+        config = self.machine[state]
+        if pause is not None and not config.is_terminal:
+            self._pause(pause, change)
+            return
+        if config.action is not None:
+            self._dispatch(config.action, change, via)
+
+    def _dispatch(self, action: StateAction, change: _Change, via: Envelope | None) -> None:
+        scope = self._scope(via)
+        data = fill_template(action.data, scope, where=f"{self.current_state}.action.data")
+        correlation_id = new_event_id()
+        envelope = Envelope(
+            source=self.context.source,
+            type=action.event_type,
+            data=data,
+            correlation_id=correlation_id,
+            response_event=action.expected_response,
+            response_topic=Topic.ACTION_RESULTS.value,
+            session_id=self.session_id,
+            tenant_id=self.tenant_id,
+            user_id=self.user_id,
+            goal_id=self.goal.get("id"),
+            plan_id=self.plan_id,
+            parent_event_id=via.id if via is not None else self.goal.get("id"),
+            traceparent=self.goal.get("traceparent"),
+        )
+        self.awaiting = {
+            "state": self.current_state,
+            "event_type": action.event_type,
+            "response_event": action.expected_response,
+            "correlation_id": correlation_id,
+            "request_id": envelope.id,
+        }
+        if correlation_id not in self.correlation_ids:
+            self.correlation_ids.append(correlation_id)
+        self._send(envelope, Topic.ACTION_REQUESTS, change)
+        change.events.append(
+            {
+                "type": "request_sent",
+                "state": self.current_state,
+                "event_type": action.event_type,
+                "event_id": envelope.id,
+                "correlation_id": correlation_id,
+            }
+        )
+
+    def _send(self, envelope: Envelope, topic: Topic, change: _Change) -> None:
+        entry = {"id": envelope.id, "topic": topic.value, "envelope": envelope.to_wire()}
+        self.outbox.append(entry)
+        change.outbox.append(entry)
+
+    def _remember(self, event_id: str) -> None:
+        if event_id not in self.processed_event_ids:
+            self.processed_event_ids.append(event_id)
+            del self.processed_event_ids[:-MAX_PROCESSED_IDS]
+
+    async def dispatch(self, action: StateAction) -> None:
+        """Send ``action`` as the current state's request (dynamic plans, see
+        :meth:`Planner.reason_next_action`); the plan waits for its answer."""
+        if self.status != "running":
+            raise PlanStateError(f"plan {self.plan_id!r} is {self.status}; it sends no requests")
+
+        def apply(plan: PlanContext, change: _Change) -> bool:
+            plan._dispatch(action, change, None)
+            return True
+
+        await self._advance(apply)
+
+    async def finalize(
+        self, result: Any = None, *, status: Literal["completed", "failed"] | None = None
+    ) -> bool:
+        """Finish the plan and answer the goal; True the first time, False after.
+
+        Stores the plan as ``completed`` (``failed`` when it stands on a
+        terminal state named ``failed``, or when ``status`` says so) with
+        ``result``, and in the same commit puts in the outbox: the response
+        on the goal's ``response_event`` (default ``<goal type>.completed``)
+        and ``response_topic`` (default ``action-results``) with the goal's
+        correlation id, or the parent plan's when the goal had none, data
+        ``{"plan_id", "status", "result"}``; and ``plan.completed`` /
+        ``plan.failed`` on ``plan-events``, which starts plans that depend on
+        this one.
+        """
+        parent_correlation: str | None = None
+        if self.correlation_id is None and self.parent_plan_id:
+            parent = await self.parent()
+            parent_correlation = parent.correlation_id if parent else None
+
+        def apply(plan: PlanContext, change: _Change) -> bool:
+            if plan.status in FINISHED:
+                return False
+            final = status or ("failed" if plan.current_state == "failed" else "completed")
+            plan.status = final
+            plan.result = result
+            plan.awaiting = None
+            goal_id = plan.goal.get("id")
+            data = {"plan_id": plan.plan_id, "status": final, "result": result}
+            response = Envelope(
+                id=_derived_id(plan.plan_id, "response"),
+                source=plan.context.source,
+                type=plan.response_event or f"{plan.goal_event}.completed",
+                data=data,
+                correlation_id=plan.correlation_id or parent_correlation,
+                session_id=plan.session_id,
+                tenant_id=plan.tenant_id,
+                user_id=plan.user_id,
+                goal_id=goal_id,
+                plan_id=plan.plan_id,
+                parent_event_id=goal_id,
+                traceparent=plan.goal.get("traceparent"),
+            )
+            plan._send(response, Topic(plan.response_topic or Topic.ACTION_RESULTS), change)
+            done = Envelope(
+                id=_derived_id(plan.plan_id, f"plan.{final}"),
+                source=plan.context.source,
+                type=f"plan.{final}",
+                data={"plan_id": plan.plan_id, "status": final, "planner": plan.planner},
+                plan_id=plan.plan_id,
+                session_id=plan.session_id,
+                correlation_id=plan.correlation_id,
+                parent_event_id=goal_id,
+            )
+            plan._send(done, Topic.PLAN_EVENTS, change)
+            change.events.append({"type": f"plan_{final}", "state": plan.current_state})
+            return True
+
+        return await self._change(apply)
+
+    async def pause(self, reason: str) -> bool:
+        """Pause a running plan until :meth:`resume`; True when it was running.
+
+        A paused plan takes no events: an answer to its outstanding request
+        is ignored, and :meth:`resume` sends the request again.
+        ``plan.paused`` (with the reason) goes out on ``notification-events``,
+        so a person or a UI can act on it. To pause before a state's request
+        goes out, use ``execute_next(event, pause=reason)``.
+        """
+
+        def apply(plan: PlanContext, change: _Change) -> bool:
+            if plan.status != "running":
+                return False
+            plan._pause(reason, change)
+            return True
+
+        return await self._change(apply)
+
+    def _pause(self, reason: str, change: _Change) -> None:
+        self.status = "paused"
+        self.pause_reason = reason
+        notice = Envelope(
+            source=self.context.source,
+            type="plan.paused",
+            data={"plan_id": self.plan_id, "state": self.current_state, "reason": reason},
+            correlation_id=self.correlation_id,
+            plan_id=self.plan_id,
+            session_id=self.session_id,
+            user_id=self.user_id,
+            tenant_id=self.tenant_id,
+        )
+        self._send(notice, Topic.NOTIFICATION_EVENTS, change)
+        change.events.append({"type": "plan_paused", "state": self.current_state})
+
+    async def resume(self, input: Any = None, *, event: Envelope | None = None) -> bool:
+        """Resume a paused plan; True when it was paused (so a repeated approval is a no-op).
+
+        ``input`` is kept as ``results["resume_input"]`` (conditions and
+        templates see it). The current state's action is sent again, with a
+        new correlation id, so an answer to the request sent before the pause
+        is ignored; a state without an action follows its ``default_next``.
+        ``event``, when given, is recorded as processed.
+        """
+
+        def apply(plan: PlanContext, change: _Change) -> bool:
+            if plan.status != "paused":
+                return False
+            if event is not None:
+                if event.id in plan.processed_event_ids:
+                    return False
+                plan._remember(event.id)
+            plan.status = "running"
+            plan.pause_reason = None
+            plan.results["resume_input"] = input
+            change.events.append({"type": "plan_resumed", "state": plan.current_state})
+            config = plan.machine[plan.current_state]
+            if not plan.started:
+                plan.started = True
+                plan._enter(plan.machine.start, change, event)
+            elif config.action is not None:
+                plan._dispatch(config.action, change, event)
+            elif config.default_next is not None and not config.is_terminal:
+                plan._enter(config.default_next, change, event)
+            return True
+
+        return await self._advance(apply)
+
+    async def save(self) -> None:
+        """Store the plan as it is now (after changing ``results`` by hand, say).
+
+        Version-checked: raises :class:`~waygraph.errors.Conflict` when the
+        stored plan changed since this object loaded it; restore and redo.
+        """
+        await self._commit(self._version, [{"type": "plan_saved"}])
+
+    async def _start_after_dependencies(self) -> bool:
+        statuses: dict[str, str] = {}
+        for dep in self.depends_on:
+            record = await self.context.call(self.context.store.get, dep)
+            statuses[dep] = record.data.get("status", "missing") if record else "missing"
+        failed = [d for d, s in statuses.items() if s == "failed"]
+        if failed:
+            await self._reload()
+            if self.status != "pending":
+                return False
+            return await self.finalize(
+                {"error": f"dependency {failed[0]!r} failed", "dependencies": statuses},
+                status="failed",
+            )
+        if any(s != "completed" for s in statuses.values()):
+            return False
+
+        def apply(plan: PlanContext, change: _Change) -> bool:
+            if plan.status != "pending":
+                return False
+            plan.status = "running"
+            plan.started = True
+            change.events.append({"type": "dependencies_met", "depends_on": plan.depends_on})
+            plan._enter(plan.machine.start, change, None)
+            return True
+
+        return await self._advance(apply)
+
+    # ------------------------------------------------------------ committing
+
+    def _index(self) -> list[str]:
+        ids = list(self.correlation_ids)
+        ids += [_AFTER + dep for dep in self.depends_on]
+        if self.parent_plan_id:
+            ids.append(_PARENT + self.parent_plan_id)
+        if self.outbox:
+            ids.append(_OUTBOX_PENDING)
+        return ids
+
+    async def _commit(self, expected: int, events: list[dict[str, Any]]) -> None:
+        self.updated_at = time.time()
+        record = self.model_dump(mode="json")
+        context = self.context
+        self._version = await context.call(
+            context.store.commit,
+            self.plan_id,
+            record,
+            expected,
+            events,
+            kind=KIND,
+            session=self.session_id,
+            status=self.status,
+            plan=self.planner,
+            correlation_ids=self._index(),
+        )
+
+    async def _advance(self, apply: Callable[[PlanContext, _Change], bool]) -> bool:
+        """:meth:`_change` for changes that send requests: a request whose data
+        template has no value for this goal fails the plan (answering its goal)
+        instead of failing every redelivery of the event."""
+        try:
+            return await self._change(apply)
+        except PlanFormatError as exc:
+            log.warning("plan %s failed: %s", self.plan_id, exc)
+            await self.finalize(
+                {"error": str(exc), "field": exc.field, "state": self.current_state},
+                status="failed",
+            )
+            return True
+
+    async def _change(self, apply: Callable[[PlanContext, _Change], bool]) -> bool:
+        """Apply a change to a fresh copy, commit it version-checked, then publish its outbox.
+
+        On Conflict the plan is reloaded and the change applied again; the
+        change functions are written so that applying them to a plan that
+        already took the change does nothing.
+        """
+        context = self.context
+        async with context.lock(self.plan_id):
+            for _ in range(MAX_CONFLICT_RETRIES):
+                draft = self._draft()
+                change = _Change()
+                if not apply(draft, change):
+                    return False
+                try:
+                    await draft._commit(self._version, change.events)
+                except Conflict:
+                    await self._reload()
+                    continue
+                self._adopt(draft)
+                break
+            else:
+                raise Conflict(
+                    f"plan {self.plan_id!r}: {MAX_CONFLICT_RETRIES} writers in a row committed "
+                    "first; giving up"
+                )
+            if change.outbox:
+                await self._publish_and_mark(change.outbox)
+            return True
+
+    def _draft(self) -> PlanContext:
+        draft = type(self).model_validate(self.model_dump(mode="json"))
+        draft._context = self._context
+        draft._version = self._version
+        draft._machine = self._machine
+        return draft
+
+    def _adopt(self, draft: PlanContext) -> None:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(draft, name))
+        self._version = draft._version
+        self._machine = draft._machine
+
+    async def _publish_and_mark(self, entries: Sequence[dict[str, Any]]) -> None:
+        bus = self.context.bus
+        published: list[str] = []
+        try:
+            for entry in entries:
+                envelope = Envelope.from_wire(entry["envelope"], entry["topic"])
+                await bus.publish(envelope, entry["topic"])
+                published.append(entry["id"])
+        finally:
+            # Mark what went out even when a later entry failed; the rest stay in
+            # the outbox and go out again on the next publish_pending.
+            if published:
+                await self._mark_published(published)
+
+    async def _mark_published(self, ids: Sequence[str]) -> None:
+        done = set(ids)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            if not any(entry["id"] in done for entry in self.outbox):
+                return
+            self.outbox = [e for e in self.outbox if e["id"] not in done]
+            try:
+                await self._commit(self._version, [])
+                return
+            except Conflict:
+                await self._reload()
+        log.warning("plan %s: could not mark %d outbox entries published", self.plan_id, len(ids))
+
+    async def publish_pending(self) -> int:
+        """Publish what the outbox still holds (left by a process that stopped); the count."""
+        async with self.context.lock(self.plan_id):
+            await self._reload()
+            entries = list(self.outbox)
+            if entries:
+                await self._publish_and_mark(entries)
+            return len(entries)
+
+    @classmethod
+    async def publish_all_pending(cls, context: PlannerContext) -> int:
+        """:meth:`publish_pending` for every plan of this planner with outbox entries left."""
+        records = await context.by_correlation(_OUTBOX_PENDING, planner=context.name)
+        sent = 0
+        for record in records:
+            sent += await cls._from_record(record, context).publish_pending()
+        return sent
+
+    @classmethod
+    async def dependents_of(cls, plan_id: str, context: PlannerContext) -> list[PlanContext]:
+        """Plans of this planner that list ``plan_id`` in ``depends_on``."""
+        records = await context.by_correlation(_AFTER + plan_id, planner=context.name)
+        return [cls._from_record(r, context) for r in records]
+
+    def __repr__(self) -> str:
+        return (
+            f"PlanContext(plan_id={self.plan_id!r}, status={self.status!r}, "
+            f"current_state={self.current_state!r})"
+        )
+
+
+def _derived_id(plan_id: str, what: str) -> str:
+    # Fixed ids for a plan's one-time events: re-sending them is recognisable.
+    return uuid.uuid5(_PLAN_NAMESPACE, f"{plan_id}\x00{what}").hex

@@ -1,0 +1,411 @@
+"""Planner: receives goals, routes events to plans by correlation id, starts dependent plans.
+
+Handlers are registered with decorators and take ``(event, context)``:
+
+- ``@planner.on_goal("research.goal")``: a goal arrived (on ``action-requests``);
+  the handler usually creates a :class:`~waygraph.events.PlanContext` and calls
+  ``execute_next()``. A goal delivered again after its plan started is not
+  passed on.
+- ``@planner.on_transition()``: an event on ``action-requests`` or
+  ``action-results`` whose correlation id belongs to one of this planner's
+  plans and that the plan accepts (``plan.accepts(event)``: running, not a
+  duplicate, answering the request it waits for, and some transition takes
+  it). The handler gets a :class:`Transition` (``.event``, ``.plan``,
+  ``.next_state``). A plan's own requests and responses, the goal event, and
+  events no transition accepts never arrive here. Without an
+  ``on_transition`` handler the planner advances plans itself
+  (``execute_next``, then ``finalize`` with the results on a terminal state).
+- ``@planner.on_event(topic, event_type)``: anything else, for example an
+  approval that resumes a paused plan.
+
+Example:
+    >>> import asyncio
+    >>> from waygraph.events import InProcessBus, Planner
+    >>> planner = Planner("research-planner", bus=InProcessBus(), store="memory://")
+    >>> planner.context.name, planner.context.source
+    ('research-planner', 'waygraph/planners/research-planner')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from waygraph.errors import Conflict
+from waygraph.events.context import (
+    MAX_CONFLICT_RETRIES,
+    PlanContext,
+    PlannerContext,
+    PlanStatus,
+    plan_id_for,
+)
+from waygraph.events.envelope import Envelope, Topic
+from waygraph.events.statemachine import StateAction, StateConfig
+from waygraph.store import open_store
+
+if TYPE_CHECKING:
+    from waygraph.events.bus import Bus, Subscription
+    from waygraph.planning import LLM
+
+__all__ = ["Planner", "Transition", "default_plan_store_url"]
+
+log = logging.getLogger("waygraph.events")
+
+GoalHandler = Callable[[Envelope, PlannerContext], Awaitable[Any]]
+EventHandler = Callable[[Envelope, PlannerContext], Awaitable[Any]]
+TransitionHandler = Callable[["Transition", PlannerContext], Awaitable[Any]]
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+@dataclass(frozen=True)
+class Transition:
+    """An event a plan accepts: ``event`` moves ``plan`` to ``next_state``."""
+
+    event: Envelope
+    plan: PlanContext
+    next_state: str
+
+
+def default_plan_store_url() -> str:
+    """``$WAYGRAPH_DATABASE_URL``, else the Navigator's default store."""
+    env = os.environ.get("WAYGRAPH_DATABASE_URL", "").strip()
+    if env:
+        return env
+    from waygraph.navigator import default_store_url
+
+    return default_store_url()
+
+
+def _group(*parts: str) -> str:
+    # Queue groups name NATS durable consumers: letters, digits, '-' and '_' only.
+    return re.sub(r"[^A-Za-z0-9_-]", "_", "-".join(parts))
+
+
+class Planner:
+    """Runs state-machine plans for goals that arrive on a bus.
+
+    ``bus``: a :class:`~waygraph.events.Bus` (default: :func:`open_bus`, from
+    ``$WAYGRAPH_NATS_URL`` or in-process). ``store``: a store URL or Store
+    (default ``$WAYGRAPH_DATABASE_URL``, else the Navigator's SQLite file).
+    ``llm``: the model :meth:`create_plan` and :meth:`reason_next_action` ask
+    (any :class:`waygraph.planning.LLM`). Envelopes the planner sends have
+    the source ``<bus source>/planners/<name>``.
+
+    Example:
+        >>> from waygraph.events import InProcessBus
+        >>> planner = Planner("p", bus=InProcessBus(), store="memory://")
+        >>> @planner.on_goal("research.goal")
+        ... async def start(goal, context):
+        ...     pass
+        >>> planner.goal_types
+        ['research.goal']
+    """
+
+    def __init__(
+        self,
+        name: str,
+        bus: Bus | None = None,
+        store: Any = None,
+        *,
+        llm: LLM | None = None,
+        source: str | None = None,
+    ) -> None:
+        if not name or not isinstance(name, str):
+            raise ValueError(f"a planner needs a name (got {name!r})")
+        if bus is None:
+            from waygraph.events import open_bus
+
+            bus = open_bus()
+            self._owns_bus = True
+        else:
+            self._owns_bus = False
+        self._owns_store = not hasattr(store, "commit")
+        self.name = name
+        self.bus = bus
+        self.store = open_store(store if store is not None else default_plan_store_url())
+        self.llm = llm
+        self.context = PlannerContext(
+            name=name,
+            bus=bus,
+            store=self.store,
+            source=source or f"{bus.source}/planners/{name}",
+            planner=self,
+        )
+        self._goals: list[tuple[str, Topic, GoalHandler]] = []
+        self._transition: TransitionHandler | None = None
+        self._events: list[tuple[Topic, str, EventHandler]] = []
+        self._subscriptions: list[Subscription] = []
+        self._started = False
+        self._closing = False
+        self._inflight: set[asyncio.Task[Any]] = set()
+
+    def __repr__(self) -> str:
+        return f"Planner({self.name!r}, store={self.store.url!r})"
+
+    @property
+    def goal_types(self) -> list[str]:
+        """The goal event types this planner handles."""
+        return [event_type for event_type, _, _ in self._goals]
+
+    # ------------------------------------------------------------ decorators
+
+    def on_goal(
+        self, event_type: str, *, topic: Topic | str = Topic.ACTION_REQUESTS
+    ) -> Callable[[F], F]:
+        """Register ``handler(goal, context)`` for goal events of ``event_type``."""
+
+        def register(handler: F) -> F:
+            self._goals.append((event_type, Topic(topic), handler))
+            return handler
+
+        return register
+
+    def on_transition(self) -> Callable[[F], F]:
+        """Register ``handler(transition, context)`` for events plans accept (one per planner)."""
+
+        def register(handler: F) -> F:
+            self._transition = handler
+            return handler
+
+        return register
+
+    def on_event(self, topic: Topic | str, event_type: str) -> Callable[[F], F]:
+        """Register ``handler(event, context)`` for ``event_type`` (or ``"*"``) on ``topic``."""
+
+        def register(handler: F) -> F:
+            self._events.append((Topic(topic), event_type, handler))
+            return handler
+
+        return register
+
+    # ------------------------------------------------------------ life cycle
+
+    async def start(self) -> None:
+        """Subscribe, then send what plans left in their outbox and start ready pending plans.
+
+        Calling it again is harmless.
+        """
+        if self._started:
+            return
+        self._started = True
+        self._closing = False
+        await self.bus.start()
+        subscribe = self.bus.subscribe
+        subs = self._subscriptions
+        for event_type, topic, handler in self._goals:
+            group = _group(self.name, "goal", event_type)
+            subs.append(await subscribe(topic, event_type, self._goal_handler(handler), group))
+        route = self._tracked(self._route)
+        for topic in (Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS):
+            subs.append(await subscribe(topic, "*", route, _group(self.name, topic.value)))
+        for topic, event_type, handler in self._events:
+            group = _group(self.name, "on", topic.value, event_type)
+            subs.append(await subscribe(topic, event_type, self._event_handler(handler), group))
+        for event_type in ("plan.completed", "plan.failed"):
+            group = _group(self.name, "after", event_type)
+            dependency = self._tracked(self._dependency)
+            subs.append(await subscribe(Topic.PLAN_EVENTS, event_type, dependency, group))
+        sent = await PlanContext.publish_all_pending(self.context)
+        if sent:
+            log.info(
+                "planner %s: re-sent %d outbox entries left by a stopped process", self.name, sent
+            )
+        for plan in await PlanContext.find(self.context, status="pending", planner=self.name):
+            if plan.depends_on:
+                await plan.execute_next()
+
+    async def close(self, timeout: float = 10.0) -> None:
+        """Unsubscribe, let handlers that are running finish (up to ``timeout`` seconds),
+        then close the store and bus the planner opened itself. Idempotent."""
+        self._closing = True
+        subs, self._subscriptions = self._subscriptions, []
+        for sub in subs:
+            await sub.unsubscribe()
+        running = [t for t in self._inflight if t is not asyncio.current_task()]
+        if running:
+            await asyncio.wait(running, timeout=timeout)
+        self._started = False
+        if self._owns_bus:
+            await self.bus.close()
+        if self._owns_store:
+            self.store.close()
+
+    async def __aenter__(self) -> Planner:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------ queries
+
+    async def plans(
+        self, *, session: str | None = None, status: PlanStatus | None = None
+    ) -> list[PlanContext]:
+        """This planner's plans, filtered by session and status, most recently updated first."""
+        return await PlanContext.find(
+            self.context, session=session, status=status, planner=self.name
+        )
+
+    async def plan_for_correlation(self, correlation_id: str) -> PlanContext | None:
+        """:meth:`PlanContext.restore_by_correlation`, limited to this planner's plans."""
+        return next(iter(await self._candidates(correlation_id)), None)
+
+    async def _candidates(self, correlation_id: str) -> list[PlanContext]:
+        if not correlation_id or correlation_id.startswith("waygraph:"):
+            return []
+        ctx = self.context
+        records = await ctx.by_correlation(correlation_id, planner=self.name)
+        plans = [PlanContext._from_record(r, ctx) for r in records]
+        # The plan whose goal carried the id first, then the ones that sent it in a request.
+        return sorted(plans, key=lambda p: p.correlation_id != correlation_id)
+
+    # ------------------------------------------------------------ handlers
+
+    def _tracked(
+        self, handler: Callable[[Envelope], Awaitable[None]]
+    ) -> Callable[[Envelope], Awaitable[None]]:
+        # close() waits for running handlers, so none finds the store closed midway.
+        async def tracked(event: Envelope) -> None:
+            if self._closing:
+                log.debug("planner %s is closing; leaving %s alone", self.name, event.id)
+                return
+            task = asyncio.current_task()
+            if task is not None:
+                self._inflight.add(task)
+            try:
+                await handler(event)
+            finally:
+                if task is not None:
+                    self._inflight.discard(task)
+
+        return tracked
+
+    def _goal_handler(self, handler: GoalHandler) -> Callable[[Envelope], Awaitable[None]]:
+        @self._tracked
+        async def on_goal(goal: Envelope) -> None:
+            record = await self.context.call(self.store.get, plan_id_for(goal))
+            if record is not None and (
+                record.data.get("started") or record.data.get("status") != "running"
+            ):
+                log.debug("goal %s delivered again; its plan already started", goal.id)
+                return
+            await handler(goal, self.context)
+
+        return on_goal
+
+    def _event_handler(self, handler: EventHandler) -> Callable[[Envelope], Awaitable[None]]:
+        @self._tracked
+        async def on_event(event: Envelope) -> None:
+            await handler(event, self.context)
+
+        return on_event
+
+    async def _route(self, event: Envelope) -> None:
+        """Hand ``event`` to the plan that accepts it, retrying on write conflicts."""
+        if not event.correlation_id:
+            return
+        if event.topic is Topic.ACTION_REQUESTS and event.source == self.context.source:
+            # This planner's own requests: no plan of it takes them (a nested
+            # plan has their id as its goal's, and goals never move plans).
+            return
+        for attempt in range(1, MAX_CONFLICT_RETRIES + 1):
+            transition = None
+            for plan in await self._candidates(event.correlation_id):
+                if event.plan_id == plan.plan_id and event.source == self.context.source:
+                    continue  # the plan's own request or response
+                next_state = plan.accepts(event)
+                if next_state is not None:
+                    transition = Transition(event, plan, next_state)
+                    break
+            if transition is None:
+                return
+            try:
+                if self._transition is not None:
+                    await self._transition(transition, self.context)
+                else:
+                    await self.advance(transition)
+                return
+            except Conflict:
+                if attempt == MAX_CONFLICT_RETRIES:
+                    raise
+                log.debug(
+                    "plan %s changed meanwhile; routing %s again", transition.plan.plan_id, event.id
+                )
+
+    @staticmethod
+    async def advance(transition: Transition) -> None:
+        """The default ``on_transition``: take the event; finalize on a terminal state.
+
+        The result is ``{"state": <terminal state>, "results": plan.results}``.
+        """
+        plan = transition.plan
+        await plan.execute_next(transition.event)
+        if plan.is_complete():
+            await plan.finalize({"state": plan.current_state, "results": plan.results})
+
+    async def _dependency(self, event: Envelope) -> None:
+        finished = event.data.get("plan_id") or event.plan_id
+        if not isinstance(finished, str):
+            return
+        for plan in await PlanContext.dependents_of(finished, self.context):
+            if plan.status == "pending":
+                await plan.execute_next()
+
+    # ------------------------------------------------------------ models
+
+    async def create_plan(
+        self,
+        goal: Envelope | str | Mapping[str, Any],
+        agents: Sequence[Any] = (),
+        context: str | Mapping[str, Any] | None = None,
+        *,
+        repair_attempts: int = 2,
+    ) -> dict[str, StateConfig]:
+        """Ask the planning model for a state machine for ``goal``; validated before use.
+
+        ``agents`` describes who can do work: :class:`~waygraph.events.Worker`
+        objects, or dicts with ``name``, ``description`` and ``tasks`` (the
+        request event types they answer). A reply that is not a valid state
+        machine, or whose actions ask for work no agent offers, is sent back
+        to the model with the problems, up to ``repair_attempts`` times; then
+        :class:`~waygraph.planning.InvalidPlanError` is raised.
+        """
+        from waygraph.events.modelplans import request_state_machine
+
+        return await request_state_machine(
+            self._model(), goal, agents, context, repair_attempts=repair_attempts, name=self.name
+        )
+
+    async def reason_next_action(
+        self,
+        plan: PlanContext,
+        options: Sequence[str | StateAction] | None = None,
+        *,
+        hint: str | None = None,
+    ) -> StateAction:
+        """Let the model pick the next request of a dynamic plan.
+
+        ``options``: the event types (or ready :class:`StateAction` objects)
+        the model may choose from; by default the actions of the plan's
+        states. Returns the chosen :class:`StateAction` (send it with
+        ``await plan.dispatch(action)``); a choice outside ``options`` is sent
+        back once, then :class:`~waygraph.planning.InvalidPlanError` is raised.
+        """
+        from waygraph.events.modelplans import choose_next_action
+
+        return await choose_next_action(self._model(), plan, options, hint=hint)
+
+    def _model(self) -> LLM:
+        if self.llm is None:
+            from waygraph.errors import ConfigError
+
+            raise ConfigError(
+                f"planner {self.name!r} has no model: pass llm=OpenAILLM(...) to Planner(...)"
+            )
+        return self.llm

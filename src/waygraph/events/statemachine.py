@@ -1,0 +1,528 @@
+"""State machines: the DTOs, validation, compilation to the graph model, and routing.
+
+A state machine is a dict of :class:`StateConfig` by state name. Each state
+may send one :class:`StateAction` (a request to workers) when it is entered,
+and leaves on events through its :class:`StateTransition` list, tried in
+order: the first whose ``on_event`` matches and whose ``condition`` holds
+wins. ``default_next`` is followed at once out of a state without an action,
+and out of a state with one when its response event arrives and no
+transition took it. Terminal states end the plan.
+
+The start state is the one named ``start``, else the first one. Conditions
+(``data.count > 0 && results.searching.count < 10``) are parsed by
+:mod:`waygraph.predicates` into the shared predicate tree, never evaluated
+as code.
+
+Example:
+    >>> sm = {
+    ...     "start": StateConfig(state_name="start", default_next="work"),
+    ...     "work": StateConfig(state_name="work",
+    ...         action=StateAction(event_type="job.requested", response_event="job.completed"),
+    ...         transitions=[StateTransition(on_event="job.completed", to_state="done")]),
+    ...     "done": StateConfig(state_name="done", is_terminal=True)}
+    >>> machine = validate_state_machine(sm, name="job")
+    >>> plan = to_plan(machine, plan_id="job")
+    >>> [(e.from_, e.to, e.on_event) for e in plan.graph.edges]
+    [('start', 'work', None), ('work', 'done', 'job.completed')]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from waygraph.errors import PlanFormatError, StateMachineError
+from waygraph.model import Edge, Graph, Node, Plan, Verify
+from waygraph.predicates import evaluate_data, parse_condition
+
+__all__ = [
+    "StateAction",
+    "StateConfig",
+    "StateMachine",
+    "StateTransition",
+    "failure_event_for",
+    "fill_template",
+    "response_event_for",
+    "to_plan",
+    "validate_state_machine",
+]
+
+#: The most states an action-less chain of ``default_next`` may pass in one step.
+MAX_HOPS = 50
+
+
+class _Dto(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StateAction(_Dto):
+    """The request a state sends when it is entered.
+
+    ``data`` may hold templates such as ``"{goal_data.topic}"``, filled by
+    :func:`fill_template` when the request is sent. Without a
+    ``response_event`` the worker answers on the derived name (see
+    :func:`response_event_for`).
+
+    Example:
+        >>> StateAction(event_type="web.search.requested").data
+        {}
+    """
+
+    event_type: str = Field(min_length=1)
+    response_event: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def expected_response(self) -> str:
+        """``response_event``, or the name derived from ``event_type``."""
+        return self.response_event or response_event_for(self.event_type)
+
+
+class StateTransition(_Dto):
+    """Leave the state for ``to_state`` when ``on_event`` arrives and ``condition`` holds.
+
+    Example:
+        >>> t = StateTransition(on_event="web.search.completed", to_state="analyzing",
+        ...                     condition="data.count > 0")
+        >>> t.predicate.type, t.predicate.field
+        ('compare', 'data.count')
+    """
+
+    on_event: str = Field(min_length=1)
+    to_state: str = Field(min_length=1)
+    condition: str | None = None
+
+    @field_validator("condition")
+    @classmethod
+    def _parse(cls, value: str | None) -> str | None:
+        if value is not None and value.strip():
+            parse_condition(value)  # raises PlanFormatError naming the column
+            return value
+        return None
+
+    @property
+    def predicate(self) -> Verify | None:
+        """The condition as the shared predicate tree (None: always true)."""
+        return _parsed(self.condition) if self.condition else None
+
+
+class StateConfig(_Dto):
+    """One state of a state machine.
+
+    Example:
+        >>> StateConfig(state_name="done", is_terminal=True).transitions
+        []
+    """
+
+    state_name: str = Field(min_length=1)
+    description: str = ""
+    action: StateAction | None = None
+    transitions: list[StateTransition] = Field(default_factory=list)
+    default_next: str | None = None
+    is_terminal: bool = False
+
+
+_CONDITIONS: dict[str, Verify] = {}
+
+
+def _parsed(condition: str) -> Verify:
+    # Conditions repeat across every plan of a machine: parse each text once.
+    verify = _CONDITIONS.get(condition)
+    if verify is None:
+        if len(_CONDITIONS) > 4096:
+            _CONDITIONS.clear()
+        verify = _CONDITIONS[condition] = parse_condition(condition)
+    return verify
+
+
+def response_event_for(event_type: str) -> str:
+    """The response event of a request that names none: ``x.requested`` -> ``x.completed``.
+
+    Example:
+        >>> response_event_for("web.search.requested"), response_event_for("summarize")
+        ('web.search.completed', 'summarize.completed')
+    """
+    base = event_type.removesuffix(".requested")
+    return f"{base}.completed"
+
+
+def failure_event_for(event_type: str) -> str:
+    """The event a worker sends when a task raises: ``x.requested`` -> ``x.failed``.
+
+    Example:
+        >>> failure_event_for("web.search.requested")
+        'web.search.failed'
+    """
+    return f"{event_type.removesuffix('.requested')}.failed"
+
+
+class StateMachine:
+    """A validated state machine: its states in order, the start state and lookups.
+
+    Build it with :func:`validate_state_machine`.
+    """
+
+    def __init__(self, states: dict[str, StateConfig], name: str | None) -> None:
+        self.states = states
+        self.name = name
+        self.start = "start" if "start" in states else next(iter(states))
+
+    def __getitem__(self, state: str) -> StateConfig:
+        return self.states[state]
+
+    def __contains__(self, state: object) -> bool:
+        return state in self.states
+
+    def to_data(self) -> dict[str, Any]:
+        """JSON-ready form, as stored in a plan context."""
+        return {
+            name: s.model_dump(mode="json", exclude_defaults=True)
+            for name, s in self.states.items()
+        }
+
+    def next_state(self, state: str, event_type: str, scope: Mapping[str, Any]) -> str | None:
+        """The state ``event_type`` moves ``state`` to, or None when nothing accepts it.
+
+        ``scope`` is what conditions see: ``data`` (the event's data),
+        ``results``, ``goal_data`` and ``event``.
+        """
+        config = self.states[state]
+        for transition in config.transitions:
+            if transition.on_event != event_type:
+                continue
+            if transition.condition is None or evaluate_data(_parsed(transition.condition), scope):
+                return transition.to_state
+        if (
+            config.default_next is not None
+            and config.action is not None
+            and config.action.expected_response == event_type
+        ):
+            return config.default_next
+        return None
+
+    def follow_defaults(self, state: str) -> str:
+        """Where entering ``state`` leads: along ``default_next`` out of action-less states."""
+        hops = 0
+        config = self.states[state]
+        while config.action is None and not config.is_terminal and config.default_next:
+            hops += 1
+            if hops > MAX_HOPS:
+                raise StateMachineError(
+                    f"more than {MAX_HOPS} states without actions in a row; is there a loop?",
+                    plan=self.name,
+                    state=state,
+                    field="default_next",
+                )
+            state = config.default_next
+            config = self.states[state]
+        return state
+
+
+def validate_state_machine(
+    states: Mapping[str, StateConfig | Mapping[str, Any]], *, name: str | None = None
+) -> StateMachine:
+    """Check a state machine and return it validated; raise StateMachineError otherwise.
+
+    Refused: no states; a key that differs from its ``state_name``; a
+    transition or ``default_next`` naming an unknown state; a bad condition;
+    no terminal state; a terminal state with an action, transitions or
+    ``default_next``; a non-terminal state with no way out; a state without
+    an action that has both ``default_next`` and transitions (they would
+    never be tried); a ``default_next`` loop through states without
+    actions; a state that cannot be reached from the start state. The error names the state and
+    the field.
+
+    Example:
+        >>> validate_state_machine({"start": {"state_name": "start", "default_next": "gone"},
+        ...                         "end": {"state_name": "end", "is_terminal": True}})
+        Traceback (most recent call last):
+        ...
+        waygraph.errors.StateMachineError: state 'start', field 'default_next': unknown \
+target state 'gone'; states are: start, end (got 'gone')
+    """
+    if isinstance(states, StateMachine):
+        return states
+    if not isinstance(states, Mapping) or not states:
+        raise StateMachineError("a state machine is a non-empty dict of states", plan=name)
+    parsed: dict[str, StateConfig] = {}
+    for key, config in states.items():
+        parsed[str(key)] = _config(key, config, name)
+    known = ", ".join(parsed)
+    for key, config in parsed.items():
+        if config.state_name != key:
+            raise StateMachineError(
+                f"the state is stored under {key!r} but its state_name differs",
+                plan=name,
+                state=key,
+                field="state_name",
+                value=config.state_name,
+            )
+        targets = [
+            (f"transitions[{i}].to_state", t.to_state) for i, t in enumerate(config.transitions)
+        ]
+        if config.default_next is not None:
+            targets.append(("default_next", config.default_next))
+        for field, target in targets:
+            if target not in parsed:
+                raise StateMachineError(
+                    f"unknown target state {target!r}; states are: {known}",
+                    plan=name,
+                    state=key,
+                    field=field,
+                    value=target,
+                )
+        if config.is_terminal:
+            for field, present in (
+                ("action", config.action is not None),
+                ("transitions", bool(config.transitions)),
+                ("default_next", config.default_next is not None),
+            ):
+                if present:
+                    raise StateMachineError(
+                        f"a terminal state ends the plan, so it cannot have {field}",
+                        plan=name,
+                        state=key,
+                        field=field,
+                    )
+        elif not config.transitions and config.default_next is None:
+            raise StateMachineError(
+                "the state is not terminal but has no transitions and no default_next, "
+                "so a plan entering it could never leave; add one or set is_terminal",
+                plan=name,
+                state=key,
+                field="transitions",
+            )
+        elif config.action is None and config.default_next is not None and config.transitions:
+            raise StateMachineError(
+                "a state without an action follows default_next at once, so its transitions "
+                "would never be tried; drop default_next to wait for the events, or the "
+                "transitions",
+                plan=name,
+                state=key,
+                field="default_next",
+            )
+    if not any(c.is_terminal for c in parsed.values()):
+        raise StateMachineError(
+            "no terminal state: set is_terminal=True on the state(s) where plans end",
+            plan=name,
+            field="is_terminal",
+        )
+    machine = StateMachine(parsed, name)
+    _refuse_idle_loops(machine)
+    reached = _reachable(machine)
+    for key in parsed:
+        if key not in reached:
+            raise StateMachineError(
+                f"unreachable: no transition or default_next leads here from {machine.start!r}",
+                plan=name,
+                state=key,
+            )
+    return machine
+
+
+def _config(key: Any, config: Any, name: str | None) -> StateConfig:
+    if isinstance(config, StateConfig):
+        return config
+    if not isinstance(config, Mapping):
+        raise StateMachineError(
+            f"a state is a StateConfig or a dict, not {type(config).__name__}",
+            plan=name,
+            state=str(key),
+        )
+    data = dict(config)
+    data.setdefault("state_name", str(key))
+    try:
+        return StateConfig.model_validate(data)
+    except PlanFormatError as exc:  # a condition that does not parse
+        raise StateMachineError(exc.reason, plan=name, state=str(key), value=exc.value) from None
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = _field_path(error["loc"])
+        reason = error["msg"]
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, PlanFormatError):
+            reason = cause.reason
+        raise StateMachineError(reason, plan=name, state=str(key), field=field) from None
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def _refuse_idle_loops(machine: StateMachine) -> None:
+    """Refuse a default_next loop through states without actions: entering it never ends."""
+    for key, config in machine.states.items():
+        seen = [key]
+        while config.action is None and not config.is_terminal and config.default_next:
+            if config.default_next in seen:
+                loop = " -> ".join([*seen[seen.index(config.default_next) :], config.default_next])
+                raise StateMachineError(
+                    f"default_next loops through states without actions ({loop}), "
+                    "so entering it would never stop",
+                    plan=machine.name,
+                    state=key,
+                    field="default_next",
+                )
+            seen.append(config.default_next)
+            config = machine.states[config.default_next]
+
+
+def _reachable(machine: StateMachine) -> set[str]:
+    seen = {machine.start}
+    todo = [machine.start]
+    while todo:
+        config = machine.states[todo.pop()]
+        targets = [t.to_state for t in config.transitions]
+        if config.default_next:
+            targets.append(config.default_next)
+        for target in targets:
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def to_plan(machine: StateMachine, *, plan_id: str, name: str = "") -> Plan:
+    """The state machine as a :class:`waygraph.model.Plan`, to check, draw and store.
+
+    States become nodes (the start state ``start``, terminal states ``exit``
+    nodes, aborted when named ``failed``, the others ``task`` nodes whose
+    ``action`` is the request's event type); transitions become edges with
+    ``on_event`` and their condition as ``when``; ``default_next`` becomes an
+    ``always`` edge (with ``on_event`` set to the response event when the
+    state has an action). The action's response event and data are kept in
+    the node's ``meta``.
+    """
+    nodes: dict[str, Node] = {}
+    edges: list[Edge] = []
+    for key, config in machine.states.items():
+        meta: dict[str, Any] = {}
+        if config.action is not None:
+            meta = {
+                "response_event": config.action.expected_response,
+                "data": config.action.data,
+            }
+        if key == machine.start:
+            node_type = "start"
+        elif config.is_terminal:
+            node_type = "exit"
+        else:
+            node_type = "task"
+        nodes[key] = Node(
+            id=key,
+            type=node_type,
+            name=key,
+            description=config.description or None,
+            action=config.action.event_type if config.action else None,
+            status=("aborted" if key == "failed" else "completed") if config.is_terminal else None,
+            meta=meta or None,
+        )
+        for transition in config.transitions:
+            edges.append(
+                Edge.model_validate(
+                    {
+                        "from": key,
+                        "to": transition.to_state,
+                        "on_event": transition.on_event,
+                        "when": transition.predicate,
+                        "label": transition.on_event,
+                    }
+                )
+            )
+        if config.default_next is not None:
+            on_event = config.action.expected_response if config.action else None
+            edges.append(
+                Edge.model_validate(
+                    {
+                        "from": key,
+                        "to": config.default_next,
+                        "on_event": on_event,
+                        "label": on_event,
+                    }
+                )
+            )
+    return Plan(
+        id=plan_id,
+        name=name or plan_id,
+        graph=Graph(start=machine.start, nodes=nodes, edges=tuple(edges)),
+    )
+
+
+# ---------------------------------------------------------------- templates
+
+_TEMPLATE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+_PATH = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*")
+_MISSING = object()
+
+
+def fill_template(value: Any, scope: Mapping[str, Any], *, where: str = "data") -> Any:
+    """Fill ``{path.to.value}`` placeholders in strings, recursively through dicts and lists.
+
+    A string that is exactly one placeholder takes the value as it is (a
+    list stays a list); inside longer text the value is written with
+    ``str``. ``{{`` and ``}}`` write literal braces. Paths are dotted keys and
+    list indexes; nothing is evaluated. A path with no value raises
+    :class:`~waygraph.errors.PlanFormatError` naming ``where``.
+
+    Example:
+        >>> scope = {"goal_data": {"topic": "graphs", "tags": ["a", "b"]}}
+        >>> fill_template({"q": "about {goal_data.topic}", "t": "{goal_data.tags}"}, scope)
+        {'q': 'about graphs', 't': ['a', 'b']}
+    """
+    if isinstance(value, str):
+        return _fill_text(value, scope, where)
+    if isinstance(value, Mapping):
+        return {k: fill_template(v, scope, where=f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [fill_template(v, scope, where=f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _fill_text(text: str, scope: Mapping[str, Any], where: str) -> Any:
+    if "{" not in text and "}" not in text:
+        return text
+    whole = _TEMPLATE.fullmatch(text)
+    if whole and whole.group(1) is not None:
+        return _lookup(whole.group(1), scope, where, text)
+
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "{{":
+            return "{"
+        if token == "}}":
+            return "}"
+        return str(_lookup(match.group(1), scope, where, text))
+
+    return _TEMPLATE.sub(replace, text)
+
+
+def _lookup(path: str, scope: Mapping[str, Any], where: str, text: str) -> Any:
+    path = path.strip()
+    if not _PATH.fullmatch(path):
+        raise PlanFormatError(
+            f"template {{{path}}} is not a dotted path like {{goal_data.topic}}; "
+            "write {{ and }} for literal braces",
+            field=where,
+            value=text,
+        )
+    current: Any = scope
+    for part in path.split("."):
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif isinstance(current, list | tuple) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            current = _MISSING
+            break
+    if current is _MISSING:
+        roots = ", ".join(sorted(scope))
+        raise PlanFormatError(
+            f"template {{{path}}} has no value (the roots are: {roots})", field=where, value=text
+        )
+    return current
