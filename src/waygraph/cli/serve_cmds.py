@@ -1,0 +1,81 @@
+"""``waygraph serve``: the HTTP API and live dashboard (needs the ``serve`` extra)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from waygraph.cli.app import LibraryOption, app, err_console, friendly_errors, load
+from waygraph.errors import ConfigError
+
+SERVE_EXTRA = "waygraph serve needs FastAPI and uvicorn: pip install 'waygraph[serve]'"
+
+
+@app.command()
+@friendly_errors
+def serve(
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Store URL (sqlite:///PATH, file://DIR, memory://, postgresql://...). "
+            "Default: the user data folder's SQLite file.",
+            envvar="WAYGRAPH_STORE",
+        ),
+    ] = None,
+    library: LibraryOption = None,
+    host: Annotated[str, typer.Option(help="Address to bind; not loopback needs --token.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8765,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="Bearer token required on every request (env WAYGRAPH_TOKEN).",
+            envvar="WAYGRAPH_TOKEN",
+        ),
+    ] = None,
+    max_body: Annotated[
+        int, typer.Option("--max-body", min=1, help="Largest request body in bytes.")
+    ] = 1024 * 1024,
+) -> None:
+    """Serve the HTTP API and the live dashboard over a store.
+
+    Example: waygraph serve --store sqlite:///runs.db
+    """
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+    except ImportError:
+        # Printed without markup: rich would read "[serve]" as a style tag.
+        err_console.print(f"error: {SERVE_EXTRA}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    from waygraph.navigator import Navigator, default_store_url
+    from waygraph.server import create_app
+    from waygraph.server.security import LOOPBACK_HOSTS, is_loopback
+
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"refusing to bind {host}: it is reachable from other machines, so --token is "
+            "required (or WAYGRAPH_TOKEN); every request must then send it"
+        )
+    if token is not None and len(token) < 8:
+        raise ConfigError("--token must be at least 8 characters")
+    navigator = Navigator(load(library), store=store or default_store_url(), strict=True)
+    # Without a token, only loopback Host names are served (no DNS rebinding).
+    allowed = None if token else frozenset(LOOPBACK_HOSTS | {host.strip("[]").lower()})
+    application = create_app(navigator, token=token, max_body=max_body, allowed_hosts=allowed)
+    shown = f"[{host}]" if ":" in host else host
+    err_console.print(
+        f"waygraph serving {navigator.store.url} with {len(navigator.library)} plans at "
+        f"http://{shown}:{port}/" + (" (open it once with ?token=YOUR_TOKEN)" if token else ""),
+        highlight=False,
+        soft_wrap=True,
+    )
+    try:
+        uvicorn.run(
+            application, host=host, port=port, log_level="warning", server_header=False
+        )
+    finally:
+        navigator.close()

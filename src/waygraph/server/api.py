@@ -1,0 +1,243 @@
+"""The JSON API under ``/api`` (documented in ``/openapi.json`` and docs/server.md).
+
+Routes are plain ``def`` functions: FastAPI runs them in its thread pool, so
+the synchronous Navigator and stores never block the event loop. Only the
+event stream is ``async``; it reads the store through the thread pool too.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from anyio import to_thread
+from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi.responses import PlainTextResponse, Response, StreamingResponse
+
+from waygraph import __version__
+from waygraph.server.errors import responses
+from waygraph.server.live import session_stream
+from waygraph.server.models import (
+    ID_PATTERN,
+    EventList,
+    Health,
+    MatchRequest,
+    MatchResponse,
+    PlanList,
+    ResetResponse,
+    SessionDetail,
+    SessionList,
+    TurnRequest,
+    TurnResponse,
+)
+from waygraph.server.service import MAX_ROWS, Service
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api")
+
+SessionId = Annotated[
+    str, Path(pattern=ID_PATTERN, description="The agent's session id (any text but controls).")
+]
+PlanId = Annotated[str, Path(pattern=ID_PATTERN, description="A plan id from GET /api/plans.")]
+Filter = Annotated[str | None, Query(pattern=ID_PATTERN)]
+
+_TEXT = {"text/plain": {"schema": {"type": "string"}}}
+_SVG = {"image/svg+xml": {"schema": {"type": "string"}}}
+_PLAN_JSON = {
+    "application/json": {
+        "schema": {
+            "type": "object",
+            "properties": {"id": {"type": "string"}, "graph": {"type": "object"}},
+            "required": ["id"],
+            "additionalProperties": True,
+        }
+    }
+}
+
+
+def _service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+@router.get("/health", response_model=Health, responses=responses(401), tags=["server"])
+def health(request: Request) -> dict[str, Any]:
+    """Whether the server is up, and which store and how many plans it serves."""
+    service = _service(request)
+    return {
+        "status": "ok",
+        "version": __version__,
+        "store": service.store.url,
+        "plans": len(service.navigator.library),
+    }
+
+
+# ---------------------------------------------------------------- plans
+
+
+@router.get("/plans", response_model=PlanList, responses=responses(401), tags=["plans"])
+def list_plans(request: Request) -> dict[str, Any]:
+    """Every plan in the library, in library order."""
+    return {"plans": _service(request).plans()}
+
+
+@router.get(
+    "/plans/{plan_id}",
+    response_model=None,
+    responses={
+        200: {
+            "description": "The plan (JSON as in a library file), or its drawing",
+            "content": {**_PLAN_JSON, **_TEXT, **_SVG},
+        },
+        **responses(401, 404, 422),
+    },
+    tags=["plans"],
+)
+def get_plan(
+    request: Request,
+    plan_id: PlanId,
+    format: Annotated[
+        Literal["json", "mermaid", "svg"],
+        Query(description="json (default), mermaid (text) or svg (a drawing)."),
+    ] = "json",
+) -> Any:
+    """One plan: its JSON document, or drawn as Mermaid text or SVG."""
+    service = _service(request)
+    if format == "json":
+        return service.plan_document(plan_id)
+    return _drawing(service.drawing(plan_id=plan_id, fmt=format), format)
+
+
+def _drawing(text: str, fmt: str) -> Response:
+    if fmt == "mermaid":
+        return PlainTextResponse(text)
+    return Response(text, media_type="image/svg+xml")
+
+
+@router.post("/match", response_model=MatchResponse, responses=responses(400, 401, 413, 415, 422))
+def match(request: Request, body: MatchRequest) -> dict[str, Any]:
+    """Which plan a message would activate, and why each plan hit did or did not."""
+    return _service(request).match(body.message, body.domain, body.allowed_plans)
+
+
+# ---------------------------------------------------------------- sessions
+
+
+@router.get(
+    "/sessions", response_model=SessionList, responses=responses(401, 422), tags=["sessions"]
+)
+def list_sessions(
+    request: Request,
+    status: Filter = None,
+    plan: Filter = None,
+    kind: Filter = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_ROWS)] = 200,
+) -> dict[str, Any]:
+    """Sessions, most recent activity first: each one's latest record per kind."""
+    rows = _service(request).sessions(status=status, plan=plan, kind=kind, limit=limit)
+    return {"sessions": rows}
+
+
+@router.get(
+    "/sessions/{session_id}",
+    response_model=SessionDetail,
+    responses=responses(401, 404, 422),
+    tags=["sessions"],
+)
+def get_session(request: Request, session_id: SessionId) -> dict[str, Any]:
+    """The session's run record (its current run, else its latest record) and all its records."""
+    return _service(request).session(session_id)
+
+
+@router.get(
+    "/sessions/{session_id}/events",
+    response_model=EventList,
+    responses=responses(401, 404, 422),
+    tags=["sessions"],
+)
+def get_events(
+    request: Request,
+    session_id: SessionId,
+    after: Annotated[int, Query(ge=0, description="Only events with a larger seq.")] = 0,
+    limit: Annotated[int | None, Query(ge=1, le=100_000)] = None,
+) -> dict[str, Any]:
+    """Every stored event of the session's run, oldest first, each with its ``seq``."""
+    return _service(request).events(session_id, after, limit)
+
+
+@router.get(
+    "/sessions/{session_id}/drawing",
+    response_model=None,
+    responses={
+        200: {"description": "The run's plan, coloured by progress", "content": {**_SVG, **_TEXT}},
+        **responses(401, 404, 422),
+    },
+    tags=["sessions"],
+)
+def get_drawing(
+    request: Request,
+    session_id: SessionId,
+    format: Annotated[Literal["svg", "mermaid"], Query()] = "svg",
+) -> Response:
+    """The session's plan drawn with its run: done, failed, current and pending nodes."""
+    return _drawing(_service(request).drawing(session_id=session_id, fmt=format), format)
+
+
+@router.post(
+    "/sessions/{session_id}/turn",
+    response_model=TurnResponse,
+    responses=responses(400, 401, 409, 413, 415, 422, 503),
+    tags=["sessions"],
+)
+def post_turn(request: Request, session_id: SessionId, body: TurnRequest) -> dict[str, Any]:
+    """One Navigator turn: a user message and/or a tool result in, guidance out."""
+    return _service(request).turn(session_id, **body.model_dump())
+
+
+@router.delete(
+    "/sessions/{session_id}",
+    response_model=ResetResponse,
+    responses=responses(401, 404, 409, 422, 503),
+    tags=["sessions"],
+)
+def reset_session(request: Request, session_id: SessionId) -> dict[str, Any]:
+    """Reset the session: a running run is aborted and the session forgets it (records stay)."""
+    return _service(request).reset(session_id)
+
+
+@router.get(
+    "/sessions/{session_id}/stream",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "Server-sent events: the session's events as they are committed",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        **responses(401, 404, 422),
+    },
+    tags=["sessions"],
+)
+async def stream(
+    request: Request,
+    session_id: SessionId,
+    after: Annotated[int, Query(ge=0, description="Start after this seq (first connect).")] = 0,
+    last_event_id: Annotated[
+        int | None, Header(alias="Last-Event-ID", ge=0, description="Set by a reconnecting client.")
+    ] = None,
+) -> StreamingResponse:
+    """Live events of the session (``id:`` is the event's seq; see docs/server.md)."""
+    service = _service(request)
+    await to_thread.run_sync(service.session_key, session_id)  # 404 before streaming starts
+    settings = request.app.state.settings
+    events = session_stream(
+        service,
+        request.app.state.feed,
+        session_id,
+        after=last_event_id if last_event_id is not None else after,
+        heartbeat=settings.heartbeat,
+    )
+    return StreamingResponse(
+        events,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,356 @@
+"""The dashboard's HTML, built from plain strings (no template engine to install).
+
+Every value from a plan, a session or a request goes through :func:`e`
+(``html.escape``); drawings come from :mod:`waygraph.svg`, which escapes its
+own text. JSON handed to the page's script is embedded with ``<`` escaped,
+so no plan text can close the ``<script>`` element.
+
+Example:
+    >>> e('<script>alert("x")</script>')
+    '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;'
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from html import escape
+from typing import Any
+
+from waygraph import __version__
+from waygraph.model import Plan
+
+__all__ = [
+    "STATUSES",
+    "describe_event",
+    "e",
+    "index_page",
+    "not_found_page",
+    "page",
+    "plan_page",
+    "plans_page",
+    "session_page",
+]
+
+NO_REASON = "<p id=f-reason hidden></p>"
+STATUSES = ("running", "completed", "escalated", "expired", "aborted")
+
+
+def e(value: object) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _json_for_script(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=True).replace("<", "\\u003c")
+
+
+def page(title: str, body: str, *, active: str, store: str, data: Mapping[str, Any]) -> str:
+    """The shared frame: header with navigation, main content, footer."""
+    attrs = "".join(f' data-{k}="{e(v)}"' for k, v in data.items())
+    nav = "".join(
+        f'<a href="{href}"{" class=active" if key == active else ""}>{label}</a>'
+        for key, href, label in (("sessions", "/", "Sessions"), ("plans", "/plans", "Plans"))
+    )
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)} · waygraph</title>"
+        '<link rel=icon href="/static/favicon.svg" type="image/svg+xml">'
+        '<link rel=stylesheet href="/static/dashboard.css">'
+        '<script src="/static/dashboard.js" defer></script>'
+        f"</head><body{attrs}>"
+        '<header class=top><a class=brand href="/"><span class=logo aria-hidden=true></span>'
+        f"waygraph</a><nav>{nav}</nav>"
+        f'<span class=store title="store">{e(store)}</span></header>'
+        f"<main>{body}</main>"
+        f'<footer>waygraph {e(__version__)} · <a href="/openapi.json">OpenAPI</a> · '
+        '<a href="/api/health">health</a></footer></body></html>'
+    )
+
+
+def badge(status: str | None) -> str:
+    status = status or "unknown"
+    return f'<span class="badge s-{e(status)}">{e(status)}</span>'
+
+
+def ago(updated_at: float, now: float | None = None) -> str:
+    """A short relative time ("4 s ago", "3 min ago").
+
+    Example:
+        >>> ago(100.0, now=190.0)
+        '1 min ago'
+    """
+    seconds = max(0, int((now if now is not None else time.time()) - updated_at))
+    if seconds < 60:
+        return f"{seconds} s ago"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 86400:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} d ago"
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def session_row(row: Mapping[str, Any]) -> str:
+    session = row.get("session_id")
+    if session is not None:
+        name = f'<a href="/sessions/{e(_quote(session))}">{e(session)}</a>'
+    else:
+        name = f'<span class=muted title="a record with no session">{e(row["key"])}</span>'
+    kind = "" if row["kind"] == "run" else f" <span class=tag>{e(row['kind'])}</span>"
+    plan = row.get("plan")
+    plan_cell = f'<a href="/plans/{e(_quote(plan))}">{e(plan)}</a>' if plan else "—"
+    attempts = row.get("attempts")
+    return (
+        f'<tr data-session="{e(session or "")}" data-status="{e(row.get("status") or "")}">'
+        f"<td>{name}{kind}</td><td>{plan_cell}</td><td>{badge(row.get('status'))}</td>"
+        f"<td class=mono>{e(row.get('current_node') or '—')}</td>"
+        f"<td class=num>{e(attempts if attempts is not None else '—')}</td>"
+        f"<td class=num>{e(row.get('turn') if row.get('turn') is not None else '—')}</td>"
+        f'<td title="{e(_iso(row["updated_at"]))}" data-ts="{row["updated_at"]}">'
+        f"{e(ago(row['updated_at']))}</td></tr>"
+    )
+
+
+def _quote(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe="")
+
+
+def _match_box() -> str:
+    return (
+        "<section class=card id=match><h2>Match a message</h2>"
+        "<p class=hint>Which plan would this user message activate, and why?</p>"
+        "<form id=match-form><textarea name=message rows=3 required "
+        'placeholder="e.g. The login page is broken, please fix the bug"></textarea>'
+        '<div class=row><input name=domain placeholder="domain (optional)">'
+        "<button type=submit>Match</button></div></form>"
+        "<div id=match-result aria-live=polite></div></section>"
+    )
+
+
+def index_page(rows: list[dict[str, Any]], plans: list[dict[str, Any]], status: str | None) -> str:
+    filters = "".join(
+        f'<a href="/{"?status=" + s if s else ""}" class="chip{" on" if s == status else ""}">'
+        f"{e(s or 'all')}</a>"
+        for s in (None, *STATUSES)
+    )
+    body_rows = "".join(session_row(r) for r in rows)
+    empty = (
+        "<p class=empty id=sessions-empty"
+        + (" hidden" if rows else "")
+        + ">No sessions yet. Post a turn to <code>/api/sessions/ID/turn</code> or run an agent"
+        " with the Navigator on this store; sessions appear here as they start.</p>"
+    )
+    plan_links = "".join(
+        f'<li><a href="/plans/{e(_quote(p["id"]))}">{e(p["name"])}</a>'
+        f' <span class="muted mono">{e(p["id"])}</span></li>'
+        for p in plans
+    )
+    return (
+        "<div class=grid>"
+        "<section class='card wide'><div class=card-head><h2>Sessions</h2>"
+        f"<div class=chips>{filters}</div>"
+        "<span class=live title='refreshes automatically'><i></i>live</span></div>"
+        "<table class=sessions><thead><tr><th>Session</th><th>Plan</th><th>Status</th>"
+        "<th>Current node</th><th class=num>Attempts</th><th class=num>Turn</th>"
+        f"<th>Last activity</th></tr></thead><tbody id=sessions-body>{body_rows}</tbody></table>"
+        f"{empty}</section>"
+        f"<aside>{_match_box()}<section class=card><h2>Plans</h2>"
+        f"<ul class=plan-list>{plan_links}</ul></section></aside></div>"
+    )
+
+
+def describe_event(event: Mapping[str, Any]) -> str:
+    """One line for the timeline (the dashboard's script words live events the same way).
+
+    Example:
+        >>> describe_event({"type": "edge_followed", "node": "fix", "to": "test",
+        ...                 "condition": "on_success"})
+        'fix → test (on_success)'
+    """
+    kind = event.get("type")
+    node = event.get("node")
+    if kind == "plan_activated":
+        triggers = ", ".join(str(t) for t in event.get("triggers") or [])
+        return f"Plan {event.get('plan_id')} activated" + (f" by “{triggers}”" if triggers else "")
+    if kind == "node_entered":
+        attempt = event.get("attempt")
+        return f"Entered {node}" + (f" (attempt {attempt})" if attempt else "")
+    if kind == "node_verified":
+        verdict = "passed" if event.get("passed") else "failed"
+        return f"Verification {verdict} at {node}" + (
+            f" ({event.get('check')})" if event.get("check") else ""
+        )
+    if kind == "retry_triggered":
+        most = event.get("max_attempts")
+        return f"Retry {node}: attempt {event.get('attempt')}" + (f" of {most}" if most else "")
+    if kind == "edge_followed":
+        return f"{node} → {event.get('to')} ({event.get('condition')})"
+    if kind in ("plan_completed", "plan_escalated", "plan_expired", "plan_aborted", "stall"):
+        label = kind.replace("plan_", "Plan ").replace("stall", "Stalled")
+        reason = event.get("reason")
+        return f"{label} at {node}" + (f": {reason}" if reason else "")
+    if kind == "checkpoint_saved":
+        return f"Checkpoint saved at {node}"
+    details = {k: v for k, v in event.items() if k not in ("seq", "type", "key")}
+    return f"{kind}: {json.dumps(details, ensure_ascii=False, default=str)[:200]}"
+
+
+def _tone(kind: object, event: Mapping[str, Any]) -> str:
+    if kind == "node_verified":
+        return "good" if event.get("passed") else "bad"
+    if kind in ("plan_completed", "checkpoint_saved"):
+        return "good"
+    if kind in ("plan_escalated", "plan_aborted", "plan_expired", "stall", "retry_triggered"):
+        return "bad"
+    if kind in ("plan_activated", "node_entered"):
+        return "info"
+    return "plain"
+
+
+def timeline_item(event: Mapping[str, Any]) -> str:
+    kind = event.get("type")
+    return (
+        f'<li class="ev t-{_tone(kind, event)}" data-seq="{e(event.get("seq"))}">'
+        f"<span class=seq>#{e(event.get('seq'))}</span>"
+        f"<span class=what>{e(describe_event(event))}</span>"
+        f"<span class=turn>turn {e(event.get('turn', '—'))}</span></li>"
+    )
+
+
+def _legend() -> str:
+    return (
+        "<div class=legend>"
+        + "".join(
+            f'<span class="key k-{s}"><i></i>{s}</span>'
+            for s in ("done", "current", "failed", "pending")
+        )
+        + "</div>"
+    )
+
+
+def session_page(
+    detail: Mapping[str, Any], events: list[dict[str, Any]], drawing: str | None
+) -> str:
+    run = detail["run"]
+    session = detail["session_id"]
+    plan = run.get("plan_id") if isinstance(run, dict) else None
+    facts = [
+        ("Plan", f'<a href="/plans/{e(_quote(plan))}">{e(plan)}</a>' if plan else "—"),
+        ("Current node", f"<span class=mono id=f-node>{e(run.get('current_node') or '—')}</span>"),
+        ("Attempts", f"<span id=f-attempts>{e(run.get('attempts', '—'))}</span>"),
+        ("Turn", f"<span id=f-turn>{e(run.get('turn', '—'))}</span>"),
+        (
+            "Progress",
+            f"<span id=f-progress>{e(run.get('completed_nodes', '—'))} / "
+            f"{e(run.get('total_nodes', '—'))}</span>",
+        ),
+        ("Run", f"<span class=mono>{e(detail['key'])}</span>"),
+    ]
+    fact_html = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
+    reason = run.get("reason")
+    graph = (
+        f"<div class=drawing id=drawing>{drawing}</div>{_legend()}"
+        if drawing is not None
+        else "<pre class=record>" + e(json.dumps(run, indent=2, ensure_ascii=False)) + "</pre>"
+    )
+    items = "".join(timeline_item(ev) for ev in reversed(events))
+    others = "".join(
+        f"<tr><td class=mono>{e(r['key'])}</td><td>{e(r['kind'])}</td>"
+        f"<td>{e(r.get('plan') or '—')}</td><td>{badge(r.get('status'))}</td>"
+        f"<td>{e(ago(r['updated_at']))}</td></tr>"
+        for r in detail["records"]
+    )
+    guidance = detail.get("context") or "No guidance: the run is not active."
+    initial = {
+        "session_id": session,
+        "after": max((ev["seq"] for ev in events), default=0),
+        "key": detail["key"],
+        "drawing": drawing is not None,
+    }
+    return (
+        f'<div class=page-head><div><p class=crumb><a href="/">Sessions</a> /</p>'
+        f"<h1 class=mono>{e(session)}</h1></div>"
+        f"<div class=head-right><span id=f-status>{badge(run.get('status'))}</span>"
+        '<span class=live title="live updates"><i></i>live</span>'
+        "<button class=ghost id=reset-session>Reset session</button></div></div>"
+        + (f"<p class=reason id=f-reason>{e(reason)}</p>" if reason else NO_REASON)
+        + f"<dl class=facts>{fact_html}</dl>"
+        "<div class=grid>"
+        f"<section class='card wide'><h2>Plan</h2>{graph}</section>"
+        "<aside><section class=card><h2>Timeline</h2>"
+        f"<ol class=timeline id=timeline>{items}</ol></section>"
+        "<section class=card><h2>Guidance for the model</h2>"
+        f"<pre class=guidance id=guidance>{e(guidance)}</pre>"
+        "</section></aside></div>"
+        "<section class=card><h2>Records of this session</h2><table class=records><thead><tr>"
+        "<th>Key</th><th>Kind</th><th>Plan</th><th>Status</th><th>Updated</th></tr></thead>"
+        f"<tbody>{others}</tbody></table></section>"
+        f'<script type="application/json" id=initial>'
+        f"{_json_for_script(initial)}"
+        "</script>"
+    )
+
+
+def _chips(values: Iterable[str], css: str = "tag") -> str:
+    chips = "".join(f'<span class="{css}">{e(v)}</span>' for v in values)
+    return chips or "<span class=muted>—</span>"
+
+
+def plans_page(plans: list[dict[str, Any]]) -> str:
+    cards = "".join(
+        f'<a class="card plan-card" href="/plans/{e(_quote(p["id"]))}">'
+        f"<h3>{e(p['name'])}</h3><p class='mono muted'>{e(p['id'])}</p>"
+        f"<p>{e(p.get('description') or '')}</p>"
+        f"<p class=meta>{p['nodes']} nodes · {p['edges']} edges"
+        f"{' · linear' if p['linear'] else ''}</p>"
+        f"<div class=tags>{_chips(p['triggers'])}</div></a>"
+        for p in plans
+    )
+    return (
+        "<div class=page-head><h1>Plans</h1></div>"
+        f"<div class=grid><div class=plan-grid>{cards}</div><aside>{_match_box()}</aside></div>"
+    )
+
+
+def plan_page(plan: Plan, drawing: str) -> str:
+    from waygraph.draw import predicate_label
+
+    rows = "".join(
+        f"<tr><td class=mono>{e(n.id)}</td><td>{e(n.type)}</td><td>{e(n.name)}</td>"
+        f"<td class=mono>{e(predicate_label(n.verify) or '—')}</td>"
+        f"<td class=num>{e('∞' if n.max_retries is None else n.max_retries)}</td></tr>"
+        for n in plan.graph.nodes.values()
+    )
+    pid = _quote(plan.id)
+    return (
+        f'<div class=page-head><div><p class=crumb><a href="/plans">Plans</a> /</p>'
+        f"<h1>{e(plan.title)}</h1><p class='mono muted'>{e(plan.id)}</p></div>"
+        f'<div class=head-right><a class=ghost href="/api/plans/{e(pid)}">JSON</a>'
+        f'<a class=ghost href="/api/plans/{e(pid)}?format=mermaid">Mermaid</a>'
+        f'<a class=ghost href="/api/plans/{e(pid)}?format=svg">SVG</a></div></div>'
+        + (f"<p class=lead>{e(plan.description)}</p>" if plan.description else "")
+        + "<dl class=facts>"
+        f"<div><dt>Triggers (need {e(plan.trigger_threshold)})</dt>"
+        f"<dd class=tags>{_chips(plan.triggers)}</dd></div>"
+        f"<div><dt>Domains</dt><dd class=tags>{_chips(plan.domains)}</dd></div>"
+        f"<div><dt>Stale after</dt><dd>{e(plan.stale_after_turns)} turns</dd></div>"
+        "</dl><div class=grid>"
+        f"<section class='card wide'><h2>Graph</h2><div class=drawing>{drawing}</div></section>"
+        "<aside><section class=card><h2>Nodes</h2><table class=records><thead><tr><th>Id</th>"
+        "<th>Type</th><th>Name</th><th>Verify</th><th class=num>Retries</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></section>{_match_box()}</aside></div>"
+    )
+
+
+def not_found_page(message: str) -> str:
+    return (
+        "<div class=page-head><h1>Not found</h1></div>"
+        f'<section class=card><p>{e(message)}</p><p><a href="/">Back to sessions</a></p></section>'
+    )

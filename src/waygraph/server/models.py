@@ -1,0 +1,196 @@
+"""The HTTP API's request and response bodies (they make the OpenAPI document).
+
+Text arriving from clients must be valid Unicode: a lone surrogate (which
+JSON escapes can carry) could not be stored or echoed back, so it is refused
+with a 422 here rather than failing later. Identifiers (session ids, filter
+values) must also be free of control characters.
+
+Example:
+    >>> TurnRequest.model_validate({"tool_output": "3 passed", "exit_code": 0}).exit_code
+    0
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+__all__ = [
+    "ID_PATTERN",
+    "ErrorBody",
+    "EventList",
+    "Health",
+    "MatchRequest",
+    "MatchResponse",
+    "MatchResult",
+    "PlanList",
+    "PlanSummary",
+    "Problem",
+    "ResetResponse",
+    "SessionDetail",
+    "SessionList",
+    "SessionSummary",
+    "Text",
+    "TurnRequest",
+    "TurnResponse",
+]
+
+#: Session ids, plan ids and filter values: 1-200 characters, no control characters.
+ID_PATTERN = r"^[^\x00-\x1f\x7f]{1,200}$"
+#: The largest text field a request may carry (the body limit applies too).
+MAX_TEXT = 1_000_000
+#: Exit codes as any operating system reports them (POSIX 0-255, Windows 32-bit).
+MIN_EXIT_CODE, MAX_EXIT_CODE = -(2**31), 2**32 - 1
+
+
+def _valid_unicode(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    return value
+
+
+def _json_integer(value: object) -> int:
+    # JSON integers only: 3 and 3.0 (the same number in JSON), not true or "3".
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be an integer")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError("must be an integer")
+    return int(value)
+
+
+ExitCode = Annotated[
+    int, BeforeValidator(_json_integer), Field(ge=MIN_EXIT_CODE, le=MAX_EXIT_CODE)
+]
+Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_valid_unicode)]
+Identifier = Annotated[str, Field(pattern=ID_PATTERN), AfterValidator(_valid_unicode)]
+
+
+class _Request(BaseModel):
+    # Unknown keys are refused: a typo ("tool_ouput") must not pass silently.
+    model_config = ConfigDict(extra="forbid")
+
+
+class Problem(BaseModel):
+    """One thing wrong with a request: where (``loc``) and what."""
+
+    loc: list[str | int]
+    message: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx/5xx answer: a stable ``error`` code and a message for people."""
+
+    error: str = Field(examples=["session_not_found"])
+    message: str = Field(examples=["no session 'chat-9' in sqlite:///runs.db"])
+    problems: list[Problem] | None = None
+
+
+class Health(BaseModel):
+    status: str = Field(examples=["ok"])
+    version: str
+    store: str
+    plans: int
+
+
+class PlanSummary(BaseModel):
+    id: str
+    name: str
+    description: str | None
+    domains: list[str]
+    triggers: list[str]
+    trigger_threshold: int
+    linear: bool
+    nodes: int
+    edges: int
+
+
+class PlanList(BaseModel):
+    plans: list[PlanSummary]
+
+
+class MatchRequest(_Request):
+    """``POST /api/match``: which plan would this message activate?"""
+
+    message: Text
+    domain: Identifier | None = None
+    allowed_plans: list[Identifier] | None = Field(default=None, max_length=10_000)
+
+
+class MatchResult(BaseModel):
+    plan_id: str
+    score: int
+    hits: list[str]
+    domain_matched: bool
+    activates: bool
+    reason: str | None
+
+
+class MatchResponse(BaseModel):
+    message: str
+    domain: str | None
+    activates: str | None
+    matches: list[MatchResult]
+
+
+class SessionSummary(BaseModel):
+    """One row of the sessions table: a session's latest record of one kind.
+
+    ``kind`` is ``run`` for guided runs; planning and event-driven runs
+    written to the same store show with their own kinds (``plan_context``).
+    """
+
+    session_id: str | None
+    kind: str
+    key: str
+    plan: str | None
+    status: str | None
+    current_node: str | None
+    attempts: int | None
+    turn: int | None
+    updated_at: float
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionSummary]
+
+
+class SessionDetail(BaseModel):
+    session_id: str
+    key: str
+    kind: str
+    run: dict[str, Any]
+    context: str | None = Field(description="The guidance the model would see now.")
+    records: list[SessionSummary]
+
+
+class EventList(BaseModel):
+    session_id: str
+    key: str
+    events: list[dict[str, Any]]
+
+
+class TurnRequest(_Request):
+    """``Navigator.turn``'s keywords: a user message, a tool result, or both."""
+
+    user_message: Text | None = None
+    domain: Identifier | None = None
+    allowed_plans: list[Identifier] | None = Field(default=None, max_length=10_000)
+    tool_output: Text | None = None
+    tool_name: Identifier | None = None
+    exit_code: ExitCode | None = None
+    observation_id: Identifier | None = None
+
+
+class TurnResponse(BaseModel):
+    text: str | None = Field(description="Guidance to inject into the model's context.")
+    events: list[dict[str, Any]]
+    run: dict[str, Any] | None
+
+
+class ResetResponse(BaseModel):
+    session_id: str
+    run: dict[str, Any] | None

@@ -1,0 +1,86 @@
+"""The dashboard's pages: sessions (``/``), one session, plans, one plan.
+
+Pages are rendered on the server (they work without JavaScript); the small
+script in ``static/dashboard.js`` keeps them live. Page routes are left out
+of the OpenAPI document, which describes the JSON API only.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+
+from waygraph.server import html
+from waygraph.server.errors import ApiError
+from waygraph.server.models import ID_PATTERN
+from waygraph.server.service import Service
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+
+
+def _render(request: Request, title: str, body: str, active: str, **data: object) -> HTMLResponse:
+    service: Service = request.app.state.service
+    settings = request.app.state.settings
+    text = html.page(
+        title,
+        body,
+        active=active,
+        store=service.store.url,
+        data={"refresh": settings.refresh, **data},
+    )
+    return HTMLResponse(text, headers={"Cache-Control": "no-store"})
+
+
+def _missing(request: Request, exc: ApiError, active: str) -> HTMLResponse:
+    response = _render(request, "Not found", html.not_found_page(exc.message), active)
+    response.status_code = 404
+    return response
+
+
+@router.get("/")
+def index(
+    request: Request, status: Annotated[str | None, Query(pattern=ID_PATTERN)] = None
+) -> HTMLResponse:
+    service: Service = request.app.state.service
+    rows = service.sessions(status=status, limit=200)
+    body = html.index_page(rows, service.plans(), status)
+    return _render(request, "Sessions", body, "sessions", page="sessions", status=status or "")
+
+
+@router.get("/sessions/{session_id}")
+def session(request: Request, session_id: str) -> HTMLResponse:
+    service: Service = request.app.state.service
+    try:
+        detail = service.session(session_id)
+        events = service.events(session_id)["events"]
+    except ApiError as exc:
+        return _missing(request, exc, "sessions")
+    drawing = None
+    if detail["kind"] == "run":
+        try:
+            drawing = service.drawing(session_id=session_id)
+        except ApiError:
+            drawing = None
+    body = html.session_page(detail, events, drawing)
+    return _render(request, session_id, body, "sessions", page="session")
+
+
+@router.get("/plans")
+def plans(request: Request) -> HTMLResponse:
+    service: Service = request.app.state.service
+    return _render(request, "Plans", html.plans_page(service.plans()), "plans", page="plans")
+
+
+@router.get("/plans/{plan_id}")
+def plan(request: Request, plan_id: str) -> HTMLResponse:
+    service: Service = request.app.state.service
+    try:
+        found = service.plan(plan_id)
+    except ApiError as exc:
+        return _missing(request, exc, "plans")
+    body = html.plan_page(found, service.drawing(plan_id=plan_id))
+    return _render(request, found.title, body, "plans", page="plan")

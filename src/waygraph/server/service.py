@@ -1,0 +1,245 @@
+"""What the API and the dashboard show, computed from the Navigator and its store.
+
+Plain synchronous code (the Navigator and stores are synchronous and
+thread-safe): routes call it through the thread pool, never on the event
+loop. Nothing here knows about HTTP except :class:`ApiError` for "not found".
+
+Example:
+    >>> from waygraph.navigator import Navigator
+    >>> service = Service(Navigator(store="memory://", strict=True))
+    >>> service.sessions()
+    []
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from waygraph import engine
+from waygraph.draw import to_mermaid
+from waygraph.errors import WaygraphError
+from waygraph.formats.json_library import plan_to_data
+from waygraph.match import Matcher
+from waygraph.model import Plan
+from waygraph.navigator import Navigator
+from waygraph.server.errors import ApiError
+from waygraph.store import StoredRecord
+from waygraph.svg import to_svg
+
+__all__ = ["MAX_ROWS", "Service", "plan_summary", "summary"]
+
+#: Sessions table rows returned at most (``?limit=`` can ask for fewer).
+MAX_ROWS = 1000
+#: Record kinds that are not runs: the Navigator's stored plan versions.
+HIDDEN_KINDS = frozenset({"plan"})
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def summary(record: StoredRecord) -> dict[str, Any]:
+    """A record as one sessions-table row (any kind: guided run, plan context, ...).
+
+    Example:
+        >>> rec = StoredRecord(key="run_1", kind="run", version=1, session="s", status="running",
+        ...     plan="p", data={"current_node": "fix", "attempts": 2, "turn": 4})
+        >>> summary(rec)["current_node"], summary(rec)["attempts"]
+        ('fix', 2)
+    """
+    data = record.data if isinstance(record.data, dict) else {}
+    return {
+        "session_id": record.session,
+        "kind": record.kind,
+        "key": record.key,
+        "plan": record.plan or _str(data.get("plan_id")),
+        "status": record.status or _str(data.get("status")),
+        # Event-driven plans name their position current_state.
+        "current_node": _str(data.get("current_node")) or _str(data.get("current_state")),
+        "attempts": _int(data.get("attempts")),
+        "turn": _int(data.get("turn")),
+        "updated_at": float(record.updated_at),
+    }
+
+
+def plan_summary(plan: Plan) -> dict[str, Any]:
+    return {
+        "id": plan.id,
+        "name": plan.title,
+        "description": plan.description,
+        "domains": list(plan.domains),
+        "triggers": list(plan.triggers),
+        "trigger_threshold": plan.trigger_threshold,
+        "linear": plan.linear,
+        "nodes": len(plan.graph.nodes),
+        "edges": len(plan.graph.edges),
+    }
+
+
+class Service:
+    """The read and write operations behind every route and page."""
+
+    def __init__(self, navigator: Navigator) -> None:
+        self.navigator = navigator
+        self.store = navigator.store
+
+    # ------------------------------------------------------------ plans
+
+    def plans(self) -> list[dict[str, Any]]:
+        return [plan_summary(plan) for plan in self.navigator.library]
+
+    def plan(self, plan_id: str) -> Plan:
+        plan = self.navigator.library.get(plan_id)
+        if plan is None:
+            raise ApiError(404, "plan_not_found", f"no plan {plan_id!r} in the library")
+        return plan
+
+    def plan_document(self, plan_id: str) -> dict[str, Any]:
+        """The plan as in a JSON library file, with its id."""
+        return {"id": plan_id, **plan_to_data(self.plan(plan_id))}
+
+    def match(self, message: str, domain: str | None, allowed: list[str] | None) -> dict[str, Any]:
+        """The ``waygraph match --json`` answer: the winner and every plan hit, with reasons."""
+        results = Matcher(self.navigator.library).match(
+            message, domain or None, allowed, include_misses=True
+        )
+        winner = next((m for m in results if m.activates), None)
+        return {
+            "message": message,
+            "domain": domain,
+            "activates": winner.plan_id if winner else None,
+            "matches": [m.to_dict() for m in results],
+        }
+
+    # ------------------------------------------------------------ sessions
+
+    def sessions(
+        self,
+        *,
+        status: str | None = None,
+        plan: str | None = None,
+        kind: str | None = None,
+        limit: int = MAX_ROWS,
+    ) -> list[dict[str, Any]]:
+        """Rows of the sessions table, most recent activity first.
+
+        One row per session and record kind (its latest record, so a guided
+        run and an event-driven plan in one session are two rows); records
+        with no session are rows of their own. Filters apply to the rows.
+        """
+        rows: list[dict[str, Any]] = []
+        seen: set[tuple[str, str]] = set()
+        for record in self.store.list(kind=kind):  # newest first
+            if record.kind in HIDDEN_KINDS:
+                continue
+            if record.session is not None:
+                group = (record.session, record.kind)
+                if group in seen:
+                    continue
+                seen.add(group)
+            row = summary(record)
+            if status is not None and row["status"] != status:
+                continue
+            if plan is not None and row["plan"] != plan:
+                continue
+            rows.append(row)
+            if len(rows) >= limit:
+                break
+        return rows
+
+    def _records(self, session_id: str) -> list[StoredRecord]:
+        return [r for r in self.store.list(session=session_id) if r.kind not in HIDDEN_KINDS]
+
+    def _latest(self, session_id: str) -> tuple[StoredRecord, list[StoredRecord]]:
+        """The session's record to show (its current run, else the newest) and all its records."""
+        records = self._records(session_id)
+        key = self.store.current(session_id)
+        if key is not None:
+            current = next((r for r in records if r.key == key), None) or self.store.get(key)
+            if current is not None:
+                return current, records
+        if not records:
+            raise ApiError(404, "session_not_found", f"no session {session_id!r} in the store")
+        runs = [r for r in records if r.kind == "run"]
+        return (runs or records)[0], records
+
+    def session(self, session_id: str) -> dict[str, Any]:
+        record, records = self._latest(session_id)
+        context = None
+        if record.kind == "run":
+            try:
+                context = self.navigator.context(session_id)
+            except WaygraphError:
+                context = None  # a run of a plan no longer in the library
+        return {
+            "session_id": session_id,
+            "key": record.key,
+            "kind": record.kind,
+            "run": record.data,
+            "context": context,
+            "records": [summary(r) for r in records],
+        }
+
+    def session_key(self, session_id: str) -> str:
+        """The key whose events the session shows (404 for an unknown session)."""
+        return self._latest(session_id)[0].key
+
+    def events(self, session_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        key = self.session_key(session_id)
+        events = [{"seq": e.seq, **e.data} for e in self.store.events(key, after, limit)]
+        return {"session_id": session_id, "key": key, "events": events}
+
+    def turn(self, session_id: str, **keywords: Any) -> dict[str, Any]:
+        guidance = self.navigator.turn(session_id, **keywords)
+        return {
+            "text": guidance.text,
+            "events": [dict(e) for e in guidance.events],
+            "run": guidance.run,
+        }
+
+    def reset(self, session_id: str) -> dict[str, Any]:
+        self._latest(session_id)  # 404 for an unknown session
+        self.navigator.reset(session_id)
+        record, _ = self._latest(session_id)
+        return {"session_id": session_id, "run": record.data}
+
+    # ------------------------------------------------------------ drawings
+
+    def plan_of_run(self, record: Mapping[str, Any]) -> Plan | None:
+        """The plan version a run record was started with (or the library's), if known."""
+        if not isinstance(record.get("run_id"), str) or not isinstance(record.get("plan_id"), str):
+            return None
+        try:
+            run = engine.from_record(dict(record))
+            return self.navigator._plan_of(run)  # the exact version the run follows
+        except (WaygraphError, KeyError, TypeError, ValueError):
+            return self.navigator.library.get(record["plan_id"])
+
+    def drawing(
+        self,
+        *,
+        plan_id: str | None = None,
+        session_id: str | None = None,
+        fmt: Literal["svg", "mermaid"] = "svg",
+    ) -> str:
+        """A plan drawn alone, or a session's plan coloured by its run."""
+        state: dict[str, Any] | None = None
+        if session_id is not None:
+            record, _ = self._latest(session_id)
+            state = record.data
+            plan = self.plan_of_run(state) if record.kind == "run" else None
+            if plan is None:
+                raise ApiError(
+                    404,
+                    "plan_not_found",
+                    f"session {session_id!r}: its latest record ({record.kind} {record.key!r}) "
+                    "has no plan in the library to draw",
+                )
+        else:
+            plan = self.plan(plan_id or "")
+        return to_mermaid(plan, state=state) if fmt == "mermaid" else to_svg(plan, state=state)

@@ -1,0 +1,228 @@
+// waygraph dashboard: keeps the server-rendered pages live. No framework, no build step.
+// Every value from the server is put into the page with textContent, never as HTML,
+// except drawings, which the server's own SVG writer escapes.
+"use strict";
+
+const $ = (selector, root = document) => root.querySelector(selector);
+const el = (tag, attrs = {}, ...children) => {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+};
+
+async function api(path, options = {}) {
+  const response = await fetch(path, {
+    credentials: "same-origin",
+    headers: { Accept: "application/json", ...(options.body ? { "Content-Type": "application/json" } : {}) },
+    ...options,
+  });
+  const type = response.headers.get("content-type") || "";
+  const body = type.includes("json") ? await response.json() : await response.text();
+  if (!response.ok) throw new Error((body && body.message) || response.statusText);
+  return body;
+}
+
+function ago(ts) {
+  const seconds = Math.max(0, Math.floor(Date.now() / 1000 - ts));
+  if (seconds < 60) return `${seconds} s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  return `${Math.floor(seconds / 86400)} d ago`;
+}
+
+function badge(status) {
+  const value = status || "unknown";
+  return el("span", { class: `badge s-${value}`, text: value });
+}
+
+function setLive(on) {
+  document.querySelectorAll(".live").forEach((node) => node.classList.toggle("off", !on));
+}
+
+// ------------------------------------------------------------------ match box
+
+function matchBoxes() {
+  document.querySelectorAll("#match-form").forEach((form) => {
+    const result = form.parentElement.querySelector("#match-result");
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const data = new FormData(form);
+      const body = { message: data.get("message") || "" };
+      if (data.get("domain")) body.domain = data.get("domain");
+      result.replaceChildren(el("p", { class: "muted", text: "Matching…" }));
+      try {
+        const answer = await api("/api/match", { method: "POST", body: JSON.stringify(body) });
+        const verdict = answer.activates
+          ? el("div", { class: "verdict" }, "Activates ", el("a", { href: `/plans/${encodeURIComponent(answer.activates)}`, text: answer.activates }))
+          : el("div", { class: "verdict none", text: "No plan activates for this message." });
+        const rows = answer.matches.map((m) =>
+          el("div", { class: "match-row" },
+            el("span", {}, el("strong", { text: m.plan_id }), ` · score ${m.score}`),
+            el("span", { class: "why", text: m.activates ? `hits: ${m.hits.join(", ")}` : m.reason || "" })));
+        result.replaceChildren(verdict, ...rows);
+      } catch (error) {
+        result.replaceChildren(el("div", { class: "verdict none", text: `Error: ${error.message}` }));
+      }
+    });
+  });
+}
+
+// ------------------------------------------------------------------ sessions table
+
+function sessionRow(row) {
+  const name = row.session_id !== null
+    ? el("a", { href: `/sessions/${encodeURIComponent(row.session_id)}`, text: row.session_id })
+    : el("span", { class: "muted", text: row.key });
+  const first = el("td", {}, name);
+  if (row.kind !== "run") first.append(" ", el("span", { class: "tag", text: row.kind }));
+  const plan = row.plan ? el("a", { href: `/plans/${encodeURIComponent(row.plan)}`, text: row.plan }) : "—";
+  const dash = (value) => (value === null || value === undefined ? "—" : String(value));
+  const when = el("td", { title: new Date(row.updated_at * 1000).toLocaleString(), "data-ts": row.updated_at, text: ago(row.updated_at) });
+  const tr = el("tr", { "data-session": row.session_id || "", "data-status": row.status || "" },
+    first, el("td", {}, plan), el("td", {}, badge(row.status)),
+    el("td", { class: "mono", text: dash(row.current_node) }),
+    el("td", { class: "num", text: dash(row.attempts) }),
+    el("td", { class: "num", text: dash(row.turn) }), when);
+  tr.dataset.sig = [row.status, row.current_node, row.turn, row.attempts].join("|");
+  return tr;
+}
+
+function sessionsPage() {
+  const body = $("#sessions-body");
+  if (!body) return;
+  const status = document.body.dataset.status;
+  const every = Math.max(0.5, parseFloat(document.body.dataset.refresh || "2")) * 1000;
+  let known = new Map();
+  let first = true;
+  async function refresh() {
+    if (document.hidden) return;
+    try {
+      const query = status ? `?status=${encodeURIComponent(status)}` : "";
+      const answer = await api(`/api/sessions${query}`);
+      const rows = answer.sessions.map((row) => {
+        const tr = sessionRow(row);
+        const id = `${row.session_id}|${row.kind}|${row.key}`;
+        if (!first && known.get(id) !== tr.dataset.sig) tr.classList.add("fresh");
+        return [id, tr];
+      });
+      known = new Map(rows.map(([id, tr]) => [id, tr.dataset.sig]));
+      first = false;
+      body.replaceChildren(...rows.map(([, tr]) => tr));
+      $("#sessions-empty").hidden = rows.length > 0;
+      setLive(true);
+    } catch (error) {
+      setLive(false);
+    }
+  }
+  refresh();
+  setInterval(refresh, every);
+  document.addEventListener("visibilitychange", refresh);
+}
+
+// ------------------------------------------------------------------ one session
+
+function describe(event) {
+  const node = event.node;
+  switch (event.type) {
+    case "plan_activated": {
+      const triggers = (event.triggers || []).join(", ");
+      return `Plan ${event.plan_id} activated` + (triggers ? ` by “${triggers}”` : "");
+    }
+    case "node_entered": return `Entered ${node}` + (event.attempt ? ` (attempt ${event.attempt})` : "");
+    case "node_verified": return `Verification ${event.passed ? "passed" : "failed"} at ${node}` + (event.check ? ` (${event.check})` : "");
+    case "retry_triggered": return `Retry ${node}: attempt ${event.attempt}` + (event.max_attempts ? ` of ${event.max_attempts}` : "");
+    case "edge_followed": return `${node} → ${event.to} (${event.condition})`;
+    case "checkpoint_saved": return `Checkpoint saved at ${node}`;
+    case "plan_completed": case "plan_escalated": case "plan_expired": case "plan_aborted": case "stall": {
+      const label = event.type === "stall" ? "Stalled" : event.type.replace("plan_", "Plan ");
+      return `${label} at ${node}` + (event.reason ? `: ${event.reason}` : "");
+    }
+    default: {
+      const { seq, type, key, ...rest } = event;
+      return `${type}: ${JSON.stringify(rest).slice(0, 200)}`;
+    }
+  }
+}
+
+function tone(event) {
+  if (event.type === "node_verified") return event.passed ? "good" : "bad";
+  if (["plan_completed", "checkpoint_saved"].includes(event.type)) return "good";
+  if (["plan_escalated", "plan_aborted", "plan_expired", "stall", "retry_triggered"].includes(event.type)) return "bad";
+  if (["plan_activated", "node_entered"].includes(event.type)) return "info";
+  return "plain";
+}
+
+function sessionPage() {
+  const initial = $("#initial");
+  if (!initial) return;
+  const state = JSON.parse(initial.textContent);
+  const id = encodeURIComponent(state.session_id);
+  const timeline = $("#timeline");
+  let pending = null;
+
+  async function refresh() {
+    pending = null;
+    try {
+      const detail = await api(`/api/sessions/${id}`);
+      const run = detail.run || {};
+      $("#f-status").replaceChildren(badge(run.status));
+      $("#f-node").textContent = run.current_node || "—";
+      $("#f-attempts").textContent = run.attempts ?? "—";
+      $("#f-turn").textContent = run.turn ?? "—";
+      $("#f-progress").textContent = `${run.completed_nodes ?? "—"} / ${run.total_nodes ?? "—"}`;
+      $("#guidance").textContent = detail.context || "No guidance: the run is not active.";
+      const reason = $("#f-reason");
+      reason.textContent = run.reason || "";
+      reason.hidden = !run.reason;
+      reason.className = run.reason ? "reason" : "";
+      if (state.drawing) {
+        const svg = await api(`/api/sessions/${id}/drawing`);
+        $("#drawing").innerHTML = svg; // the server's SVG writer escapes all plan text
+      }
+    } catch (error) {
+      setLive(false);
+    }
+  }
+  const soon = () => { if (!pending) pending = setTimeout(refresh, 120); };
+
+  const source = new EventSource(`/api/sessions/${id}/stream?after=${state.after}`);
+  source.onopen = () => setLive(true);
+  source.onerror = () => setLive(false);
+  source.addEventListener("run", (message) => {
+    const run = JSON.parse(message.data);
+    if (run.key !== state.key) window.location.reload(); // a new run started in this session
+  });
+  source.onmessage = (message) => {
+    const event = JSON.parse(message.data);
+    if (timeline.querySelector(`[data-seq="${event.seq}"]`)) return;
+    const item = el("li", { class: `ev t-${tone(event)} new`, "data-seq": event.seq },
+      el("span", { class: "seq", text: `#${event.seq}` }),
+      el("span", { class: "what", text: describe(event) }),
+      el("span", { class: "turn", text: `turn ${event.turn ?? "—"}` }));
+    timeline.prepend(item);
+    soon();
+  };
+
+  const reset = $("#reset-session");
+  if (reset) reset.addEventListener("click", async () => {
+    if (!window.confirm(`Reset session ${state.session_id}? A running plan is aborted.`)) return;
+    try { await api(`/api/sessions/${id}`, { method: "DELETE" }); soon(); }
+    catch (error) { window.alert(`Reset failed: ${error.message}`); }
+  });
+}
+
+function tickTimes() {
+  document.querySelectorAll("[data-ts]").forEach((node) => { node.textContent = ago(parseFloat(node.dataset.ts)); });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  matchBoxes();
+  sessionsPage();
+  sessionPage();
+  setInterval(tickTimes, 5000);
+});

@@ -1,0 +1,798 @@
+"""Plans drawn as SVG with no external program: a small layered layout of our own.
+
+Graphviz is optional and often missing (and a dashboard must work offline),
+so this module lays a plan out itself, in the Sugiyama style:
+
+1. **Back edges.** A depth-first walk from ``start`` (edges in definition
+   order) marks edges that close a cycle (``test -> fix`` retry loops).
+   They are laid out reversed and drawn as curves back up.
+2. **Layers.** Longest path from the roots over the remaining acyclic edges,
+   so every edge points down; an edge spanning several layers gets a
+   placeholder per layer it crosses, so it is routed around nodes.
+3. **Order.** Barycentre sweeps, down and up, keeping the order with the
+   fewest crossings.
+4. **Positions.** Each layer is placed as close as possible to the mean of
+   its neighbours (least squares under the no-overlap constraint, solved
+   exactly by pool-adjacent-violators), alternating down and up sweeps.
+
+The drawing uses node shapes per type (start a stadium, task a rounded box,
+decision a diamond, escalate a hexagon, exit a double ellipse, checkpoint a
+cylinder), CSS classes for styling (``node t-<type>``, a status class
+``done``/``failed``/``current``/``pending`` when a run record is given,
+``edge`` with ``failure``, ``back`` and ``followed``), the attempt count on
+visited nodes, and a ``<style>`` of its own so the file looks right anywhere.
+Every piece of plan text is XML-escaped (plans may be written by a model),
+and characters XML cannot hold are dropped.
+
+Example:
+    >>> from waygraph.model import Graph
+    >>> plan = (Graph.builder().task("build", name="Run make").exit("done")
+    ...         .chain("start", "build", "done").plan("ship"))
+    >>> svg = to_svg(plan, state={"current_node": "build", "status": "running"})
+    >>> svg.startswith("<svg") and 'class="node t-task current"' in svg
+    True
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from waygraph.draw import (
+    FAILURE_CONDITIONS,
+    STATUS_COLOURS,
+    _attempts_text,
+    _edge_text,
+    _followed_edges,
+    _node_label,
+    node_status,
+    predicate_label,
+)
+from waygraph.model import Node, Plan
+
+__all__ = ["SVG_CSS", "to_svg"]
+
+FONT = "13px"
+FONT_SIZE = 13.0
+SMALL_SIZE = 11.0
+LINE_HEIGHT = 16.0
+SMALL_LINE_HEIGHT = 14.0
+NODE_GAP = 28.0  # horizontal space between neighbouring boxes
+DUMMY_WIDTH = 14.0  # the lane a long edge takes in a layer it crosses
+LAYER_GAP = 50.0  # vertical space between layers, before edge labels
+MARGIN = 24.0
+PORT_SPACING = 14.0
+BACK_BOW = 26.0  # how far a back edge between neighbouring layers bows out
+NAME_WRAP = 28  # characters per line of a node's name
+NAME_LINES = 3
+ORDER_SWEEPS = 12
+POSITION_SWEEPS = 8
+
+# Characters XML 1.0 cannot contain at all (a plan name could hold them).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _css() -> str:
+    status = []
+    for name, (fill, stroke, colour) in STATUS_COLOURS.items():
+        status.append(
+            f".wg-graph .{name} .shape{{fill:{fill};stroke:{stroke}}}"
+            f".wg-graph .{name} text{{fill:{colour}}}"
+        )
+    return (
+        ".wg-graph{font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Roboto,"
+        "'Helvetica Neue',Arial,sans-serif}"
+        ".wg-graph .shape{fill:#fff;stroke:#868e96;stroke-width:1.3}"
+        ".wg-graph .t-start .shape{fill:#e7f5ff;stroke:#1c7ed6}"
+        ".wg-graph .t-exit .shape{fill:#ebfbee;stroke:#2f9e44}"
+        ".wg-graph .t-escalate .shape{fill:#fff5f5;stroke:#e03131}"
+        ".wg-graph .t-decision .shape{fill:#f8f0fc;stroke:#9c36b5}"
+        ".wg-graph .t-checkpoint .shape{fill:#f3f0ff;stroke:#6741d9}"
+        ".wg-graph .t-missing .shape{fill:#fff;stroke:#e03131;stroke-dasharray:4 3}"
+        + "".join(status)
+        + ".wg-graph .current .shape{stroke-width:3}"
+        ".wg-graph text{fill:#212529;font-size:13px}"
+        ".wg-graph text .head{font-weight:600}"
+        ".wg-graph text .small{font-size:11px;font-style:italic}"
+        ".wg-graph .edge path{fill:none;stroke:#868e96;stroke-width:1.3}"
+        ".wg-graph .edge.failure path{stroke:#d9480f;stroke-dasharray:5 4}"
+        ".wg-graph .edge.followed path{stroke:#2b8a3e;stroke-width:2.6}"
+        ".wg-graph .edge text{font-size:11px;fill:#495057;paint-order:stroke;"
+        "stroke:#fff;stroke-width:4px;stroke-linejoin:round}"
+        ".wg-graph .edge.failure text{fill:#d9480f}"
+        ".wg-graph .edge.followed text{fill:#2b8a3e;font-weight:600}"
+        ".wg-graph .arrow{fill:#868e96}.wg-graph .arrow-failure{fill:#d9480f}"
+        ".wg-graph .arrow-followed{fill:#2b8a3e}"
+    )
+
+
+#: The stylesheet every drawing embeds (scoped to ``.wg-graph``).
+SVG_CSS = _css()
+
+
+# ---------------------------------------------------------------- text
+
+
+def _clean(text: object) -> str:
+    return _NOT_XML.sub("", str(text))
+
+
+def _esc(text: object) -> str:
+    """Text made safe for XML element content and double- or single-quoted attributes."""
+    return html.escape(_clean(text), quote=True)
+
+
+def _char_width(ch: str) -> float:
+    if ch in "iljtfr.,:;'|!() []":
+        return 0.34
+    if ch in "mwMW@":
+        return 0.86
+    if ch.isupper():
+        return 0.68
+    if ch.isdigit():
+        return 0.56
+    if ord(ch) > 0x2E80:  # East Asian scripts take a full em
+        return 1.0
+    return 0.56
+
+
+def text_width(text: str, size: float = FONT_SIZE, *, bold: bool = False) -> float:
+    """An estimate of ``text``'s width in pixels at ``size`` (no font metrics needed).
+
+    Example:
+        >>> 30 < text_width("reproduce") < 70
+        True
+    """
+    width = sum(_char_width(ch) for ch in text) * size
+    return width * 1.06 if bold else width
+
+
+def _wrap(text: str, width: int = NAME_WRAP, lines: int = NAME_LINES) -> list[str]:
+    words = text.split()
+    out: list[str] = []
+    line = ""
+    for word in words:
+        while len(word) > width:  # a single very long word is cut
+            if line:
+                out.append(line)
+                line = ""
+            out.append(word[:width])
+            word = word[width:]
+        if not line:
+            line = word
+        elif len(line) + 1 + len(word) <= width:
+            line += " " + word
+        else:
+            out.append(line)
+            line = word
+    if line:
+        out.append(line)
+    if len(out) > lines:
+        out = out[:lines]
+        out[-1] = out[-1][: width - 1].rstrip() + "…"
+    return out
+
+
+# ---------------------------------------------------------------- layout model
+
+
+@dataclass(slots=True)
+class _Box:
+    """A node or a long edge's placeholder in the layout."""
+
+    key: str
+    layer: int = 0
+    width: float = DUMMY_WIDTH
+    height: float = 0.0
+    x: float = 0.0
+    y: float = 0.0
+    dummy: bool = False
+    node: Node | None = None
+    kind: str = "task"
+    lines: list[tuple[str, str]] = field(default_factory=list)  # (css class, text)
+
+
+@dataclass(slots=True)
+class _Route:
+    """One edge as laid out: the boxes it passes from the upper end to the lower end."""
+
+    index: int
+    chain: list[str]
+    back: bool
+    self_loop: bool = False
+
+
+def _shape_size(kind: str, text_w: float, text_h: float) -> tuple[float, float]:
+    if kind == "decision":
+        return text_w + text_h * 1.2 + 34, text_h + 30
+    if kind == "escalate":
+        return text_w + 44, text_h + 20
+    if kind == "exit":
+        return text_w * 1.2 + 34, text_h + 26
+    if kind == "start":
+        return text_w + 40, text_h + 16
+    if kind == "checkpoint":
+        return text_w + 30, text_h + 30
+    return text_w + 30, text_h + 20
+
+
+def _node_box(
+    plan: Plan, node: Node, order: dict[str, int], state: Mapping[str, Any] | None
+) -> _Box:
+    label = _node_label(plan, node, order).split("\n")
+    lines: list[tuple[str, str]] = [("head", label[0])]
+    for extra in label[1:]:
+        lines.extend(("", part) for part in _wrap(extra))
+    if state is not None:
+        attempts = _attempts_text(node, state)
+        if attempts:
+            lines.append(("small", attempts))
+    return _sized(_Box(key=node.id, node=node, kind=node.type, lines=lines))
+
+
+def _sized(box: _Box) -> _Box:
+    widths = [
+        text_width(text, SMALL_SIZE if cls == "small" else FONT_SIZE, bold=cls == "head")
+        for cls, text in box.lines
+    ]
+    text_h = sum(SMALL_LINE_HEIGHT if cls == "small" else LINE_HEIGHT for cls, _ in box.lines)
+    box.width, box.height = _shape_size(box.kind, max(widths, default=0.0), text_h)
+    box.width = max(box.width, 64.0)
+    return box
+
+
+# ---------------------------------------------------------------- layout steps
+
+
+def _back_edges(starts: list[str], out: dict[str, list[tuple[int, str]]]) -> set[int]:
+    """Indexes of edges that close a cycle in a depth-first walk (iterative: no recursion limit)."""
+    back: set[int] = set()
+    state: dict[str, int] = {}  # 1 on the stack, 2 finished
+    for root in starts:
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(out.get(root, ())))]
+        while stack:
+            current, children = stack[-1]
+            step = next(children, None)
+            if step is None:
+                state[current] = 2
+                stack.pop()
+                continue
+            index, target = step
+            seen = state.get(target)
+            if seen == 1:
+                back.add(index)
+            elif seen is None:
+                state[target] = 1
+                stack.append((target, iter(out.get(target, ()))))
+    return back
+
+
+def _layers(keys: list[str], down: dict[str, list[str]]) -> dict[str, int]:
+    """Longest-path layering of an acyclic graph: each node one below its lowest parent."""
+    indegree = dict.fromkeys(keys, 0)
+    for source in keys:
+        for target in down.get(source, ()):
+            indegree[target] += 1
+    layer = dict.fromkeys(keys, 0)
+    ready = [k for k in keys if indegree[k] == 0]
+    while ready:
+        source = ready.pop(0)
+        for target in down.get(source, ()):
+            layer[target] = max(layer[target], layer[source] + 1)
+            indegree[target] -= 1
+            if indegree[target] == 0:
+                ready.append(target)
+    return layer
+
+
+def _crossings(upper: list[str], lower: list[str], segments: list[tuple[str, str]]) -> int:
+    up = {k: i for i, k in enumerate(upper)}
+    low = {k: i for i, k in enumerate(lower)}
+    pairs = sorted((up[a], low[b]) for a, b in segments if a in up and b in low)
+    count = 0
+    for i, (a1, b1) in enumerate(pairs):
+        for a2, b2 in pairs[i + 1 :]:
+            if a2 > a1 and b2 < b1:
+                count += 1
+    return count
+
+
+def _order(
+    layers: list[list[str]], ups: dict[str, list[str]], downs: dict[str, list[str]]
+) -> list[list[str]]:
+    """Barycentre sweeps; returns the order with the fewest crossings seen."""
+    segments = [[(a, b) for a in layer for b in downs.get(a, ())] for layer in layers[:-1]]
+
+    def total(order: list[list[str]]) -> int:
+        return sum(_crossings(order[i], order[i + 1], segments[i]) for i in range(len(order) - 1))
+
+    best = [list(layer) for layer in layers]
+    best_count = total(best)
+    current = [list(layer) for layer in layers]
+    for sweep in range(ORDER_SWEEPS):
+        if best_count == 0:
+            break
+        downward = sweep % 2 == 0
+        indexes = range(1, len(current)) if downward else range(len(current) - 2, -1, -1)
+        for i in indexes:
+            ref = current[i - 1] if downward else current[i + 1]
+            where = {k: p for p, k in enumerate(ref)}
+            neighbours = ups if downward else downs
+            keyed = []
+            for pos, key in enumerate(current[i]):
+                near = [where[n] for n in neighbours.get(key, ()) if n in where]
+                keyed.append((sum(near) / len(near) if near else float(pos), pos, key))
+            current[i] = [key for *_, key in sorted(keyed)]
+        count = total(current)
+        if count < best_count:
+            best, best_count = [list(layer) for layer in current], count
+    return best
+
+
+def _place_layer(keys: list[str], desired: list[float], boxes: dict[str, _Box]) -> None:
+    """Put a layer's boxes, in order, as close to ``desired`` x as no overlap allows.
+
+    Least squares under ``x[i+1] - x[i] >= gap_i``: shifting by the running
+    offsets turns it into isotonic regression, solved by pool-adjacent-violators.
+    """
+    offsets = [0.0]
+    for a, b in itertools.pairwise(keys):
+        offsets.append(offsets[-1] + (boxes[a].width + boxes[b].width) / 2 + NODE_GAP)
+    blocks: list[list[float]] = []  # [sum of targets, count]
+    for target, offset in zip(desired, offsets, strict=True):
+        blocks.append([target - offset, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            total, count = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += count
+    i = 0
+    for total, count in blocks:
+        mean = total / count
+        for _ in range(int(count)):
+            boxes[keys[i]].x = mean + offsets[i]
+            i += 1
+
+
+def _positions(
+    order: list[list[str]],
+    boxes: dict[str, _Box],
+    ups: dict[str, list[str]],
+    downs: dict[str, list[str]],
+) -> None:
+    for layer in order:
+        _place_layer(layer, [0.0] * len(layer), boxes)
+
+    def weight(a: str, b: str) -> float:
+        # Keep long edges straight: placeholders pull hardest on each other.
+        return 1.0 + 3.0 * boxes[a].dummy + 3.0 * boxes[b].dummy
+
+    def desired(key: str, neighbours: list[str]) -> float:
+        if not neighbours:
+            return boxes[key].x
+        weights = [weight(key, n) for n in neighbours]
+        return sum(boxes[n].x * w for n, w in zip(neighbours, weights, strict=True)) / sum(weights)
+
+    for sweep in range(POSITION_SWEEPS):
+        downward = sweep % 2 == 0
+        layers = order[1:] if downward else order[-2::-1]
+        for layer in layers:
+            table = ups if downward else downs
+            _place_layer(layer, [desired(k, table.get(k, [])) for k in layer], boxes)
+    for layer in order:  # a last pass balancing both sides
+        _place_layer(layer, [desired(k, ups.get(k, []) + downs.get(k, [])) for k in layer], boxes)
+
+
+# ---------------------------------------------------------------- drawing
+
+
+def _port_y(box: _Box, dx: float, bottom: bool) -> float:
+    half = box.height / 2
+    if box.kind == "decision":
+        half *= max(0.0, 1 - 2 * abs(dx) / box.width)
+    elif box.kind == "exit":
+        half *= math.sqrt(max(0.0, 1 - (2 * dx / box.width) ** 2))
+    return box.y + half if bottom else box.y - half
+
+
+def _shape(box: _Box) -> str:
+    x, y, w, h = box.x, box.y, box.width, box.height
+    left, top = x - w / 2, y - h / 2
+    if box.kind == "start":
+        return (
+            f'<rect class="shape" x="{left:.1f}" y="{top:.1f}" width="{w:.1f}" '
+            f'height="{h:.1f}" rx="{h / 2:.1f}"/>'
+        )
+    if box.kind == "decision":
+        corners = ((x, top), (x + w / 2, y), (x, top + h), (left, y))
+        points = " ".join(f"{px:.1f},{py:.1f}" for px, py in corners)
+        return f'<polygon class="shape" points="{points}"/>'
+    if box.kind == "escalate":
+        cut = 16.0
+        points = " ".join(
+            f"{px:.1f},{py:.1f}"
+            for px, py in (
+                (left + cut, top),
+                (left + w - cut, top),
+                (left + w, y),
+                (left + w - cut, top + h),
+                (left + cut, top + h),
+                (left, y),
+            )
+        )
+        return f'<polygon class="shape" points="{points}"/>'
+    if box.kind == "exit":
+        return (
+            f'<ellipse class="shape" cx="{x:.1f}" cy="{y:.1f}" rx="{w / 2:.1f}" ry="{h / 2:.1f}"/>'
+            f'<ellipse class="shape inner" cx="{x:.1f}" cy="{y:.1f}" rx="{w / 2 - 4:.1f}" '
+            f'ry="{h / 2 - 4:.1f}"/>'
+        )
+    if box.kind == "checkpoint":
+        ry = 6.0
+        body = (
+            f"M{left:.1f},{top + ry:.1f} A{w / 2:.1f},{ry} 0 0 1 {left + w:.1f},{top + ry:.1f} "
+            f"V{top + h - ry:.1f} A{w / 2:.1f},{ry} 0 0 1 {left:.1f},{top + h - ry:.1f} Z"
+        )
+        rim = f"M{left:.1f},{top + ry:.1f} A{w / 2:.1f},{ry} 0 0 0 {left + w:.1f},{top + ry:.1f}"
+        return f'<path class="shape" d="{body}"/><path class="shape rim" d="{rim}" fill="none"/>'
+    return (
+        f'<rect class="shape" x="{left:.1f}" y="{top:.1f}" width="{w:.1f}" '
+        f'height="{h:.1f}" rx="6"/>'
+    )
+
+
+def _text(box: _Box) -> str:
+    heights = [SMALL_LINE_HEIGHT if cls == "small" else LINE_HEIGHT for cls, _ in box.lines]
+    y = box.y - sum(heights) / 2
+    spans = []
+    for (cls, text), height in zip(box.lines, heights, strict=True):
+        baseline = y + height * 0.76
+        attr = f' class="{cls}"' if cls else ""
+        spans.append(f'<tspan x="{box.x:.1f}" y="{baseline:.1f}"{attr}>{_esc(text)}</tspan>')
+        y += height
+    return f'<text text-anchor="middle">{"".join(spans)}</text>'
+
+
+def _tooltip(node: Node, status: str | None, attempts: str | None) -> str:
+    parts = [node.title]
+    for text in (node.action, node.description, node.reason):
+        if text:
+            parts.append(text)
+    if node.verify is not None:
+        parts.append(f"verify: {predicate_label(node.verify)}")
+    if status:
+        parts.append(f"status: {status}" + (f" ({attempts})" if attempts else ""))
+    return "\n".join(parts)
+
+
+def _curve(points: list[tuple[float, float]], bow: float = 0.0) -> str:
+    """A smooth path through ``points`` with vertical tangents at each one."""
+    (x0, y0), rest = points[0], points[1:]
+    parts = [f"M{x0:.1f},{y0:.1f}"]
+    for x1, y1 in rest:
+        dy = (y1 - y0) / 2
+        parts.append(
+            f"C{x0 + bow:.1f},{y0 + dy:.1f} {x1 + bow:.1f},{y1 - dy:.1f} {x1:.1f},{y1:.1f}"
+        )
+        x0, y0 = x1, y1
+    return " ".join(parts)
+
+
+def _bezier_mid(points: list[tuple[float, float]], bow: float) -> tuple[float, float]:
+    if len(points) > 2:
+        return points[len(points) // 2]
+    (x0, y0), (x1, y1) = points
+    # Midpoint of the cubic with controls (x0+bow, mid) and (x1+bow, mid).
+    return (x0 + x1) / 2 + 0.75 * bow, (y0 + y1) / 2
+
+
+def _marker(name: str, css: str) -> str:
+    return (
+        f'<marker id="wg-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="10" '
+        f'markerHeight="10" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
+        f'<path class="{css}" d="M0,1 L10,5 L0,9 z"/></marker>'
+    )
+
+
+def to_svg(plan: Plan, *, state: Mapping[str, Any] | None = None) -> str:
+    """The plan drawn as a standalone SVG document (text), laid out without Graphviz.
+
+    ``state`` is a run record (:func:`waygraph.engine.to_record`): with it each
+    node gets its status class and attempt count, and the edges the run
+    followed are highlighted. Edges to nodes that do not exist are drawn to a
+    dashed node marked missing.
+
+    Example:
+        >>> from waygraph.model import Graph
+        >>> plan = Graph.builder().exit("done").edge("start", "done").plan("p")
+        >>> 'data-node="done"' in to_svg(plan)
+        True
+    """
+    graph = plan.graph
+    order_index = graph.task_order
+    boxes: dict[str, _Box] = {}
+    for node in graph.nodes.values():
+        boxes[node.id] = _node_box(plan, node, order_index, state)
+    for edge in graph.edges:
+        for end in (edge.from_, edge.to):
+            if end not in boxes:
+                missing = _Box(key=end, kind="missing", lines=[("head", end), ("small", "missing")])
+                boxes[end] = _sized(missing)
+    node_keys = list(boxes)
+
+    out: dict[str, list[tuple[int, str]]] = {}
+    for i, edge in enumerate(graph.edges):
+        if edge.from_ != edge.to:
+            out.setdefault(edge.from_, []).append((i, edge.to))
+    starts = ([graph.start] if graph.start in boxes else []) + node_keys
+    back = _back_edges(starts, out)
+
+    # Layer over the acyclic edges (back edges reversed).
+    down: dict[str, list[str]] = {}
+    for i, edge in enumerate(graph.edges):
+        if edge.from_ == edge.to:
+            continue
+        upper, lower = (edge.to, edge.from_) if i in back else (edge.from_, edge.to)
+        down.setdefault(upper, []).append(lower)
+    layer_of = _layers(node_keys, down)
+    for key, layer in layer_of.items():
+        boxes[key].layer = layer
+
+    routes: list[_Route] = []
+    for i, edge in enumerate(graph.edges):
+        if edge.from_ == edge.to:
+            routes.append(_Route(i, [edge.from_], back=False, self_loop=True))
+            continue
+        is_back = i in back
+        upper, lower = (edge.to, edge.from_) if is_back else (edge.from_, edge.to)
+        chain = [upper]
+        for layer in range(boxes[upper].layer + 1, boxes[lower].layer):
+            key = f"\x00{i}:{layer}"  # cannot clash: node ids never reach the layout with NUL
+            boxes[key] = _Box(key=key, layer=layer, dummy=True, height=0.0, kind="dummy")
+            chain.append(key)
+        chain.append(lower)
+        routes.append(_Route(i, chain, back=is_back))
+
+    ups: dict[str, list[str]] = {}
+    downs: dict[str, list[str]] = {}
+    for route in routes:
+        for a, b in itertools.pairwise(route.chain):
+            downs.setdefault(a, []).append(b)
+            ups.setdefault(b, []).append(a)
+
+    # Initial order: depth-first discovery, so the first sweep starts from a sensible picture.
+    discovery = {key: n for n, key in enumerate(_preorder(starts, out))}
+    depth = max((b.layer for b in boxes.values()), default=0) + 1
+    layers: list[list[str]] = [[] for _ in range(depth)]
+    for key, box in boxes.items():
+        layers[box.layer].append(key)
+    for layer in layers:
+        layer.sort(key=lambda k: _initial_rank(k, boxes, discovery, ups))
+    order = _order(layers, ups, downs)
+    _positions(order, boxes, ups, downs)
+
+    # Vertical placement: layer heights, with room for edge labels between layers.
+    labels = {i: _edge_text(edge, linear=plan.linear) for i, edge in enumerate(graph.edges)}
+    gap_lines = [0] * depth
+    for route in routes:
+        if route.self_loop:
+            continue
+        text = labels[route.index]
+        if text:
+            upper_layer = boxes[route.chain[0]].layer
+            mid = upper_layer + (len(route.chain) - 1) // 2
+            gap_lines[min(mid, depth - 1)] = max(
+                gap_lines[min(mid, depth - 1)], text.count("\n") + 1
+            )
+    y = MARGIN
+    for i, layer in enumerate(order):
+        height = max((boxes[k].height for k in layer), default=0.0)
+        for key in layer:
+            boxes[key].y = y + height / 2
+        y += height + LAYER_GAP + 14.0 * gap_lines[i]
+
+    followed = _followed_edges(plan, state) if state is not None else set()
+    obstacles = [
+        (b.x - b.width / 2, b.y - b.height / 2, b.x + b.width / 2, b.y + b.height / 2)
+        for b in boxes.values()
+        if not b.dummy
+    ]
+    edges_svg, reach = _edges(plan, routes, boxes, labels, followed, obstacles)
+    nodes_svg = [_node_svg(boxes[key], state) for key in node_keys]
+    # The drawing's extent: nodes, placed labels and the curves' control points.
+    xs = [x for rect in obstacles for x in (rect[0], rect[2])] + reach
+    left = min(xs, default=0.0) - MARGIN
+    width = max(xs, default=0.0) + MARGIN - left
+    height = y - LAYER_GAP + MARGIN
+
+    title = plan.title if plan.title == plan.id else f"{plan.title} ({plan.id})"
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="wg-graph" width="{width:.0f}" '
+        f'height="{height:.0f}" viewBox="{left:.0f} 0 {width:.0f} {height:.0f}" role="img" '
+        f'aria-label="{_esc("Plan " + title)}">'
+        f"<title>{_esc(title)}</title>"
+        f"<style>{SVG_CSS}</style>"
+        "<defs>"
+        + _marker("arrow", "arrow")
+        + _marker("arrow-failure", "arrow-failure")
+        + _marker("arrow-followed", "arrow-followed")
+        + "</defs>"
+        f'<g class="edges">{"".join(edges_svg)}</g>'
+        f'<g class="nodes">{"".join(nodes_svg)}</g>'
+        "</svg>\n"
+    )
+
+
+def _preorder(starts: list[str], out: dict[str, list[tuple[int, str]]]) -> list[str]:
+    seen: set[str] = set()
+    result: list[str] = []
+    for root in starts:
+        stack = [root]
+        while stack:
+            key = stack.pop()
+            if key in seen:
+                continue
+            seen.add(key)
+            result.append(key)
+            stack.extend(target for _, target in reversed(out.get(key, [])))
+    return result
+
+
+def _initial_rank(
+    key: str, boxes: dict[str, _Box], discovery: dict[str, int], ups: dict[str, list[str]]
+) -> float:
+    if not boxes[key].dummy:
+        return float(discovery.get(key, len(discovery)))
+    # A placeholder ranks with the node its edge comes from.
+    while boxes[key].dummy and ups.get(key):
+        key = ups[key][0]
+    return discovery.get(key, len(discovery)) + 0.5
+
+
+def _node_svg(box: _Box, state: Mapping[str, Any] | None) -> str:
+    node = box.node
+    status = None
+    attempts = None
+    if node is not None and state is not None:
+        status = node_status(node, state)
+        attempts = _attempts_text(node, state)
+    classes = f"node t-{box.kind}" + (f" {status}" if status else "")
+    tooltip = _tooltip(node, status, attempts) if node is not None else f"{box.key} (missing)"
+    return (
+        f'<g class="{classes}" data-node="{_esc(box.key)}">'
+        f"<title>{_esc(tooltip)}</title>{_shape(box)}{_text(box)}</g>"
+    )
+
+
+def _label(
+    lines: list[str],
+    candidates: list[tuple[float, float, str]],
+    obstacles: list[tuple[float, float, float, float]],
+) -> str:
+    """An edge label at the first candidate spot that overlaps no node or earlier label.
+
+    Placed labels join ``obstacles``; when every spot is taken the first is used.
+    """
+    width = max(text_width(line, SMALL_SIZE) for line in lines) + 4
+    height = 14.0 * len(lines)
+    chosen = None
+    for x, y, anchor in candidates:
+        left = x if anchor == "start" else x - width
+        rect = (left, y - height / 2, left + width, y + height / 2)
+        if not any(_overlaps(rect, other) for other in obstacles):
+            chosen = (x, y, anchor, rect)
+            break
+    if chosen is None:
+        x, y, anchor = candidates[0]
+        left = x if anchor == "start" else x - width
+        chosen = (x, y, anchor, (left, y - height / 2, left + width, y + height / 2))
+    x, y, anchor, rect = chosen
+    obstacles.append(rect)
+    first = y - (len(lines) - 1) * 7 + 4
+    spans = "".join(
+        f'<tspan x="{x:.1f}" y="{first + 14 * k:.1f}">{_esc(line)}</tspan>'
+        for k, line in enumerate(lines)
+    )
+    return f'<text text-anchor="{anchor}">{spans}</text>'
+
+
+def _shorten(line: str, limit: int = 40) -> str:
+    # The whole condition stays in the edge's tooltip.
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _edges(
+    plan: Plan,
+    routes: list[_Route],
+    boxes: dict[str, _Box],
+    labels: dict[int, str],
+    followed: set[int],
+    obstacles: list[tuple[float, float, float, float]],
+) -> tuple[list[str], list[float]]:
+    """The edges' SVG, and the x of every curve's control points (for the drawing's extent)."""
+    # Spread the edges leaving a node's bottom (and entering its top) side by side,
+    # ordered by where their other end is, so they do not cross at the node.
+    bottom: dict[str, list[tuple[float, int, int]]] = {}
+    top: dict[str, list[tuple[float, int, int]]] = {}
+    for n, route in enumerate(routes):
+        if route.self_loop:
+            continue
+        a, b = route.chain[0], route.chain[1]
+        y, z = route.chain[-2], route.chain[-1]
+        # Back edges bow to the left, so they take the leftmost of equal ports.
+        bottom.setdefault(a, []).append((boxes[b].x, not route.back, n))
+        top.setdefault(z, []).append((boxes[y].x, not route.back, n))
+    ports: dict[tuple[int, str], float] = {}
+    for side, table in (("bottom", bottom), ("top", top)):
+        for key, items in table.items():
+            items.sort()
+            box = boxes[key]
+            step = PORT_SPACING
+            if len(items) > 1:
+                step = min(PORT_SPACING, box.width * 0.6 / (len(items) - 1))
+            for j, (_, _, n) in enumerate(items):
+                ports[(n, side)] = (j - (len(items) - 1) / 2) * step
+
+    reach: list[float] = []
+    result = []
+    for n, route in enumerate(routes):
+        edge = plan.graph.edges[route.index]
+        failure = edge.condition in FAILURE_CONDITIONS
+        is_followed = route.index in followed
+        classes = ["edge", f"c-{edge.condition}"]
+        if failure:
+            classes.append("failure")
+        if route.back:
+            classes.append("back")
+        if is_followed:
+            classes.append("followed")
+        marker = "arrow-followed" if is_followed else "arrow-failure" if failure else "arrow"
+        text = labels[route.index]
+        if route.self_loop:
+            box = boxes[route.chain[0]]
+            right = box.x + box.width / 2
+            d = (
+                f"M{right:.1f},{box.y - 6:.1f} C{right + 34:.1f},{box.y - 26:.1f} "
+                f"{right + 34:.1f},{box.y + 26:.1f} {right:.1f},{box.y + 6:.1f}"
+            )
+            candidates = [(right + 32, box.y, "start")]
+            reach.append(right + 34)
+        else:
+            upper, lower = boxes[route.chain[0]], boxes[route.chain[-1]]
+            dx_up, dx_low = ports[(n, "bottom")], ports[(n, "top")]
+            points = [(upper.x + dx_up, _port_y(upper, dx_up, bottom=True))]
+            points += [(boxes[k].x, boxes[k].y) for k in route.chain[1:-1]]
+            points.append((lower.x + dx_low, _port_y(lower, dx_low, bottom=False)))
+            bow = 0.0
+            if route.back:
+                points.reverse()  # drawn from its real source, the lower node, upwards
+                bow = -BACK_BOW if len(points) == 2 else 0.0
+            d = _curve(points, bow)
+            reach.extend(x + bow for x, _ in points)
+            mid_x, mid_y = _bezier_mid(points, bow)
+            right_side = (mid_x + 6, mid_y, "start")
+            left_side = (mid_x - 6, mid_y, "end")
+            # Prefer the side the edge leans away from; back edges bow left.
+            leans_left = route.back or points[-1][0] < points[0][0] - 1
+            candidates = [left_side, right_side] if leans_left else [right_side, left_side]
+        label_svg = ""
+        if text:
+            lines = [_shorten(line) for line in text.split("\n")]
+            label_svg = _label(lines, candidates, obstacles)
+        result.append(
+            f'<g class="{" ".join(classes)}" data-from="{_esc(edge.from_)}" '
+            f'data-to="{_esc(edge.to)}"><title>{_esc(edge.describe())}</title>'
+            f'<path d="{d}" marker-end="url(#wg-{marker})"/>{label_svg}</g>'
+        )
+    return result, reach

@@ -1,0 +1,149 @@
+"""The dashboard in a real browser: ``waygraph serve`` started for real, headless Chromium.
+
+Chromium is Debian's (``make browser`` installs it); when it is missing the
+test is skipped with the reason, or fails under WAYGRAPH_REQUIRE_SERVICES=1.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import unavailable
+
+CHROMIUM = "/usr/bin/chromium"
+# The machine's network is closed: without these Chromium stalls on its own background traffic.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CURRENT_FILL = "rgb(255, 243, 191)"  # draw.STATUS_COLOURS["current"]
+DONE_FILL = "rgb(211, 249, 216)"  # draw.STATUS_COLOURS["done"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "WAYGRAPH_TOKEN": ""}
+    env.pop("WAYGRAPH_TOKEN")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "waygraph",
+            "serve",
+            "--port",
+            str(port),
+            "--store",
+            f"sqlite:///{tmp_path / 'browser.db'}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            output = proc.stdout.read().decode() if proc.stdout else ""
+            proc.kill()
+            pytest.fail(f"waygraph serve did not start: {output}")
+        time.sleep(0.1)
+    yield base
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        unavailable(f"Chromium is not installed at {CHROMIUM} (run `make browser` as root)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        unavailable(f"playwright is not installed: {exc}")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def node_fill(page: object, node: str) -> str:
+    return page.eval_on_selector(  # type: ignore[attr-defined]
+        f'g.node[data-node="{node}"] .shape', "el => getComputedStyle(el).fill"
+    )
+
+
+@pytest.mark.slow
+def test_dashboard_shows_a_session_appear_and_its_current_node_move(server, browser, tmp_path):
+    turns: list[int] = []
+
+    def post(body: dict[str, object]) -> None:
+        answer = httpx.post(f"{server}/api/sessions/browser-1/turn", json=body, timeout=10)
+        turns.append(answer.status_code)
+
+    page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    page.goto(f"{server}/")
+    assert page.locator('tr[data-session="browser-1"]').count() == 0
+    # A background task drives the session through the HTTP API while the page is open.
+    starter = threading.Timer(
+        0.5, post, [{"user_message": "the login is broken, fix bug", "domain": "bugfix"}]
+    )
+    starter.start()
+    row = page.locator('tr[data-session="browser-1"]')
+    row.wait_for(timeout=15_000)  # the table refreshes itself: no reload
+    assert "reproduce" in row.inner_text() and "running" in row.inner_text()
+    page.screenshot(path=str(tmp_path / "sessions.png"), full_page=True)
+
+    row.locator("a").first.click()
+    page.wait_for_selector('g.node[data-node="reproduce"]')
+    assert node_fill(page, "reproduce") == CURRENT_FILL
+    driver = threading.Timer(
+        0.5, post, [{"tool_output": "AssertionError: login failed", "exit_code": 1}]
+    )
+    driver.start()
+    page.wait_for_function(
+        """([done, current]) => {
+            const fill = n => getComputedStyle(
+                document.querySelector(`g.node[data-node="${n}"] .shape`)).fill;
+            return fill("reproduce") === done && fill("isolate") === current;
+        }""",
+        arg=[DONE_FILL, CURRENT_FILL],
+        timeout=15_000,
+    )  # changed by the live stream, without a reload
+    assert page.locator("#f-node").inner_text() == "isolate"
+    assert page.locator('#timeline li[data-seq="7"]').count() == 1
+    page.screenshot(path=str(tmp_path / "session.png"), full_page=True)
+    starter.join()
+    driver.join()
+    assert turns == [200, 200]
+    assert (tmp_path / "session.png").stat().st_size > 10_000
