@@ -1,0 +1,186 @@
+"""``waygraph eval``: measure whether plans make a model finish real multi-step work.
+
+Runs the shipped task suite against any OpenAI-compatible endpoint in the
+chosen modes and writes ``results.json`` and ``report.html`` (see
+docs/eval.md); ``--compliance`` runs the single-turn compliance fixtures
+instead; ``--list`` prints the task ids.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from waygraph.cli.app import LibraryOption, app, console, err_console, friendly_errors
+from waygraph.errors import ConfigError
+
+__all__ = ["eval_command"]
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=err_console,
+        transient=False,
+    )
+
+
+@app.command("eval")
+@friendly_errors
+def eval_command(
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="Base URL of an OpenAI-compatible API, e.g. http://localhost:11434/v1 (Ollama).",
+            envvar="OPENAI_BASE_URL",
+        ),
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name on that server.")] = None,
+    mode: Annotated[
+        str,
+        typer.Option("--mode", help="Comma-separated modes: baseline, guided, planned."),
+    ] = "baseline,guided",
+    tasks: Annotated[
+        str | None,
+        typer.Option("--tasks", help="Task ids to run: comma-separated globs or substrings."),
+    ] = None,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Runs per task and mode.")] = 1,
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for results.json and report.html.")
+    ] = Path("eval-results"),
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Runs at the same time.")] = 2,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key", help="API key (default: $OPENAI_API_KEY; local servers need none)."
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for one model reply.")
+    ] = 120.0,
+    list_tasks: Annotated[
+        bool, typer.Option("--list", help="Print the task ids, one per line, and exit.")
+    ] = False,
+    compliance: Annotated[
+        bool, typer.Option("--compliance", help="Run the single-turn compliance fixtures instead.")
+    ] = False,
+    fixtures: Annotated[
+        Path | None,
+        typer.Option("--fixtures", help="Compliance fixtures file (JSON or YAML list)."),
+    ] = None,
+    library: LibraryOption = None,
+) -> None:
+    """Run the eval task suite against a model and report success per mode."""
+    from waygraph.eval.suite import select_tasks
+
+    if list_tasks:
+        for task in select_tasks(tasks):
+            typer.echo(task.id)
+        return
+    if not llm or not model:
+        raise ConfigError(
+            "--llm URL and --model NAME are required, e.g. "
+            "waygraph eval --llm http://localhost:11434/v1 --model qwen2.5-coder:7b"
+        )
+    key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot create the folder: {exc.strerror or exc}") from None
+    if compliance or fixtures is not None:
+        _compliance(llm, model, key, timeout, fixtures, out, jobs)
+        return
+    _suite(llm, model, key, timeout, mode, select_tasks(tasks), repeat, out, jobs, library)
+
+
+def _suite(
+    llm: str,
+    model: str,
+    key: str,
+    timeout: float,
+    mode: str,
+    chosen: list,
+    repeat: int,
+    out: Path,
+    jobs: int,
+    library: Path | None,
+) -> None:
+    from waygraph.eval.metrics import summary_line
+    from waygraph.eval.report import render_html, terminal_table
+    from waygraph.eval.runner import EvalConfig, parse_modes, run_eval, write_records
+
+    modes = parse_modes(mode)
+    config = EvalConfig(
+        base_url=llm,
+        model=model,
+        api_key=key,
+        modes=modes,
+        tasks=chosen,
+        repeat=repeat,
+        jobs=jobs,
+        timeout=timeout,
+        library=library,
+    )
+    total = len(chosen) * len(modes) * repeat
+    with _progress() as progress:
+        bar = progress.add_task("eval", total=total, last="")
+
+        def advance(record) -> None:  # type: ignore[no-untyped-def]
+            mark = "[green]ok[/]" if record.success else "[red]failed[/]"
+            progress.update(bar, advance=1, last=f"{record.task} {record.mode}: {mark}")
+
+        records = run_eval(config, on_record=advance)
+    results, report = out / "results.json", out / "report.html"
+    write_records(records, results)
+    report.write_text(render_html(records, model=model, endpoint=llm), encoding="utf-8")
+    console.print(terminal_table(records))
+    typer.echo(summary_line(records))
+    err_console.print(f"wrote {results} and {report}", highlight=False, soft_wrap=True)
+
+
+def _compliance(
+    llm: str, model: str, key: str, timeout: float, fixtures: Path | None, out: Path, jobs: int
+) -> None:
+    from waygraph.eval.compliance import load_fixtures, run_compliance
+    from waygraph.eval.modes import ModelSettings
+
+    chosen = load_fixtures(fixtures)
+    settings = ModelSettings(base_url=llm, model=model, api_key=key, timeout=timeout)
+    with _progress() as progress:
+        bar = progress.add_task("compliance", total=len(chosen), last="")
+        results = run_compliance(
+            chosen,
+            settings,
+            jobs=jobs,
+            on_result=lambda r: progress.update(bar, advance=1, last=r.test_id),
+        )
+    path = out / "compliance.json"
+    path.write_text(
+        json.dumps([r.model_dump(mode="json") for r in results], indent=2) + "\n", encoding="utf-8"
+    )
+    table = Table(title="waygraph eval --compliance", title_justify="left")
+    for column in ("fixture", "node type", "passed", "matched"):
+        table.add_column(column)
+    for r in results:
+        matched = ", ".join([*r.matched_success, *(f"NOT {k}" for k in r.matched_failure)])
+        table.add_row(
+            r.test_id,
+            r.node_type,
+            "[green]yes[/]" if r.passed else "[red]no[/]",
+            r.error or matched or "-",
+        )
+    console.print(table)
+    passed = sum(r.passed for r in results)
+    typer.echo(f"compliance: {passed}/{len(results)} fixtures passed ({passed / len(results):.0%})")
+    err_console.print(f"wrote {path}", highlight=False, soft_wrap=True)

@@ -1,0 +1,347 @@
+"""The small tool-calling agent loop shared by ``examples/openai_loop.py`` and ``waygraph eval``.
+
+The agent has two tools that work inside one workspace folder: ``shell`` runs a
+command there, ``write_file`` writes a file there. Before every model call the
+waygraph guidance (when a plan is guiding) goes in as the last system message;
+after every tool call the result goes to waygraph, which verifies it against
+the current step. Without hooks the same loop is the unguided baseline.
+
+The tools are confined to the workspace as far as a plain subprocess allows:
+commands run there with a minimal environment and a timeout, their output is
+cut to :data:`MAX_OUTPUT` characters, and commands or paths that name a place
+outside (``..``, absolute paths, ``~``) are refused. That keeps an honest
+model inside the folder; it is **not** a security sandbox against a hostile
+one (use a container for that).
+
+Example:
+    >>> from pathlib import Path
+    >>> confine("cat ../secrets.txt", Path("/w"))
+    "refused: '../secrets.txt' leaves the workspace"
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from waygraph.hooks import Hooks
+
+__all__ = [
+    "COMMAND_TIMEOUT",
+    "MAX_OUTPUT",
+    "SHELL_TOOL",
+    "SYSTEM_PROMPT",
+    "TOOLS",
+    "WRITE_FILE_TOOL",
+    "AgentResult",
+    "Step",
+    "call_tool",
+    "confine",
+    "run_agent",
+    "run_shell",
+    "write_file",
+]
+
+SYSTEM_PROMPT = (
+    "You are a careful software agent. You work only through your tools, one call at a "
+    "time, inside the project folder (the current directory): `shell` runs one command, "
+    "`write_file` writes a whole file. When a [waygraph] plan is shown, do exactly its "
+    "current step and nothing else. When the work is done, or the plan tells you to stop, "
+    "answer the user without calling a tool."
+)
+
+SHELL_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "shell",
+        "description": "Run one shell command in the project folder; returns its output "
+        "and exit code.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "The command to run."}},
+            "required": ["command"],
+        },
+    },
+}
+
+WRITE_FILE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "write_file",
+        "description": "Write (create or replace) a text file in the project folder.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path relative to the project."},
+                "content": {"type": "string", "description": "The whole new file content."},
+            },
+            "required": ["path", "content"],
+        },
+    },
+}
+
+#: Every tool the loop offers, by name.
+TOOLS: dict[str, dict[str, Any]] = {"shell": SHELL_TOOL, "write_file": WRITE_FILE_TOOL}
+
+#: Characters of tool output sent back to the model (the rest is cut from the middle).
+MAX_OUTPUT = 8000
+#: Seconds a single command may run before it and its children are killed.
+COMMAND_TIMEOUT = 60.0
+
+
+@dataclass
+class Step:
+    """One tool call the agent made: the tool, its raw JSON arguments, the result."""
+
+    tool: str
+    arguments: str
+    output: str
+    exit_code: int | None
+
+
+@dataclass
+class AgentResult:
+    """How a run ended.
+
+    ``answer``: the model's final text (None when the step budget ran out);
+    ``steps``: every tool call; ``run``: waygraph's run record (None without a
+    plan); ``tokens``: total tokens the server reported; ``model_calls``: the
+    chat requests made.
+    """
+
+    answer: str | None
+    steps: list[Step] = field(default_factory=list)
+    run: dict[str, Any] | None = None
+    tokens: int = 0
+    model_calls: int = 0
+
+
+def confine(command: str, workspace: Path) -> str | None:
+    """Why ``command`` may not run in ``workspace`` (None when it may).
+
+    Example:
+        >>> confine("cat ../secrets.txt", Path("/w"))
+        "refused: '../secrets.txt' leaves the workspace"
+        >>> confine("pytest -q tests", Path("/w")) is None
+        True
+        >>> confine("grep -c '/$' routes.txt", Path("/w")) is None  # not a real place
+        True
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        return f"refused: cannot parse the command ({exc})"
+    root = workspace.resolve()
+    for word in words:
+        for part in word.replace("=", " ").split():
+            if part == "/dev/null":
+                continue
+            if part.startswith("~"):
+                return f"refused: {part!r} leaves the workspace"
+            if part.startswith("/") and not _names_a_place(part):
+                # Not a path on this machine: an API route ("/users/1") or a regex ("/$").
+                continue
+            if part.startswith("/") or ".." in Path(part).parts:
+                target = (root / part).resolve()
+                if target != root and root not in target.parents:
+                    return f"refused: {part!r} leaves the workspace"
+    return None
+
+
+def _names_a_place(part: str) -> bool:
+    """True when the absolute path ``part`` starts at a folder or file that exists."""
+    top = Path(part).parts[1:2]
+    return not top or Path("/", top[0]).exists()
+
+
+def _truncate(output: str) -> str:
+    if len(output) <= MAX_OUTPUT:
+        return output
+    half = MAX_OUTPUT // 2
+    cut = len(output) - MAX_OUTPUT
+    return f"{output[:half]}\n... [{cut} characters cut] ...\n{output[-half:]}"
+
+
+def run_shell(command: str, workspace: Path, timeout: float = COMMAND_TIMEOUT) -> tuple[str, int]:
+    """Run ``command`` in ``workspace``; return (output, exit code).
+
+    Exit code 126: refused (it leaves the workspace); 124: timed out.
+
+    Example:
+        >>> import tempfile
+        >>> run_shell("echo hi", Path(tempfile.gettempdir()))
+        ('hi\\n', 0)
+    """
+    refusal = confine(command, workspace)
+    if refusal is not None:
+        return refusal, 126
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(workspace),
+        "LANG": "C.UTF-8",
+        # Commits made by the agent must not pick up the host's git settings.
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    # A session of its own, so a timeout kills the command's children too.
+    process = subprocess.Popen(
+        command,
+        shell=True,
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            process.kill()
+        process.communicate()
+        return f"timed out after {timeout:g}s", 124
+    return _truncate(output), process.returncode
+
+
+def write_file(path: str, content: str, workspace: Path) -> tuple[str, int]:
+    """Write ``content`` to ``path`` inside ``workspace``; return (message, exit code).
+
+    Example:
+        >>> import tempfile
+        >>> write_file("../x.txt", "hi", Path(tempfile.gettempdir()))
+        ("refused: '../x.txt' leaves the workspace", 126)
+    """
+    root = workspace.resolve()
+    if not path or path.startswith("~") or Path(path).is_absolute():
+        return f"refused: {path!r} leaves the workspace", 126
+    target = (root / path).resolve()
+    if target == root or root not in target.parents:
+        return f"refused: {path!r} leaves the workspace", 126
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    except OSError as exc:
+        return f"cannot write {path}: {exc.strerror or exc}", 1
+    lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    return f"wrote {path} ({lines} lines, {len(content.encode())} bytes)", 0
+
+
+def call_tool(
+    name: str,
+    arguments: str,
+    workspace: Path,
+    *,
+    tools: Sequence[str] = tuple(TOOLS),
+    timeout: float = COMMAND_TIMEOUT,
+) -> tuple[str, int | None]:
+    """Run the tool call ``name(arguments)`` (arguments as the model sent them: JSON text).
+
+    Bad calls are answered with a message the model can act on, never raised.
+    """
+    if name not in tools:
+        return f"unknown tool {name!r}; the tools are: {', '.join(tools)}", None
+    try:
+        args = json.loads(arguments or "{}")
+    except ValueError:
+        args = None
+    if not isinstance(args, dict):
+        args = {}
+    if name == "shell":
+        command = args.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return 'bad arguments: expected {"command": "..."}', None
+        return run_shell(command, workspace, timeout)
+    path, content = args.get("path"), args.get("content")
+    if not isinstance(path, str) or not isinstance(content, str):
+        return 'bad arguments: expected {"path": "...", "content": "..."}', None
+    return write_file(path, content, workspace)
+
+
+def run_agent(
+    task: str,
+    *,
+    client: Any,
+    model: str,
+    workspace: Path,
+    hooks: Hooks | None = None,
+    max_steps: int = 30,
+    tools: Sequence[str] = tuple(TOOLS),
+    system_prompt: str = SYSTEM_PROMPT,
+    command_timeout: float = COMMAND_TIMEOUT,
+) -> AgentResult:
+    """Work on ``task`` with ``client`` (an ``openai.OpenAI``) until the model answers.
+
+    ``max_steps`` bounds the model calls. With ``hooks``, the waygraph guidance
+    goes in as the last system message before every model call and every tool
+    result goes to waygraph; without, this is a plain tool-calling loop.
+    Errors from the model server propagate (``openai.OpenAIError``).
+    """
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system_prompt},
+        {"role": "user", "content": task},
+    ]
+    if hooks is not None:
+        hooks.on_user_message(task)
+    schemas = [TOOLS[name] for name in tools]
+    result = AgentResult(answer=None)
+    for _ in range(max_steps):
+        guidance = hooks.context_for_model() if hooks is not None else None
+        # Guidance is per call, not history: only the current step is shown.
+        extra = [{"role": "system", "content": guidance}] if guidance else []
+        reply = client.chat.completions.create(
+            model=model, messages=messages + extra, tools=schemas
+        )
+        result.model_calls += 1
+        if reply.usage is not None:
+            result.tokens += reply.usage.total_tokens or 0
+        message = reply.choices[0].message
+        calls = message.tool_calls or []
+        if not calls:
+            result.answer = message.content
+            break
+        messages.append(
+            {
+                "role": "assistant",
+                "content": message.content,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.function.name,
+                            "arguments": call.function.arguments,
+                        },
+                    }
+                    for call in calls
+                ],
+            }
+        )
+        for call in calls:
+            output, code = call_tool(
+                call.function.name,
+                call.function.arguments,
+                workspace,
+                tools=tools,
+                timeout=command_timeout,
+            )
+            result.steps.append(Step(call.function.name, call.function.arguments, output, code))
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": f"exit code {code}\n{output}"}
+            )
+            if hooks is not None:
+                hooks.on_tool_result(
+                    output, tool_name=call.function.name, exit_code=code, call_id=call.id
+                )
+    result.run = hooks.state() if hooks is not None else None
+    return result

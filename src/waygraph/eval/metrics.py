@@ -1,0 +1,188 @@
+"""Success rates, per-mode summaries, and the guided-minus-baseline difference with its 95% CI.
+
+The interval for a difference of two success rates is Newcombe's hybrid score
+interval (Newcombe 1998, "Interval estimation for the difference between
+independent proportions", method 10), built from the two Wilson score
+intervals. Why this one:
+
+- it stays inside [-1, 1] and keeps a sensible width at 0% and 100% success
+  and with few runs, where the textbook Wald interval (and a t interval over
+  paired 0/1 differences, whose width collapses to zero when every pair
+  agrees) is wrong;
+- it needs no pairing: runs of different modes are not matched one to one
+  once a run fails with an error or a mode is repeated a different number of
+  times. Ignoring the pairing by task makes the interval a little wider
+  (more cautious) than a paired one, never narrower.
+
+Example:
+    >>> d = difference_ci(56, 70, 48, 80)
+    >>> round(d.estimate, 4), round(d.low, 4), round(d.high, 4)
+    (0.2, 0.0524, 0.3339)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from waygraph.eval.runner import Record
+
+__all__ = [
+    "Z95",
+    "Difference",
+    "ModeSummary",
+    "difference_ci",
+    "mode_difference",
+    "summarize_modes",
+    "summary_line",
+    "task_rates",
+    "wilson_interval",
+]
+
+#: The standard normal quantile for a two-sided 95% interval.
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for ``successes`` out of ``n`` (``(0, 1)`` when n is 0).
+
+    Example:
+        >>> [round(x, 4) for x in wilson_interval(56, 70)]
+        [0.6918, 0.877]
+    """
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    z2 = z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = (z / (1 + z2 / n)) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``rate(a) - rate(b)`` with its 95% interval, and the counts behind it."""
+
+    estimate: float
+    low: float
+    high: float
+    successes_a: int
+    runs_a: int
+    successes_b: int
+    runs_b: int
+
+
+def difference_ci(k1: int, n1: int, k2: int, n2: int, z: float = Z95) -> Difference:
+    """Newcombe's hybrid score interval for ``k1/n1 - k2/n2``.
+
+    Example:
+        >>> d = difference_ci(9, 10, 3, 10)
+        >>> round(d.estimate, 2), round(d.low, 4), round(d.high, 4)
+        (0.6, 0.1705, 0.809)
+    """
+    if n1 <= 0 or n2 <= 0:
+        raise ValueError("both groups need at least one run")
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1, z)
+    l2, u2 = wilson_interval(k2, n2, z)
+    d = p1 - p2
+    low = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return Difference(d, max(-1.0, low), min(1.0, high), k1, n1, k2, n2)
+
+
+@dataclass(frozen=True)
+class ModeSummary:
+    """One mode's runs: success rate (with its Wilson interval) and mean costs."""
+
+    mode: str
+    runs: int
+    successes: int
+    rate: float
+    low: float
+    high: float
+    mean_tool_calls: float
+    mean_tokens: float
+    mean_wall_time: float
+    mean_verification_failures: float | None
+    escalations: int
+    errors: int
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def summarize_modes(records: Iterable[Record]) -> list[ModeSummary]:
+    """One summary per mode, in the order modes first appear."""
+    by_mode: dict[str, list[Record]] = {}
+    for record in records:
+        by_mode.setdefault(record.mode, []).append(record)
+    summaries = []
+    for mode, runs in by_mode.items():
+        wins = sum(r.success for r in runs)
+        low, high = wilson_interval(wins, len(runs))
+        failures = [r.verification_failures for r in runs if r.verification_failures is not None]
+        summaries.append(
+            ModeSummary(
+                mode=mode,
+                runs=len(runs),
+                successes=wins,
+                rate=wins / len(runs),
+                low=low,
+                high=high,
+                mean_tool_calls=_mean([r.tool_calls for r in runs]),
+                mean_tokens=_mean([r.tokens for r in runs]),
+                mean_wall_time=_mean([r.wall_time for r in runs]),
+                mean_verification_failures=_mean(failures) if failures else None,
+                escalations=sum(r.escalated for r in runs),
+                errors=sum(r.error is not None for r in runs),
+            )
+        )
+    return summaries
+
+
+def task_rates(records: Iterable[Record]) -> dict[str, dict[str, tuple[int, int]]]:
+    """``{task: {mode: (successes, runs)}}`` in the order tasks and modes first appear."""
+    table: dict[str, dict[str, tuple[int, int]]] = {}
+    for record in records:
+        wins, runs = table.setdefault(record.task, {}).get(record.mode, (0, 0))
+        table[record.task][record.mode] = (wins + record.success, runs + 1)
+    return table
+
+
+def mode_difference(records: Iterable[Record], a: str, b: str) -> Difference | None:
+    """``rate(a) - rate(b)`` over all runs of the two modes; None when one has no runs."""
+    runs = list(records)
+    ka = sum(r.success for r in runs if r.mode == a)
+    na = sum(1 for r in runs if r.mode == a)
+    kb = sum(r.success for r in runs if r.mode == b)
+    nb = sum(1 for r in runs if r.mode == b)
+    if na == 0 or nb == 0:
+        return None
+    return difference_ci(ka, na, kb, nb)
+
+
+def _points(x: float) -> str:
+    return f"{x * 100:+.1f}".replace("+0.0", "0.0").replace("-0.0", "0.0")
+
+
+def summary_line(records: Iterable[Record], a: str = "guided", b: str = "baseline") -> str:
+    """The headline: ``a`` minus ``b`` success rate in percentage points, with its 95% CI.
+
+    Example:
+        >>> from waygraph.eval.runner import Record
+        >>> runs = [Record(task="t", mode=m, repeat=1, success=s)
+        ...         for m, s in [("guided", True), ("baseline", False)]]
+        >>> summary_line(runs)
+        'guided - baseline: +100.0 points success rate (95% CI -12.2 to +100.0; 1/1 vs 0/1 runs)'
+    """
+    d = mode_difference(records, a, b)
+    if d is None:
+        return f"{a} - {b}: not measured (run both modes: --mode {b},{a})"
+    return (
+        f"{a} - {b}: {_points(d.estimate)} points success rate "
+        f"(95% CI {_points(d.low)} to {_points(d.high)}; "
+        f"{d.successes_a}/{d.runs_a} vs {d.successes_b}/{d.runs_b} runs)"
+    )

@@ -1,0 +1,185 @@
+"""The agent under test in its three modes: ``baseline``, ``guided`` and ``planned``.
+
+- ``baseline``: the tool-calling loop of :mod:`waygraph.eval.loop`, no waygraph.
+- ``guided``: the same loop with a :class:`~waygraph.navigator.Navigator` over
+  the plan library; guidance is injected before every model call and every
+  tool result is verified against the current node.
+- ``planned``: the planning agent (:mod:`waygraph.planning`) asks the model for
+  a plan whose steps call the same two tools, validates it and runs it.
+
+Each returns an :class:`Outcome`; the task's checker decides success.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from waygraph.eval import loop
+from waygraph.eval.suite import Task
+from waygraph.hooks import Hooks
+from waygraph.library import Library
+from waygraph.navigator import Navigator
+
+__all__ = ["MODES", "ModelSettings", "Outcome", "run_mode"]
+
+#: Every mode, in report order.
+MODES = ("baseline", "guided", "planned")
+
+PLANNING_PROMPT = (
+    "You are a careful software engineer planning work in a project folder. Break the "
+    "user's request into the fewest steps that finish it, each calling one tool: `shell` "
+    "runs one command in the project folder, `write_file` writes a whole file there. "
+    "Include steps that check the result (run the tests or the check the user names). "
+    "Reply with one JSON object and nothing else."
+)
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where the model under test is: an OpenAI-compatible server and a model name."""
+
+    base_url: str
+    model: str
+    api_key: str = "not-needed"
+    timeout: float = 120.0
+    command_timeout: float = 60.0
+
+
+@dataclass
+class Outcome:
+    """What a mode reports about one run (the checker adds success)."""
+
+    tool_calls: int = 0
+    tokens: int = 0
+    model_calls: int = 0
+    verification_failures: int | None = None
+    escalated: bool = False
+    plan: str | None = None
+    plan_status: str | None = None
+    answer: str | None = None
+
+
+def run_mode(
+    mode: str,
+    task: Task,
+    workspace: Path,
+    settings: ModelSettings,
+    *,
+    library: Library | None = None,
+) -> Outcome:
+    """Run ``task`` in ``workspace`` in ``mode``; model errors propagate."""
+    if mode == "planned":
+        return _planned(task, workspace, settings)
+    from openai import OpenAI
+
+    client = OpenAI(
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        timeout=settings.timeout,
+        max_retries=1,
+    )
+    hooks: Hooks | None = None
+    session = f"eval-{task.id}-{uuid.uuid4().hex[:8]}"
+    if mode == "guided":
+        navigator = Navigator(library, store="memory://", workspace=workspace, strict=True)
+        hooks = Hooks(session, navigator=navigator, strict=True)
+    elif mode != "baseline":
+        raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
+    try:
+        result = loop.run_agent(
+            task.request,
+            client=client,
+            model=settings.model,
+            workspace=workspace,
+            hooks=hooks,
+            max_steps=task.max_steps,
+            command_timeout=settings.command_timeout,
+        )
+        outcome = Outcome(
+            tool_calls=len(result.steps),
+            tokens=result.tokens,
+            model_calls=result.model_calls,
+            answer=result.answer,
+        )
+        if hooks is not None and hooks.navigator is not None:
+            run = result.run or {}
+            outcome.verification_failures = _task_failures(hooks.navigator, session, run)
+            outcome.escalated = run.get("status") == "escalated"
+            outcome.plan = run.get("plan_id")
+            outcome.plan_status = run.get("status")
+        return outcome
+    finally:
+        client.close()
+        if hooks is not None:
+            hooks.close()
+
+
+def _task_failures(navigator: Navigator, session: str, run: dict[str, Any]) -> int:
+    """Failed verifications of task nodes (a decision taking its other branch is no failure)."""
+    plan = navigator.library.get(run.get("plan_id") or "")
+    if plan is None:
+        return 0
+    nodes = plan.graph.nodes
+    return sum(
+        1
+        for e in navigator.events(session)
+        if e.get("type") == "node_verified"
+        and not e.get("passed")
+        and getattr(nodes.get(e.get("node") or ""), "type", None) == "task"
+    )
+
+
+def _planned(task: Task, workspace: Path, settings: ModelSettings) -> Outcome:
+    from waygraph.planning import OpenAILLM, PlanningAgent, PlanningPattern, Tool
+
+    outcome = Outcome(verification_failures=0)
+
+    def shell(command: str, expect_failure: bool = False) -> str:
+        """Run one shell command in the project folder and return its output. A non-zero
+        exit code fails the step unless expect_failure is true (a command run to show a
+        failure, like a failing test)."""
+        outcome.tool_calls += 1
+        output, code = loop.run_shell(command, workspace, settings.command_timeout)
+        if code != 0 and not expect_failure:
+            outcome.verification_failures = (outcome.verification_failures or 0) + 1
+            raise RuntimeError(f"exit code {code}: {output[-2000:]}")
+        return f"exit code {code}\n{output}"
+
+    def write_file(path: str, content: str) -> str:
+        """Write (create or replace) a text file in the project folder."""
+        outcome.tool_calls += 1
+        message, code = loop.write_file(path, content, workspace)
+        if code != 0:
+            outcome.verification_failures = (outcome.verification_failures or 0) + 1
+            raise RuntimeError(message)
+        return message
+
+    llm = OpenAILLM(
+        settings.model,
+        base_url=settings.base_url,
+        api_key=settings.api_key,
+        timeout=settings.timeout,
+        max_retries=1,
+    )
+    pattern = PlanningPattern(
+        max_steps=task.max_steps,
+        planning_prompt=PLANNING_PROMPT,
+        retry_failed_steps=0,
+        step_timeout=settings.command_timeout + 5,
+        max_revisions=2,
+    )
+    tools: list[Any] = [
+        Tool(shell, name="shell", side_effects=True),
+        Tool(write_file, name="write_file", side_effects=True),
+    ]
+    agent = PlanningAgent(llm, tools=tools, pattern=pattern)
+    result = agent.run(task.request)
+    outcome.tokens = result.token_usage.total_tokens
+    outcome.escalated = not result.success
+    outcome.plan = "generated" if result.plan is not None else None
+    outcome.plan_status = "completed" if result.success else "failed"
+    outcome.answer = str(result.final_output)[:500] if result.final_output is not None else None
+    return outcome
