@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 import yaml
@@ -271,11 +272,27 @@ def test_draw_with_a_run_state(tmp_path: Path):
     assert bad.exit_code == 2 and "must be a JSON object" in bad.stderr
 
 
-def test_draw_svg_without_graphviz_exits_1_with_the_fix(tmp_path: Path):
-    out = wg("draw", "bugfix_workflow", "-f", "svg", "-l", GRAPH_LIB, env={"PATH": str(tmp_path)})
+def test_draw_png_without_graphviz_exits_1_with_the_fix(tmp_path: Path):
+    out = wg("draw", "bugfix_workflow", "-f", "png", "-l", GRAPH_LIB, env={"PATH": str(tmp_path)})
     assert out.returncode == 1
     assert out.stderr.strip() == f"error: {GRAPHVIZ_MISSING}"
     assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_draw_svg_without_graphviz_uses_the_native_layout(tmp_path: Path):
+    state = tmp_path / "run.json"
+    state.write_text(json.dumps({"current_node": "fix", "visited": {}, "path": ["start"]}))
+    out = wg(
+        "draw", "bugfix_workflow", "-l", GRAPH_LIB, "--state", state, "-o", tmp_path / "p.svg",
+        env={"PATH": str(tmp_path)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "drawn with waygraph's own layout" in out.stderr
+    svg = (tmp_path / "p.svg").read_text()
+    root = ElementTree.fromstring(svg)
+    assert root.tag.endswith("svg")
+    plan = load_library(GRAPH_LIB)["bugfix_workflow"]
+    assert all(node_id in svg for node_id in plan.graph.nodes)
 
 
 def test_draw_svg_and_png_through_graphviz(tmp_path: Path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -463,7 +464,7 @@ def draw(
             "--format",
             "-f",
             help="Output format (default: from -o's suffix, else mermaid). "
-            "svg and png need Graphviz.",
+            "png needs Graphviz; svg uses it when installed.",
             show_default=False,
         ),
     ] = None,
@@ -478,7 +479,7 @@ def draw(
     ] = None,
     library: LibraryOption = None,
 ) -> None:
-    """Draw a plan as Mermaid or DOT text, or as SVG/PNG through Graphviz.
+    """Draw a plan as Mermaid or DOT text, as SVG, or as PNG through Graphviz.
 
     Example: waygraph draw bugfix_workflow -o bugfix.svg
     """
@@ -487,6 +488,7 @@ def draw(
         render_with_graphviz,
         to_dot,
         to_mermaid,
+        to_svg,
     )
 
     plan = find_plan(load(library, validate=False), plan_id)
@@ -498,12 +500,19 @@ def draw(
         content = to_mermaid(plan, state=record)
     elif chosen is DrawFormat.dot:
         content = to_dot(plan, state=record)
+    elif chosen is DrawFormat.svg:
+        # SVG never needs Graphviz: without `dot` waygraph lays the plan out
+        # itself (the dashboard's drawing), so say which one the user got.
+        if shutil.which("dot") is None:
+            err_console.print(
+                "note: Graphviz 'dot' is not installed; drawn with waygraph's own layout",
+                highlight=False,
+                soft_wrap=True,
+            )
+        content = to_svg(plan, state=record)
     else:
         try:
             content = render_with_graphviz(to_dot(plan, state=record), chosen.value)
-            if chosen is DrawFormat.svg:
-                # SVG is text: it may be shown on a terminal, unlike PNG.
-                content = content.decode("utf-8", "replace")
         except GraphvizNotFoundError as exc:
             # A missing optional program is the user's choice to make, not a
             # usage error: exit 1 with the fix, as the docs promise.
