@@ -283,7 +283,14 @@ def test_draw_svg_without_graphviz_uses_the_native_layout(tmp_path: Path):
     state = tmp_path / "run.json"
     state.write_text(json.dumps({"current_node": "fix", "visited": {}, "path": ["start"]}))
     out = wg(
-        "draw", "bugfix_workflow", "-l", GRAPH_LIB, "--state", state, "-o", tmp_path / "p.svg",
+        "draw",
+        "bugfix_workflow",
+        "-l",
+        GRAPH_LIB,
+        "--state",
+        state,
+        "-o",
+        tmp_path / "p.svg",
         env={"PATH": str(tmp_path)},
     )
     assert out.returncode == 0, out.stderr

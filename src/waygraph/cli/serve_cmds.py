@@ -74,8 +74,6 @@ def serve(
         soft_wrap=True,
     )
     try:
-        uvicorn.run(
-            application, host=host, port=port, log_level="warning", server_header=False
-        )
+        uvicorn.run(application, host=host, port=port, log_level="warning", server_header=False)
     finally:
         navigator.close()
