@@ -211,6 +211,27 @@ def test_sqlite_keeps_everything_across_reopening(tmp_path: Path) -> None:
         assert again.current("s") == "run_1"
 
 
+def test_sqlite_finds_a_correlation_by_its_index_not_by_scanning_a_kind(tmp_path: Path) -> None:
+    # Bug: with kind= as well, SQLite chose the kind index and read every
+    # record of that kind (every plan context) to answer one event.
+    with open_store(f"sqlite:///{tmp_path / 'wg.db'}") as store:
+        assert isinstance(store, SQLiteStore)
+        for i in range(200):
+            store.commit(f"ctx_{i}", {"i": i}, 0, [], kind="ctx", correlation_ids=[f"c{i}"])
+        statements: list[str] = []
+        store._conn().set_trace_callback(statements.append)
+        found = store.list(correlation_id="c7", kind="ctx", status=None)
+        store._conn().set_trace_callback(None)
+        assert [r.key for r in found] == ["ctx_7"]
+        assert store.list(correlation_id="c7", kind="other") == []
+        (query,) = [q for q in statements if q.lstrip().upper().startswith("SELECT")]
+        plan = " | ".join(
+            row[3] for row in store._conn().execute(f"EXPLAIN QUERY PLAN {query}").fetchall()
+        )
+        assert "record_correlations USING PRIMARY KEY" in plan, plan
+        assert "records_kind" not in plan and "SCAN records" not in plan, plan
+
+
 def test_sqlite_commit_is_one_transaction(tmp_path: Path) -> None:
     path = tmp_path / "wg.db"
     with open_store(f"sqlite:///{path}") as store:

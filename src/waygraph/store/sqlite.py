@@ -354,14 +354,20 @@ class SQLiteStore(Store):
     ) -> list[StoredRecord]:
         check_limit(limit)
         where, params = sql_filters(
-            "?",
-            kind=kind,
-            session=session,
-            status=status,
-            plan=plan,
-            correlation_id=correlation_id,
+            "?", kind=kind, session=session, status=status, plan=plan, correlation_id=None
         )
-        sql = f"SELECT {_RECORD_COLUMNS} FROM records{where}"
+        if correlation_id is None:
+            sql = f"SELECT {_RECORD_COLUMNS} FROM records{where}"
+        else:
+            # Left to itself SQLite picks the kind/status index and scans every
+            # record of that kind; CROSS JOIN fixes the order: the correlation's
+            # few rows by primary key first, then their records by key.
+            sql = (
+                f"SELECT {_RECORD_COLUMNS} FROM record_correlations CROSS JOIN records USING (key)"
+                " WHERE correlation_id = ?"
+            )
+            sql += where.replace(" WHERE ", " AND ", 1)
+            params.insert(0, correlation_id)
         sql += " ORDER BY updated_at DESC, key ASC LIMIT ?"
         params.append(-1 if limit is None else limit)
         with self._lock, self._errors("listing records"):
