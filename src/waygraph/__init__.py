@@ -10,6 +10,7 @@ from waygraph.errors import (
     StoreError,
     WaygraphError,
 )
+from waygraph.hooks import Hooks
 from waygraph.library import Library, load_library
 from waygraph.model import Edge, Graph, Node, Plan, Step, Verify
 from waygraph.navigator import AsyncNavigator, Event, Guidance, Navigator
@@ -25,6 +26,7 @@ __all__ = [
     "Event",
     "Graph",
     "Guidance",
+    "Hooks",
     "Library",
     "LibraryError",
     "Navigator",

@@ -1,15 +1,18 @@
 """The ``waygraph`` command."""
 
+# ruff: isort: skip_file
+# Importing a module registers its commands; the import order is the order
+# `waygraph --help` lists them in: plans, guided runs, integrations, the
+# server, eval, then the event-driven commands.
+
 from __future__ import annotations
 
-import waygraph.cli.event_cmds  # registers worker, planner, events tail
-import waygraph.cli.serve_cmds  # noqa: F401  (registers `waygraph serve`)
-from waygraph.cli import (  # noqa: F401  (register commands)
-    eval_cmds,
-    integration_cmds,
-    library_cmds,
-    run_cmds,
-)
+from waygraph.cli import library_cmds  # noqa: F401
+from waygraph.cli import run_cmds  # noqa: F401
+from waygraph.cli import integration_cmds  # noqa: F401
+from waygraph.cli import serve_cmds  # noqa: F401
+from waygraph.cli import eval_cmds  # noqa: F401
+from waygraph.cli import event_cmds  # noqa: F401
 from waygraph.cli.app import app
 
 __all__ = ["app", "main"]

@@ -33,7 +33,7 @@ class LayoutChoice(StrEnum):
     v1x = "1.x"
 
 
-TargetArgument = Annotated[Target, typer.Argument(help="The agent to install into.")]
+TargetArgument = Annotated[Target, typer.Argument(help="The agent to install into or remove from.")]
 PathArgument = Annotated[
     Path, typer.Argument(help="The agent's folder (for Agent-Zero, the one holding agent.py).")
 ]
