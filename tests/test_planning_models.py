@@ -24,7 +24,8 @@ from waygraph.planning import (
 )
 
 EXPORTS = {
-    "DECOMPOSE", "LLM", "AgentBusyError", "ConsoleApproval", "ExecutionMode",
+    "DECOMPOSE", "LLM", "Agent", "PlanningCallbacks", "AgentBusyError", "ConsoleApproval",
+    "ExecutionMode",
     "InvalidPlanError", "LLMError", "LLMResponse", "OpenAILLM", "Plan",
     "PlanExecutionResult", "PlanExecutionState", "PlanParseError", "PlanProblem",
     "PlanRejectedError", "PlanRevision", "PlanStep", "PlanningAgent", "PlanningError",

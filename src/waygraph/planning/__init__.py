@@ -29,6 +29,7 @@ from waygraph.planning._errors import (
     PlanRejectedError,
     ToolDefinitionError,
 )
+from waygraph.planning._facade import Agent, PlanningCallbacks
 from waygraph.planning._graph import from_graph_plan, to_graph_plan
 from waygraph.planning._json import extract_json, repair_json
 from waygraph.planning._llm import LLM, LLMResponse, OpenAILLM
@@ -56,6 +57,7 @@ from waygraph.planning._validate import find_cycles, parse_plan, validate_plan
 __all__ = [
     "DECOMPOSE",
     "LLM",
+    "Agent",
     "AgentBusyError",
     "ConsoleApproval",
     "ExecutionMode",
@@ -72,6 +74,7 @@ __all__ = [
     "PlanRevision",
     "PlanStep",
     "PlanningAgent",
+    "PlanningCallbacks",
     "PlanningError",
     "PlanningPattern",
     "RevisionDecision",

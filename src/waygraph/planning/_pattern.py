@@ -2,11 +2,42 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
-from waygraph.planning._models import ExecutionMode, RevisionStrategy
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from waygraph.errors import ConfigError
+from waygraph.planning._models import (
+    ExecutionMode,
+    Plan,
+    PlanExecutionResult,
+    PlanExecutionState,
+    RevisionStrategy,
+)
+
+if TYPE_CHECKING:
+    from waygraph.planning._agent import PlanningAgent
+    from waygraph.planning._facade import Agent
 
 __all__ = ["PlanningPattern"]
+
+
+class _LastRun:
+    """The engine a pattern drove last, for ``get_plan``/``get_execution_state``.
+
+    Not configuration: every holder compares equal, so two patterns with the
+    same settings stay equal after one of them has run.
+    """
+
+    __slots__ = ("engine",)
+
+    def __init__(self) -> None:
+        self.engine: PlanningAgent | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _LastRun)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class PlanningPattern(BaseModel):
@@ -33,6 +64,11 @@ class PlanningPattern(BaseModel):
     Revision: ``allow_revision``, ``max_revisions``, ``revision_strategy``,
     ``revision_threshold`` (the failure rate that triggers a revision when
     ``continue_on_failure`` is on). Approval: ``require_plan_approval``.
+
+    The pattern also drives an :class:`~waygraph.planning.Agent`:
+    ``await pattern.execute(agent, query)``, ``generate_plan(agent, query)``,
+    ``execute_plan(agent, plan)``, ``revise_plan(agent, state, reason)``, and
+    ``get_plan()`` / ``get_execution_state()`` for the latest of those runs.
 
     Example:
         >>> PlanningPattern(execution_mode="parallel", max_parallel=4).execution_mode
@@ -62,3 +98,83 @@ class PlanningPattern(BaseModel):
     plan_repair_attempts: int = Field(default=2, ge=0)
     feasibility_review: bool = False
     check_expected_output: bool = False
+
+    _last: _LastRun = PrivateAttr(default_factory=_LastRun)
+
+    # ------------------------------------------------------------ driving an agent
+
+    def _engine(self, agent: Agent | PlanningAgent) -> PlanningAgent:
+        from waygraph.planning._agent import PlanningAgent
+        from waygraph.planning._facade import Agent
+
+        if isinstance(agent, Agent):
+            engine = agent.engine(self)
+        elif isinstance(agent, PlanningAgent):
+            if agent.pattern != self:
+                raise ConfigError(
+                    "this PlanningAgent was built with another pattern; "
+                    "call its own methods, or pass an Agent"
+                )
+            engine = agent
+        else:
+            raise ConfigError(f"expected an Agent, got {type(agent).__name__}")
+        self._last.engine = engine
+        return engine
+
+    async def generate_plan(self, agent: Agent | PlanningAgent, query: str) -> Plan:
+        """A validated plan for ``query`` from ``agent``'s planning model (nothing runs).
+
+        Raises :class:`~waygraph.planning.InvalidPlanError` when the model's plan
+        stays invalid after the repair attempts.
+        """
+        return await self._engine(agent).generate_plan(query)
+
+    async def execute_plan(self, agent: Agent | PlanningAgent, plan: Plan) -> PlanExecutionResult:
+        """Validate and run ``plan`` with ``agent``'s tools (passing it approves it)."""
+        return await self._engine(agent).execute_plan(plan)
+
+    async def execute(self, agent: Agent | PlanningAgent, query: str) -> PlanExecutionResult:
+        """Plan, approve and run ``query``; never raises for an invalid or rejected plan."""
+        return await self._engine(agent).execute(query)
+
+    async def revise_plan(
+        self,
+        agent: Agent | PlanningAgent,
+        state: PlanExecutionState | Plan | None,
+        reason: str,
+    ) -> Plan:
+        """A revised whole plan given ``reason``, from the plan in ``state`` (None: the latest).
+
+        Run it with :meth:`execute_plan`. While a plan is running, ask for a
+        revision with ``PlanningAgent.request_revision(reason)`` instead.
+        """
+        plan = state.plan if isinstance(state, PlanExecutionState) else state
+        return await self._engine(agent).revise_plan(reason, plan=plan)
+
+    def get_plan(self) -> Plan | None:
+        """The plan of the latest run this pattern drove (None before one)."""
+        engine = self._last.engine
+        return None if engine is None else engine.get_plan()
+
+    def get_execution_state(self) -> PlanExecutionState | None:
+        """The execution state of the latest run this pattern drove (None before one)."""
+        engine = self._last.engine
+        return None if engine is None else engine.get_execution_state()
+
+    # The last engine holds HTTP clients and tasks: a copy or a pickle of the
+    # pattern starts with none, so it never reports another pattern's run.
+
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()
+        state["__pydantic_private__"] = {"_last": _LastRun()}
+        return state
+
+    def __copy__(self) -> PlanningPattern:
+        copied = super().__copy__()
+        object.__setattr__(copied, "__pydantic_private__", {"_last": _LastRun()})
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> PlanningPattern:
+        memo = {} if memo is None else memo
+        memo[id(self._last)] = _LastRun()  # deepcopy then takes a fresh holder as the copy
+        return super().__deepcopy__(memo)
