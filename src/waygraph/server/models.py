@@ -61,7 +61,7 @@ def _json_integer(value: object) -> int:
     return int(value)
 
 
-ExitCode = Annotated[int, BeforeValidator(_json_integer), Field(ge=MIN_EXIT_CODE, le=MAX_EXIT_CODE)]
+ExitCode = Annotated[int, Field(ge=MIN_EXIT_CODE, le=MAX_EXIT_CODE), BeforeValidator(_json_integer)]
 Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_valid_unicode)]
 Identifier = Annotated[str, Field(pattern=ID_PATTERN), AfterValidator(_valid_unicode)]
 
