@@ -46,6 +46,7 @@ from waygraph.store.base import (
     StoredEvent,
     StoredRecord,
     check_limit,
+    commit_writes,
     conflict,
     redact_url,
     sql_filters,
@@ -315,25 +316,9 @@ class PostgresStore(Store):
                 if row is None:
                     raise conflict(self.url, key, c.expected_version, self._version(conn, key))
                 version, last_seq = row
-                conn.execute("DELETE FROM record_correlations WHERE key = %s", (key,))
             with conn.cursor() as cur:
-                if ids:
-                    cur.executemany(
-                        "INSERT INTO record_correlations (correlation_id, key) VALUES (%s, %s)",
-                        [(cid, key) for cid in ids],
-                    )
-                if n:
-                    first = last_seq - n + 1
-                    cur.executemany(
-                        "INSERT INTO events (key, seq, data) VALUES (%s, %s, %s::json)",
-                        [(key, first + i, text) for i, text in enumerate(c.events)],
-                    )
-            if c.make_current and c.session is not None:
-                conn.execute(
-                    "INSERT INTO session_pointers (session, key) VALUES (%s, %s) "
-                    "ON CONFLICT (session) DO UPDATE SET key = excluded.key",
-                    (c.session, key),
-                )
+                for statement, params in commit_writes(c, last_seq, "%s", json_cast="::json"):
+                    cur.executemany(statement, params)
             # Delivered at COMMIT, and only if the transaction commits.
             conn.execute("SELECT pg_notify(%s, %s)", (self.channel, _notice(key, c.session)))
         return int(version)

@@ -40,6 +40,7 @@ from waygraph.store.base import (
     StoredEvent,
     StoredRecord,
     check_limit,
+    commit_writes,
     conflict,
     decode,
     encode,
@@ -297,24 +298,8 @@ class SQLiteStore(Store):
                     if not rows:
                         raise conflict(self.url, key, c.expected_version, self._version(conn, key))
                     version, last_seq = rows[0]
-                    conn.execute("DELETE FROM record_correlations WHERE key = ?", (key,))
-                if c.correlation_ids:
-                    conn.executemany(
-                        "INSERT INTO record_correlations (correlation_id, key) VALUES (?, ?)",
-                        [(cid, key) for cid in c.correlation_ids],
-                    )
-                if n:
-                    first = last_seq - n + 1
-                    conn.executemany(
-                        "INSERT INTO events (key, seq, data) VALUES (?, ?, ?)",
-                        [(key, first + i, text) for i, text in enumerate(c.events)],
-                    )
-                if c.make_current and c.session is not None:
-                    conn.execute(
-                        "INSERT INTO session_pointers (session, key) VALUES (?, ?) "
-                        "ON CONFLICT (session) DO UPDATE SET key = excluded.key",
-                        (c.session, key),
-                    )
+                for statement, params in commit_writes(c, last_seq, "?"):
+                    conn.executemany(statement, params)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
