@@ -19,7 +19,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from waygraph.cli import app
-from waygraph.cli.plan_cmds import LiveView, load_tools, workspace_tools
+from waygraph.cli.plan_tools import load_tools, workspace_tools
+from waygraph.cli.plan_view import LiveView
 from waygraph.errors import ConfigError
 from waygraph.planning import Plan, PlanExecutionState, StepResult, StepStatus
 from waygraph.testing import ScriptedChatServer
