@@ -36,6 +36,7 @@ bench: setup
 	$(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/match.py
+	$(BIN)/python bench/dag.py --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
