@@ -387,7 +387,9 @@ def test_steps_running_when_the_run_stops_finish_and_are_kept():
         await gate["go"].wait()
         return "slow done"
 
-    def bad() -> str:
+    async def bad() -> str:
+        # Async, so b's failure lands before s can finish: a sync tool runs in a
+        # thread, and its failure would race s's completion (and `after`'s start).
         gate.setdefault("go", asyncio.Event()).set()
         raise RuntimeError("bad")
 

@@ -19,10 +19,11 @@ the running steps finish, then the revision is applied to a quiet plan.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -124,6 +125,7 @@ class PlanRun:
         outer_results: Mapping[str, Any] | None = None,
         outer_ids: frozenset[str] = frozenset(),
     ) -> None:
+        self.outer_ids = outer_ids
         self.initial_plan = plan
         self.plan = plan
         self.goal = goal
@@ -135,7 +137,6 @@ class PlanRun:
         self.meter = meter
         self.calls = calls
         self.depth = depth
-        self.outer_ids = outer_ids
         self.status: dict[str, StepStatus] = {sid: StepStatus.PENDING for sid in plan.step_ids}
         self.results: dict[str, StepResult] = {}
         self.outputs: dict[str, Any] = dict(outer_results or {})
@@ -153,6 +154,37 @@ class PlanRun:
         self.started_at = _now()
         self.finished_at: Any = None
         self._wake = asyncio.Event()
+        self._done: collections.deque[str] = collections.deque()
+
+    # ------------------------------------------------------------ the plan and its indexes
+
+    @property
+    def plan(self) -> Plan:
+        """The plan being run (replaced by revisions and decomposed sub-plans)."""
+        return self._plan
+
+    @plan.setter
+    def plan(self, plan: Plan) -> None:
+        # Indexes per plan keep each step's scheduling work independent of
+        # the plan's size (bench/dag.py measures it).
+        self._plan = plan
+        self._by_id = {s.id: s for s in plan.steps}
+        self._order = {s.id: i for i, s in enumerate(plan.steps)}
+        self._dependents: dict[str, list[str]] = {}
+        for step in plan.steps:
+            for dep in step.dependencies:
+                self._dependents.setdefault(dep, []).append(step.id)
+        self._known = frozenset(self._by_id) | self.outer_ids
+        self._rescan()
+
+    def _rescan(self) -> None:
+        """Look at every step at the next scheduling pass (after anything but a plain finish)."""
+        self._candidates: set[str] | None = None
+
+    def _consider(self, step_ids: Iterable[str]) -> None:
+        """Look at these steps at the next scheduling pass."""
+        if self._candidates is not None:
+            self._candidates.update(step_ids)
 
     # ------------------------------------------------------------ public
 
@@ -183,7 +215,6 @@ class PlanRun:
     async def run(self) -> PlanExecutionResult:
         """Run until every step finished, was skipped or blocked, or the run stopped."""
         clock = time.perf_counter()
-        waiter: asyncio.Task[Any] | None = None
         try:
             while True:
                 if not self.requests and self.stop_reason is None:
@@ -193,22 +224,25 @@ class PlanRun:
                         await self._revise(self.requests.pop(0))
                         continue
                     break
-                if waiter is None or waiter.done():
+                if not self._done:
+                    # Woken by a step's done callback or a revision request.
                     self._wake.clear()
-                    waiter = asyncio.ensure_future(self._wake.wait())
-                await asyncio.wait(
-                    {*self.running.values(), waiter}, return_when=asyncio.FIRST_COMPLETED
-                )
-                for step_id, task in list(self.running.items()):
-                    if task.done():
-                        del self.running[step_id]
+                    await self._wake.wait()
+                while self._done:
+                    step_id = self._done.popleft()
+                    task = self.running.pop(step_id, None)
+                    if task is not None:
                         await self._finish(step_id, self._outcome_of(task))
         finally:
-            if waiter is not None:
-                waiter.cancel()
             for task in self.running.values():
                 task.cancel()
         return self._result(time.perf_counter() - clock)
+
+    def _step_done(self, step_id: str) -> None:
+        # A done callback, not asyncio.wait: re-arming a wait on every running
+        # task at each wake costs more than the steps' own bookkeeping.
+        self._done.append(step_id)
+        self._wake.set()
 
     # ------------------------------------------------------------ scheduling
 
@@ -220,10 +254,24 @@ class PlanRun:
         return tool is not None and tool.side_effects
 
     def _start_ready(self) -> None:
+        """Start the ready steps, in plan order, up to the mode's limit.
+
+        Only candidates are looked at: the dependents of steps that finished
+        since the last pass and the steps a limit held back, or every step
+        after a revision, a skip or a new plan. A step becomes ready only in
+        one of those ways, so no ready step is missed.
+        """
         mode = self.pattern.execution_mode
         limit = 1 if mode == ExecutionMode.SEQUENTIAL else self.pattern.max_parallel
-        for step in self.plan.steps:
+        if self._candidates is None:
+            ids = list(self._order)
+        else:
+            ids = sorted(self._candidates & self._order.keys(), key=self._order.__getitem__)
+        self._candidates = set()
+        for index, step_id in enumerate(ids):
+            step = self._by_id[step_id]
             if len(self.running) >= limit:
+                self._candidates.update(ids[index:])
                 return
             if self.status[step.id] != StepStatus.PENDING:
                 continue
@@ -234,15 +282,16 @@ class PlanRun:
                 and self.running
                 and (
                     self._exclusive(step)
-                    or any(self._exclusive(self.plan.step(r)) for r in self.running)
+                    or any(self._exclusive(self._by_id[r]) for r in self.running)
                 )
             ):
                 # A side-effect step runs alone; later steps wait so it is not starved.
+                self._candidates.update(ids[index:])
                 return
             self.status[step.id] = StepStatus.RUNNING
-            self.running[step.id] = asyncio.create_task(
-                self._execute(step), name=f"waygraph-step-{step.id}"
-            )
+            task = asyncio.create_task(self._execute(step), name=f"waygraph-step-{step.id}")
+            task.add_done_callback(lambda _task, step_id=step.id: self._step_done(step_id))
+            self.running[step.id] = task
 
     @staticmethod
     def _outcome_of(task: asyncio.Task[_Outcome]) -> _Outcome:
@@ -257,7 +306,12 @@ class PlanRun:
     async def _execute(self, step: PlanStep) -> _Outcome:
         outcome = _Outcome(started_at=_now())
         clock = time.perf_counter()
-        await self.hooks.notify("on_step_start", step=step, state=self.snapshot(), depth=self.depth)
+        if (
+            self.hooks.on_step_start is not None
+        ):  # a snapshot costs more than the step's bookkeeping
+            await self.hooks.notify(
+                "on_step_start", step=step, state=self.snapshot(), depth=self.depth
+            )
         context = StepContext(
             step=step,
             goal=self.goal,
@@ -318,7 +372,7 @@ class PlanRun:
     ) -> tuple[Any, bool]:
         """Call a tool with resolved parameters; reuse an identical earlier call's result."""
         tool = self.tools[action]
-        known = set(self.plan.step_ids) | set(self.outer_ids)
+        known = self._known
         resolved = substitute(dict(parameters), self.outputs, known)
         key = None if tool.side_effects else _call_key(action, resolved)
         future: asyncio.Future[Any] | None = None
@@ -390,7 +444,8 @@ class PlanRun:
     # ------------------------------------------------------------ after a step
 
     async def _finish(self, step_id: str, outcome: _Outcome) -> None:
-        step = self.plan.step(step_id)
+        step = self._by_id[step_id]
+        self._consider(self._dependents.get(step_id, ()))
         if outcome.subplan is not None:
             step = step.model_copy(update={"subplan": outcome.subplan})
             self.plan = self.plan.with_steps(
@@ -427,9 +482,14 @@ class PlanRun:
             subplan_result=outcome.subplan_result,
         )
         self.results[step_id] = result
-        await self.hooks.notify(
-            "on_step_complete", step=step, result=result, state=self.snapshot(), depth=self.depth
-        )
+        if self.hooks.on_step_complete is not None:
+            await self.hooks.notify(
+                "on_step_complete",
+                step=step,
+                result=result,
+                state=self.snapshot(),
+                depth=self.depth,
+            )
         if status == StepStatus.FAILED:
             trigger = (
                 RevisionTrigger.OUTPUT_MISMATCH
@@ -496,6 +556,7 @@ class PlanRun:
 
     def _update_skips(self) -> None:
         """Skip steps behind a failed or skipped dependency; un-skip the rest."""
+        self._rescan()
         changed = True
         while changed:
             changed = False
@@ -654,7 +715,7 @@ class PlanRun:
                     "error": f"skipped by skip_and_continue after: {previous.error}",
                 }
             )
-        self._update_skips()
+        self._update_skips()  # rescans: the skipped step may have freed its dependents
         return True
 
     def _kept_steps(self) -> list[PlanStep]:

@@ -368,7 +368,8 @@ def _step_problems(
         add("unknown_reference", f"references ${{{ref}}}, which is not a step")
     if step.id in refs:
         add("unknown_reference", "references its own result; use an earlier step's")
-    if pattern.require_dependencies:
+    if pattern.require_dependencies and (refs & known) - {step.id}:
+        # Ancestors cost a walk of the plan: only steps with references need them.
         before = ancestors(plan, step.id) | external
         for ref in sorted((refs & known) - before - {step.id}):
             add(
