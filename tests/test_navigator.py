@@ -180,8 +180,14 @@ def test_library_changes_are_reloaded_and_running_runs_keep_their_version(tmp_pa
     os.utime(lib_file, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
     nav.reload()
     assert "NEW ACTION" in nav.turn("b", user_message="deploy site").text
-    # Session a still runs the version it started with.
+    # Session a still runs the version it started with, and says which plan that is.
     assert "OLD ACTION" in nav.context("a")
+    old_plan, new_plan = nav.plan_for(nav.state("a")), nav.plan_for(nav.state("b"))
+    assert old_plan is not None and new_plan is not None
+    assert [n.action for n in old_plan.graph.nodes.values() if n.action][0] == "OLD ACTION"
+    assert [n.action for n in new_plan.graph.nodes.values() if n.action][0] == "NEW ACTION"
+    assert nav.plan_for({"plan_id": "p"}) is new_plan  # no run: the library's
+    assert nav.plan_for({"plan_id": "nowhere"}) is None and nav.plan_for({}) is None
     # A library that stops loading keeps the last good one.
     lib_file.write_text("{not json")
     nav.reload()

@@ -28,6 +28,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -390,6 +391,26 @@ class Navigator:
             events=[Event(e) for e in events],
             run=engine.to_record(plan, run),
         )
+
+    def plan_for(self, record: Mapping[str, Any]) -> Plan | None:
+        """The plan a run record follows: the exact version it started with, else the library's.
+
+        None when neither is known (a record from another library, say).
+
+        Example:
+            >>> from waygraph.library import load_library
+            >>> nav = Navigator(load_library(), store="memory://")
+            >>> g = nav.turn("s", user_message="I need to fix a bug in the login module")
+            >>> nav.plan_for(nav.state("s")).id
+            'bugfix_workflow'
+        """
+        plan_id = record.get("plan_id")
+        if not isinstance(plan_id, str):
+            return None
+        try:
+            return self._plan_of(engine.from_record(dict(record)))
+        except (WaygraphError, KeyError, TypeError, ValueError):
+            return self.library.get(plan_id)
 
     def state(self, session_id: str) -> dict[str, Any] | None:
         """The session's latest run record (running or finished), or None."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from waygraph import engine
 from waygraph.draw import to_mermaid
 from waygraph.errors import WaygraphError
 from waygraph.formats.json_library import plan_to_data
@@ -212,13 +211,9 @@ class Service:
 
     def plan_of_run(self, record: Mapping[str, Any]) -> Plan | None:
         """The plan version a run record was started with (or the library's), if known."""
-        if not isinstance(record.get("run_id"), str) or not isinstance(record.get("plan_id"), str):
+        if not isinstance(record.get("run_id"), str):
             return None
-        try:
-            run = engine.from_record(dict(record))
-            return self.navigator._plan_of(run)  # the exact version the run follows
-        except (WaygraphError, KeyError, TypeError, ValueError):
-            return self.navigator.library.get(record["plan_id"])
+        return self.navigator.plan_for(record)
 
     def drawing(
         self,
