@@ -184,8 +184,8 @@ def test_library_changes_are_reloaded_and_running_runs_keep_their_version(tmp_pa
     assert "OLD ACTION" in nav.context("a")
     old_plan, new_plan = nav.plan_for(nav.state("a")), nav.plan_for(nav.state("b"))
     assert old_plan is not None and new_plan is not None
-    assert [n.action for n in old_plan.graph.nodes.values() if n.action][0] == "OLD ACTION"
-    assert [n.action for n in new_plan.graph.nodes.values() if n.action][0] == "NEW ACTION"
+    assert next(n.action for n in old_plan.graph.nodes.values() if n.action) == "OLD ACTION"
+    assert next(n.action for n in new_plan.graph.nodes.values() if n.action) == "NEW ACTION"
     assert nav.plan_for({"plan_id": "p"}) is new_plan  # no run: the library's
     assert nav.plan_for({"plan_id": "nowhere"}) is None and nav.plan_for({}) is None
     # A library that stops loading keeps the last good one.

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import importlib
-import importlib.util
 import inspect
 import json
 import os
-import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -27,12 +23,13 @@ import typer
 from rich.markup import escape
 
 from waygraph.cli.app import app, console, err_console, friendly_errors
+from waygraph.cli.user_code import describe_error, load_user_module
 from waygraph.errors import ConfigError
 
 if TYPE_CHECKING:
     from waygraph.events import Bus, Envelope
 
-__all__ = ["events_app", "find_runnables", "load_user_module", "run_until_stopped"]
+__all__ = ["events_app", "find_runnables", "run_until_stopped"]
 
 T = TypeVar("T")
 
@@ -198,78 +195,6 @@ def _topics(names: list[str], topic_type: Any) -> list[Any]:
 # ----------------------------------------------------------- worker, planner
 
 
-def load_user_module(target: str) -> tuple[ModuleType, str | None]:
-    """Import ``MODULE[:ATTR]``: a dotted module name or a path to a .py file.
-
-    Returns the module and the attribute name (None when not given). Every
-    failure is a :class:`ConfigError` naming the module, so the CLI prints
-    one line instead of a traceback.
-
-    Example:
-        >>> module, attr = load_user_module("json:dumps")
-        >>> module.__name__, attr
-        ('json', 'dumps')
-    """
-    spec_text, attr = target, None
-    head, sep, tail = target.rpartition(":")
-    if sep and head and tail.isidentifier():
-        spec_text, attr = head, tail
-    is_path = spec_text.endswith(".py") or "/" in spec_text or "\\" in spec_text
-    try:
-        if is_path:
-            module = _import_path(Path(spec_text))
-        else:
-            if str(Path.cwd()) not in sys.path and "" not in sys.path:
-                sys.path.insert(0, str(Path.cwd()))  # as `python -m` would
-            module = importlib.import_module(spec_text)
-    except ConfigError:
-        raise
-    except ModuleNotFoundError as exc:
-        if exc.name and spec_text.startswith(exc.name):
-            raise ConfigError(
-                f"no module {spec_text!r}: give a dotted module name on the Python path "
-                "or a path to a .py file (MODULE[:ATTR])"
-            ) from None
-        raise ConfigError(f"importing {spec_text!r} failed: {_describe(exc)}") from None
-    except Exception as exc:  # user code: report where, without a traceback
-        raise ConfigError(f"importing {spec_text!r} failed: {_describe(exc)}") from None
-    return module, attr
-
-
-def _import_path(path: Path) -> ModuleType:
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such Python file (expected MODULE[:ATTR] or FILE.py[:ATTR])")
-    name = f"waygraph_user_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"{path}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    # The file's folder goes on the path, so it can import its neighbours.
-    folder = str(path.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
-
-
-def _describe(exc: BaseException) -> str:
-    """``Type: message (file:line)`` of the innermost frame, for errors in user code."""
-    where = ""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if isinstance(exc, SyntaxError) and exc.filename:
-        where = f" ({exc.filename}:{exc.lineno})"
-    elif tb is not None:
-        where = f" ({tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
-    return f"{type(exc).__name__}: {exc}{where}"
-
-
 def find_runnables(
     module: ModuleType, attr: str | None, kind: type[T], options: dict[str, Any]
 ) -> list[T]:
@@ -324,7 +249,7 @@ def _call_factory(factory: Callable[..., Any], options: dict[str, Any], where: s
     except ConfigError:
         raise
     except Exception as exc:
-        raise ConfigError(f"{where}(...) failed: {_describe(exc)}") from None
+        raise ConfigError(f"{where}(...) failed: {describe_error(exc)}") from None
     return result
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from waygraph.cli.user_code import load_user_module
 from waygraph.errors import ConfigError
 from waygraph.eval.loop import COMMAND_TIMEOUT, run_shell
 from waygraph.eval.loop import write_file as write_in_workspace
@@ -118,10 +119,6 @@ def load_tools(target: str) -> list[Callable[..., Any]]:
         >>> [f.__name__ for f in load_tools("json:dumps")]
         ['dumps']
     """
-    # Imported here: importing event_cmds registers its commands, and the import
-    # order in waygraph.cli sets the order `waygraph --help` lists them in.
-    from waygraph.cli.event_cmds import load_user_module
-
     module, attr = load_user_module(target)
     where = getattr(module, "__file__", None) or module.__name__
     if attr is None:
