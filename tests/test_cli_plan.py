@@ -365,7 +365,7 @@ def test_the_live_table_shows_statuses_revisions_and_new_steps():
 def test_ctrl_c_stops_the_run_and_shows_what_finished(tmp_path: Path):
     slow = plan_json(
         step("quick", "shell", command="echo fast"),
-        step("slow", "shell", command="sleep 2"),
+        step("slow", "shell", command="sleep 60 && echo late > late.txt"),
         step("after", "write_file", ("slow",), path="after.txt", content="no"),
     )
     with ScriptedChatServer([slow]) as server:
@@ -386,9 +386,10 @@ def test_ctrl_c_stops_the_run_and_shows_what_finished(tmp_path: Path):
                 break
         time.sleep(0.1)
         process.send_signal(signal.SIGINT)
+        # The running `sleep 60` is killed with the run, not waited for.
         stdout, stderr = process.communicate(timeout=20)
     assert process.returncode == 130, "".join(seen) + stderr
-    assert not (tmp_path / "after.txt").exists()
+    assert not (tmp_path / "after.txt").exists() and not (tmp_path / "late.txt").exists()
     data = json.loads(stdout)
     assert data["success"] is False
     assert data["final_output"] == (

@@ -3,6 +3,8 @@ follows guidance succeeds on every task, a sloppy one fails every task, in every
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,20 @@ def test_the_tools_stay_in_the_workspace(tmp_path: Path):
     assert confine("cat /etc/hostname", tmp_path) is not None
     output, code = run_shell("python3 -c 'print(\"x\" * 20000)'", tmp_path)
     assert code == 0 and "characters cut" in output and len(output) < 8200
+
+
+@pytest.mark.timeout(20)
+def test_a_stop_event_kills_a_running_command_and_its_children(tmp_path: Path):
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    # The child `sleep` must die with the shell, or late.txt appears.
+    output, code = run_shell("(sleep 2; echo late > late.txt) & sleep 60", tmp_path, stop=stop)
+    assert (output, code) == ("stopped: the run was interrupted", 130)
+    time.sleep(2.5)
+    assert not (tmp_path / "late.txt").exists()
+    # Unset, it changes nothing: the command runs to its end.
+    assert run_shell("echo done", tmp_path, stop=threading.Event()) == ("done\n", 0)
+    assert run_shell("sleep 5", tmp_path, 0.3, stop=threading.Event()) == (
+        "timed out after 0.3s",
+        124,
+    )

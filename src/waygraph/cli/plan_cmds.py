@@ -22,6 +22,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -90,12 +91,14 @@ def _run(
     goal: str,
     context: str | None,
     show: Callable[[PlanExecutionResult, bool], None],
+    interrupted_event: threading.Event,
 ) -> tuple[PlanExecutionResult, bool]:
     """Run ``goal``; Ctrl-C (or SIGTERM) stops it and the partial result is shown at once.
 
-    ``show`` runs inside the event loop, before the loop waits for tool
-    threads that are still busy (Python cannot stop a thread; a shell
-    command ends by itself or at its timeout). A second Ctrl-C quits at once.
+    Stopping sets ``interrupted_event``, which kills the workspace tools'
+    running commands. ``show`` runs inside the event loop, before the loop
+    waits for tool threads that are still busy (Python cannot stop a thread:
+    your own tools end when they end). A second Ctrl-C quits at once.
     """
     clock = time.perf_counter()
     outcome: dict[str, Any] = {}
@@ -108,6 +111,7 @@ def _run(
         def stop() -> None:
             nonlocal stopped
             stopped = True
+            interrupted_event.set()
             task.cancel()
 
         installed = []
@@ -140,7 +144,7 @@ def _run(
         state = result.execution_state
         if interrupted and state is not None and state.with_status(StepStatus.RUNNING):
             err_console.print(
-                "waiting for the running steps' commands to end (Ctrl-C again to quit now)",
+                "waiting for the running steps' tools to end (Ctrl-C again to quit now)",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -148,6 +152,7 @@ def _run(
     try:
         asyncio.run(main())
     except KeyboardInterrupt:
+        interrupted_event.set()
         if "result" in outcome:
             # Already shown: a second Ctrl-C while tool threads finish. Leave now.
             sys.stdout.flush()
@@ -307,9 +312,10 @@ def plan_command(
         raise ConfigError(f"--workspace {workspace}: no such folder")
     root = root.resolve()
 
+    interrupted_event = threading.Event()
     functions: list[Callable[..., Any]] = []
     if not no_workspace_tools:
-        functions += workspace_tools(root, timeout=step_timeout)
+        functions += workspace_tools(root, timeout=step_timeout, stop=interrupted_event)
     for target in tools or []:
         functions += load_tools(target)
     if not functions:
@@ -404,7 +410,7 @@ def plan_command(
             typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
     try:
-        result, interrupted = _run(agent, goal, context, show)
+        result, interrupted = _run(agent, goal, context, show, interrupted_event)
     finally:
         view.stop()
     if interrupted:

@@ -8,6 +8,7 @@ functions from a Python module.
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,7 +40,7 @@ class CommandFailed(RuntimeError):
 
 
 def workspace_tools(
-    workspace: Path, *, timeout: float = COMMAND_TIMEOUT
+    workspace: Path, *, timeout: float = COMMAND_TIMEOUT, stop: threading.Event | None = None
 ) -> list[Callable[..., str]]:
     """The ``shell``, ``write_file`` and ``read_file`` tools, confined to ``workspace``.
 
@@ -47,7 +48,8 @@ def workspace_tools(
     in the folder with a minimal environment and ``timeout``, and commands or
     paths that leave it are refused. That keeps an honest model inside; it is
     not a sandbox against a hostile one. A refused or failing call raises, so
-    the step fails (and is retried, falls back or triggers a revision).
+    the step fails (and is retried, falls back or triggers a revision). Setting
+    ``stop`` kills the commands running then and refuses new ones.
 
     Example:
         >>> import tempfile
@@ -65,7 +67,9 @@ def workspace_tools(
         """Run one shell command in the workspace folder and return its output (stdout and
         stderr together); a non-zero exit code fails the step. Paths must stay inside the
         workspace."""
-        output, code = run_shell(command, root, timeout)
+        if stop is not None and stop.is_set():
+            raise CommandFailed("not run: the run was interrupted")
+        output, code = run_shell(command, root, timeout, stop=stop)
         if code != 0:
             raise CommandFailed(f"exit code {code}: {_tail(output)}")
         return output

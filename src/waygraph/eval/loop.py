@@ -21,11 +21,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +97,8 @@ TOOLS: dict[str, dict[str, Any]] = {"shell": SHELL_TOOL, "write_file": WRITE_FIL
 MAX_OUTPUT = 8000
 #: Seconds a single command may run before it and its children are killed.
 COMMAND_TIMEOUT = 60.0
+#: Seconds between looks at a run_shell stop event while a command runs.
+STOP_POLL = 0.1
 
 
 @dataclass
@@ -169,10 +174,17 @@ def _truncate(output: str) -> str:
     return f"{output[:half]}\n... [{cut} characters cut] ...\n{output[-half:]}"
 
 
-def run_shell(command: str, workspace: Path, timeout: float = COMMAND_TIMEOUT) -> tuple[str, int]:
+def run_shell(
+    command: str,
+    workspace: Path,
+    timeout: float = COMMAND_TIMEOUT,
+    *,
+    stop: threading.Event | None = None,
+) -> tuple[str, int]:
     """Run ``command`` in ``workspace``; return (output, exit code).
 
-    Exit code 126: refused (it leaves the workspace); 124: timed out.
+    Exit code 126: refused (it leaves the workspace); 124: timed out; 130:
+    stopped because ``stop`` was set (the command and its children are killed).
 
     Example:
         >>> import tempfile
@@ -202,16 +214,31 @@ def run_shell(command: str, workspace: Path, timeout: float = COMMAND_TIMEOUT) -
         errors="replace",
         start_new_session=True,
     )
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        if hasattr(os, "killpg"):
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        # Without a stop event one wait does; with one, wake up to look at it.
+        wait = left if stop is None else min(left, STOP_POLL)
+        try:
+            output, _ = process.communicate(timeout=max(wait, 0))
+            return _truncate(output), process.returncode
+        except subprocess.TimeoutExpired:
+            if stop is not None and stop.is_set():
+                _kill(process)
+                return "stopped: the run was interrupted", 130
+            if left <= wait:
+                _kill(process)
+                return f"timed out after {timeout:g}s", 124
+
+
+def _kill(process: subprocess.Popen[str]) -> None:
+    """Kill a command started in a session of its own, with its children."""
+    if hasattr(os, "killpg"):
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            process.kill()
-        process.communicate()
-        return f"timed out after {timeout:g}s", 124
-    return _truncate(output), process.returncode
+    else:  # pragma: no cover - Windows
+        process.kill()
+    process.communicate()
 
 
 def write_file(path: str, content: str, workspace: Path) -> tuple[str, int]:
