@@ -52,6 +52,20 @@ console = Console()
 err_console = Console(stderr=True)
 
 #: The one ``--library`` option shared by every command that reads plans.
+# The model options shared by every command that talks to a model (demo,
+# eval, plan): one spelling, one help text, one environment variable each.
+LlmOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        help="Base URL of an OpenAI-compatible API, e.g. http://localhost:11434/v1 (Ollama).",
+        envvar="OPENAI_BASE_URL",
+    ),
+]
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option("--api-key", help="API key (default: $OPENAI_API_KEY; local servers need none)."),
+]
 LibraryOption = Annotated[
     Path | None,
     typer.Option(

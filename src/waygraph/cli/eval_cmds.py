@@ -17,7 +17,15 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from waygraph.cli.app import LibraryOption, app, console, err_console, friendly_errors
+from waygraph.cli.app import (
+    ApiKeyOption,
+    LibraryOption,
+    LlmOption,
+    app,
+    console,
+    err_console,
+    friendly_errors,
+)
 from waygraph.errors import ConfigError
 
 __all__ = ["eval_command"]
@@ -38,14 +46,7 @@ def _progress() -> Progress:
 @app.command("eval")
 @friendly_errors
 def eval_command(
-    llm: Annotated[
-        str | None,
-        typer.Option(
-            "--llm",
-            help="Base URL of an OpenAI-compatible API, e.g. http://localhost:11434/v1 (Ollama).",
-            envvar="OPENAI_BASE_URL",
-        ),
-    ] = None,
+    llm: LlmOption = None,
     model: Annotated[str | None, typer.Option("--model", help="Model name on that server.")] = None,
     mode: Annotated[
         str,
@@ -60,12 +61,7 @@ def eval_command(
         Path, typer.Option("--out", help="Folder for results.json and report.html.")
     ] = Path("eval-results"),
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Runs at the same time.")] = 2,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key", help="API key (default: $OPENAI_API_KEY; local servers need none)."
-        ),
-    ] = None,
+    api_key: ApiKeyOption = None,
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for one model reply.")
     ] = 120.0,

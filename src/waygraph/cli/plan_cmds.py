@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 import typer
 from rich.markup import escape
 
-from waygraph.cli.app import app, console, err_console, friendly_errors
+from waygraph.cli.app import ApiKeyOption, LlmOption, app, console, err_console, friendly_errors
 from waygraph.errors import ConfigError
 from waygraph.planning import ExecutionMode, StepStatus
 
@@ -195,14 +195,7 @@ def plan_command(
     goal: Annotated[
         str, typer.Argument(help="What to achieve, in words.", metavar="GOAL", show_default=False)
     ],
-    llm: Annotated[
-        str | None,
-        typer.Option(
-            "--llm",
-            help="Base URL of an OpenAI-compatible API, e.g. http://localhost:11434/v1 (Ollama).",
-            envvar="OPENAI_BASE_URL",
-        ),
-    ] = None,
+    llm: LlmOption = None,
     model: Annotated[
         str | None, typer.Option("--model", help="Model that plans and executes.")
     ] = None,
@@ -264,12 +257,7 @@ def plan_command(
             "--max-revisions", min=0, help="Plan revisions allowed after failures (0: none)."
         ),
     ] = 3,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key", help="API key (default: $OPENAI_API_KEY; local servers need none)."
-        ),
-    ] = None,
+    api_key: ApiKeyOption = None,
     planning_model: Annotated[
         str | None,
         typer.Option("--planning-model", help="A different model to write and revise the plan."),

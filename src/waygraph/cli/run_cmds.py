@@ -364,9 +364,14 @@ def demo(
         bool, typer.Option("--break", help="Make every fix wrong, so the plan escalates.")
     ] = False,
     store: StoreOption = None,
+    # No $OPENAI_BASE_URL here: `make demo` must stay the scripted demo on a
+    # machine where that variable is set for other tools.
     llm: Annotated[
         str | None,
-        typer.Option("--llm", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1"),
+        typer.Option(
+            "--llm",
+            help="Base URL of an OpenAI-compatible API, e.g. http://localhost:11434/v1 (Ollama).",
+        ),
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model name for --llm.")] = None,
 ) -> None:
