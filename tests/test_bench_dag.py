@@ -113,12 +113,14 @@ def test_list_schedule_lies_between_the_lower_bound_and_grahams_upper_bound():
         assert made <= work / limit + cp * (1 - 1 / limit) + 1e-12
 
 
-def test_list_schedule_starts_ready_steps_in_plan_order():
-    # b is first in plan order, so with one slot it runs before a, and c (after a) ends last.
-    deps = {"b": (), "a": (), "c": ("a",)}
-    duration = {"a": 1, "b": 10, "c": 1}
-    assert dag_bench.list_schedule(["b", "a", "c"], deps, duration, 2) == 10
-    assert dag_bench.list_schedule(["b", "a", "c"], deps, duration, 1) == 12
+def test_list_schedule_starts_the_longest_chain_first():
+    # a is last in plan order but has c waiting behind it, so it takes one of the two
+    # slots at once: 10 time units, where plan order (x, y, then a, then c) takes 15.
+    deps = {"x": (), "y": (), "a": (), "c": ("a",)}
+    duration = dict.fromkeys(deps, 5)
+    assert dag_bench.chain_below(deps) == {"x": 0, "y": 0, "a": 1, "c": 0}
+    assert dag_bench.list_schedule(["x", "y", "a", "c"], deps, duration, 2) == 10
+    assert dag_bench.list_schedule(["x", "y", "a", "c"], deps, duration, 1) == 20
 
 
 def test_the_plan_runs_through_the_agent_and_every_step_is_recorded():

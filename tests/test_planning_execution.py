@@ -139,6 +139,30 @@ def test_sequential_mode_follows_plan_order_among_ready_steps():
     assert c.order == ["start c", "end c", "start a", "end a", "start b", "end b"]
 
 
+def test_parallel_modes_start_the_longest_chain_first():
+    # leaf is first in plan order, but head has a chain of two behind it: with
+    # one slot, a plan-order scheduler would make the chain wait for leaf.
+    plan = plan_of(
+        step("leaf", "work", name="leaf"),
+        step("other", "work", name="other"),
+        step("head", "work", name="head"),
+        step("mid", "work", ("head",), name="mid"),
+        step("tail", "work", ("mid", "other"), name="tail"),
+    )
+    c = Concurrency()
+    assert execute(plan, [c.work], execution_mode="parallel", max_parallel=1).success
+    starts = [entry for entry in c.order if entry.startswith("start")]
+    # head (2 steps below it) first; then other and mid (1 each, plan order
+    # between them); leaf and tail (0) last, in plan order.
+    assert starts == ["start head", "start other", "start mid", "start leaf", "start tail"]
+    # Sequential mode keeps plan order.
+    c = Concurrency()
+    assert execute(plan, [c.work], execution_mode="sequential").success
+    assert [e for e in c.order if e.startswith("start")] == [
+        "start leaf", "start other", "start head", "start mid", "start tail",
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize("limit", [1, 2, 3])
 def test_max_parallel_bounds_running_steps(limit):
     c = Concurrency()

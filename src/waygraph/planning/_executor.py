@@ -125,12 +125,13 @@ class PlanRun:
         outer_results: Mapping[str, Any] | None = None,
         outer_ids: frozenset[str] = frozenset(),
     ) -> None:
+        # The plan's indexes (set with it) need these two first.
         self.outer_ids = outer_ids
+        self.pattern = planner.pattern
         self.initial_plan = plan
         self.plan = plan
         self.goal = goal
         self.planner = planner
-        self.pattern = planner.pattern
         self.tools = planner.tools
         self.llm = llm
         self.hooks = hooks
@@ -175,7 +176,31 @@ class PlanRun:
             for dep in step.dependencies:
                 self._dependents.setdefault(dep, []).append(step.id)
         self._known = frozenset(self._by_id) | self.outer_ids
+        self._priority = self._priorities(plan)
         self._rescan()
+
+    def _priorities(self, plan: Plan) -> dict[str, tuple[int, int]]:
+        """Sort keys for ready steps: plan order, or in parallel modes the longest chain first.
+
+        A step with more steps waiting behind it in a chain starts first
+        (plan order breaks ties), so the critical path is never queued
+        behind side branches; sequential mode keeps plan order.
+        """
+        if self.pattern.execution_mode == ExecutionMode.SEQUENTIAL:
+            return {sid: (0, i) for sid, i in self._order.items()}
+        # Longest chain of dependents below each step, leaves first (Kahn's order).
+        below = {sid: 0 for sid in self._by_id}
+        waiting = {sid: len(self._dependents.get(sid, ())) for sid in self._by_id}
+        ready = [sid for sid, n in waiting.items() if n == 0]
+        while ready:
+            sid = ready.pop()
+            for dep in self._by_id[sid].dependencies:
+                if dep in below:  # not an outer step's id
+                    below[dep] = max(below[dep], below[sid] + 1)
+                    waiting[dep] -= 1
+                    if waiting[dep] == 0:
+                        ready.append(dep)
+        return {sid: (-below[sid], i) for sid, i in self._order.items()}
 
     def _rescan(self) -> None:
         """Look at every step at the next scheduling pass (after anything but a plain finish)."""
@@ -229,14 +254,30 @@ class PlanRun:
                     self._wake.clear()
                     await self._wake.wait()
                 while self._done:
-                    step_id = self._done.popleft()
-                    task = self.running.pop(step_id, None)
-                    if task is not None:
-                        await self._finish(step_id, self._outcome_of(task))
+                    await self._finish_done()
         finally:
             for task in self.running.values():
                 task.cancel()
         return self._result(time.perf_counter() - clock)
+
+    async def _finish_done(self) -> None:
+        """Finish the steps whose tasks ended: failures first, then by priority.
+
+        A failure may stop the run, and then nothing new may start, whatever
+        else ended in the same turn of the event loop.
+        """
+        last = (0, len(self._order))
+        ended = [(sid, self.running.pop(sid)) for sid in self._done if sid in self.running]
+        self._done.clear()
+        outcomes = [(sid, self._outcome_of(task)) for sid, task in ended]
+        outcomes.sort(
+            key=lambda item: (
+                item[1].ok and item[1].mismatch is None,
+                self._priority.get(item[0], last),
+            )
+        )
+        for step_id, outcome in outcomes:
+            await self._finish(step_id, outcome)
 
     def _step_done(self, step_id: str) -> None:
         # A done callback, not asyncio.wait: re-arming a wait on every running
@@ -254,7 +295,7 @@ class PlanRun:
         return tool is not None and tool.side_effects
 
     def _start_ready(self) -> None:
-        """Start the ready steps, in plan order, up to the mode's limit.
+        """Start the ready steps, up to the mode's limit, in priority order (:meth:`_priorities`).
 
         Only candidates are looked at: the dependents of steps that finished
         since the last pass and the steps a limit held back, or every step
@@ -263,10 +304,12 @@ class PlanRun:
         """
         mode = self.pattern.execution_mode
         limit = 1 if mode == ExecutionMode.SEQUENTIAL else self.pattern.max_parallel
-        if self._candidates is None:
-            ids = list(self._order)
-        else:
-            ids = sorted(self._candidates & self._order.keys(), key=self._order.__getitem__)
+        pending = (
+            self._order.keys()
+            if self._candidates is None
+            else self._candidates & self._order.keys()
+        )
+        ids = sorted(pending, key=self._priority.__getitem__)
         self._candidates = set()
         for index, step_id in enumerate(ids):
             step = self._by_id[step_id]
@@ -306,9 +349,8 @@ class PlanRun:
     async def _execute(self, step: PlanStep) -> _Outcome:
         outcome = _Outcome(started_at=_now())
         clock = time.perf_counter()
-        if (
-            self.hooks.on_step_start is not None
-        ):  # a snapshot costs more than the step's bookkeeping
+        # A snapshot costs more than the rest of a step's bookkeeping: only for a hook.
+        if self.hooks.on_step_start is not None:
             await self.hooks.notify(
                 "on_step_start", step=step, state=self.snapshot(), depth=self.depth
             )
@@ -384,7 +426,9 @@ class PlanRun:
             future = asyncio.get_running_loop().create_future()
             self.calls[key] = future
         try:
-            value = await asyncio.wait_for(tool.call(resolved, context), self.pattern.step_timeout)
+            # asyncio.timeout, not wait_for: no extra task (and loop turns) per call.
+            async with asyncio.timeout(self.pattern.step_timeout):
+                value = await tool.call(resolved, context)
         except BaseException:
             if future is not None and key is not None:
                 # Waiting steps make their own call: a failure is not a result to share.
