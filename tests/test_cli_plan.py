@@ -134,6 +134,22 @@ def test_a_failing_command_fails_its_step_blocks_the_rest_and_exits_1(tmp_path: 
     assert out[-1].startswith("The plan did not complete: step 'build' failed")
 
 
+def test_a_revision_is_shown_as_soon_as_it_is_applied(tmp_path: Path):
+    failing = plan_json(
+        step("build", "shell", command="exit 3"),
+        step("ship", "write_file", ("build",), path="shipped.txt", content="no"),
+    )
+    fixed = plan_json(step("ship2", "write_file", path="shipped.txt", content="yes"))
+    with ScriptedChatServer([failing, fixed]) as server:
+        result = plan(server, tmp_path, "--retries", "0")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "shipped.txt").read_text() == "yes"
+    out = lines(result.stdout)
+    revised = out.index("revised: 1 step (ship2)")  # lines() folds runs of spaces
+    assert out[revised - 1].startswith("revision step_failed at build -> replan_remaining")
+    assert out[revised + 1] == "start ship2 write_file"
+
+
 def test_the_workspace_tools_refuse_paths_outside_it(tmp_path: Path):
     shell, write_file, read_file = workspace_tools(tmp_path)
     for call in (

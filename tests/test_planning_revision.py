@@ -125,6 +125,28 @@ def test_replan_remaining_keeps_finished_steps_and_replaces_the_rest():
     assert "do not reuse their ids (a)" in text
 
 
+@pytest.mark.parametrize("works", [True, False])
+def test_on_plan_revised_sees_each_revision_once_it_is_applied_or_failed(works: bool):
+    seen: list[tuple[bool, list[str] | None, list[str]]] = []
+
+    def on_plan_revised(*, revision, state, depth, **future):
+        assert depth == 0 and revision == state.revisions[-1]
+        new_ids = revision.new_plan.step_ids if revision.new_plan else None
+        seen.append((revision.applied, new_ids, state.plan.step_ids))
+
+    plan = plan_of(step("a", "ok"), step("b", "bad", ("a",)))
+    # A replan that works, or one that stays unreadable through every attempt.
+    replies = [reply(step("b2", "ok", ("a",)))] if works else ["no"] * 3
+    with model(*replies) as (_, llm):
+        result = execute(
+            llm, plan, plan_repair_attempts=2, agent_options={"on_plan_revised": on_plan_revised}
+        )
+    if works:
+        assert seen == [(True, ["a", "b2"], ["a", "b2"])] and result.success
+    else:
+        assert seen == [(False, None, ["a", "b"])] and not result.success
+
+
 def test_insert_recovery_puts_new_steps_in_place_of_the_failed_one():
     plan = plan_of(step("a", "bad"), step("b", "ok", ("a",), x="$a"))
     with model(reply(step("r1", "ok", x="R"))) as (server, llm):

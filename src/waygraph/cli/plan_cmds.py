@@ -372,6 +372,7 @@ def plan_command(
             on_step_start=view.on_step_start,
             on_step_complete=view.on_step_complete,
             on_revision_needed=revision_needed,
+            on_plan_revised=view.on_plan_revised,
         )
     except ToolDefinitionError as exc:
         raise ConfigError(f"--tools: {exc}") from None

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         Plan,
         PlanExecutionResult,
         PlanExecutionState,
+        PlanRevision,
         PlanStep,
         StepResult,
     )
@@ -151,6 +152,20 @@ class RunView:
             self.revisions.append(line)
         self._event("revision", None, line)
 
+    def on_plan_revised(
+        self,
+        *,
+        revision: PlanRevision,
+        state: PlanExecutionState,
+        depth: int = 0,
+        **future_kwargs: Any,
+    ) -> None:
+        """Show the revised plan's steps at once (not at the next step event)."""
+        with self._lock:
+            self._sync(state, depth)
+        if revision.applied and revision.new_plan is not None:
+            self._event("revised", None, self._plan_line(revision.new_plan))
+
     def finish(self, result: PlanExecutionResult) -> None:
         """Take the final statuses from ``result`` (skips, blocks, revisions)."""
         with self._lock:
@@ -246,6 +261,8 @@ class PlainView(RunView):
             self._line(f"plan: {text}")
         elif kind == "revision":
             self._line(f"revision  {text}")
+        elif kind == "revised":
+            self._line(f"revised:  {text}")
         elif row is not None:
             name = "  " * row.depth + row.step.id
             if kind == "start":

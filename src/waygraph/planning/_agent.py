@@ -58,7 +58,9 @@ class PlanningAgent:
       state, depth)``: observe (their errors are logged, never raised);
     - ``on_revision_needed(trigger, reason, step_id, strategy, state, depth)``:
       may return a :class:`RevisionDecision` (or a strategy) to override the
-      configured strategy; required for ``ask_user``.
+      configured strategy; required for ``ask_user``;
+    - ``on_plan_revised(revision, state, depth)``: observe a revision once it
+      was applied or failed (``revision.applied``, ``revision.new_plan``).
 
     Example:
         >>> from waygraph.planning import OpenAILLM
@@ -87,6 +89,7 @@ class PlanningAgent:
         on_step_start: Hook | None = None,
         on_step_complete: Hook | None = None,
         on_revision_needed: Hook | None = None,
+        on_plan_revised: Hook | None = None,
     ) -> None:
         self.llm = llm
         self.planning_llm = planning_llm or llm
@@ -100,7 +103,12 @@ class PlanningAgent:
         if self.pattern.require_plan_approval and on_plan_approved is None:
             on_plan_approved = ConsoleApproval()
         self.hooks = Hooks(
-            on_plan_generated, on_plan_approved, on_step_start, on_step_complete, on_revision_needed
+            on_plan_generated,
+            on_plan_approved,
+            on_step_start,
+            on_step_complete,
+            on_revision_needed,
+            on_plan_revised,
         )
         self._planner = Planner(self.planning_llm, self.tools, self.pattern)
         self._plan: Plan | None = None

@@ -701,7 +701,14 @@ class PlanRun:
         if applied:
             self.applied_revisions += 1
             self.budget_flagged = False
-        elif self.stop_reason is None:
+        if self.hooks.on_plan_revised is not None:
+            await self.hooks.notify(
+                "on_plan_revised",
+                revision=self.revisions[-1],
+                state=self.snapshot(),
+                depth=self.depth,
+            )
+        if not applied and self.stop_reason is None:
             self._after_failed_revision(request, self._problem_step(request), note)
 
     async def _decide(

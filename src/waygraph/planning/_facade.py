@@ -31,6 +31,7 @@ CALLBACK_NAMES = (
     "on_step_start",
     "on_step_complete",
     "on_revision_needed",
+    "on_plan_revised",
 )
 
 
@@ -60,6 +61,7 @@ class PlanningCallbacks:
     on_step_start: Callable[..., Any] | None = None
     on_step_complete: Callable[..., Any] | None = None
     on_revision_needed: Callable[..., Any] | None = None
+    on_plan_revised: Callable[..., Any] | None = None
 
     def __init__(
         self,
@@ -69,6 +71,7 @@ class PlanningCallbacks:
         on_step_start: Callable[..., Any] | None = None,
         on_step_complete: Callable[..., Any] | None = None,
         on_revision_needed: Callable[..., Any] | None = None,
+        on_plan_revised: Callable[..., Any] | None = None,
     ) -> None:
         given = {
             "on_plan_generated": on_plan_generated,
@@ -76,6 +79,7 @@ class PlanningCallbacks:
             "on_step_start": on_step_start,
             "on_step_complete": on_step_complete,
             "on_revision_needed": on_revision_needed,
+            "on_plan_revised": on_plan_revised,
         }
         for name, hook in given.items():
             if hook is not None:

@@ -61,6 +61,7 @@ class Hooks:
     on_step_start: Hook | None = None
     on_step_complete: Hook | None = None
     on_revision_needed: Hook | None = None
+    on_plan_revised: Hook | None = None
 
     async def notify(self, name: str, **kwargs: Any) -> None:
         """Call an observing hook; its errors are logged, never raised into the run."""
