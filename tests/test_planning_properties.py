@@ -75,6 +75,56 @@ def test_every_step_completes_and_starts_only_after_its_dependencies(plan, mode,
     assert running["most"] <= bound
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    plan=dags(),
+    data=st.data(),
+    mode=st.sampled_from(["sequential", "parallel", "adaptive"]),
+    limit=st.integers(1, 4),
+)
+def test_with_continue_on_failure_exactly_the_failed_steps_dependents_are_skipped(
+    plan, data, mode, limit
+):
+    failing = set(data.draw(st.lists(st.sampled_from(plan.step_ids), unique=True)))
+    started: list[str] = []
+
+    async def noop(name: str) -> str:
+        started.append(name)
+        await asyncio.sleep(0)
+        if name in failing:
+            raise RuntimeError(f"{name} fails")
+        return name
+
+    agent = PlanningAgent(
+        NoModel(),
+        tools=[noop],
+        pattern=PlanningPattern(
+            execution_mode=mode,
+            max_parallel=limit,
+            continue_on_failure=True,
+            allow_revision=False,
+            retry_failed_steps=0,
+        ),
+    )
+    result = asyncio.run(agent.execute_plan(plan))
+
+    deps = {step.id: set(step.dependencies) for step in plan.steps}
+    blocked: dict[str, bool] = {}
+
+    def behind_a_failure(sid: str) -> bool:
+        if sid not in blocked:
+            blocked[sid] = any(d in failing or behind_a_failure(d) for d in deps[sid])
+        return blocked[sid]
+
+    expected = {
+        sid: "skipped" if behind_a_failure(sid) else "failed" if sid in failing else "completed"
+        for sid in plan.step_ids
+    }
+    assert {sid: r.status.value for sid, r in result.step_results.items()} == expected
+    assert sorted(started) == sorted(s for s, status in expected.items() if status != "skipped")
+    assert result.success is (not failing)
+
+
 @settings(max_examples=60, deadline=None)
 @given(plan=dags())
 def test_compiled_graph_has_one_node_per_step_and_one_edge_per_dependency(plan):
