@@ -279,6 +279,15 @@ class PlanRun:
         for step_id, outcome in outcomes:
             await self._finish(step_id, outcome)
 
+    async def _notify(self, name: str, **kwargs: Any) -> None:
+        """Call an observing hook with the run's ``state`` and ``depth``.
+
+        The snapshot costs more than the rest of a step's bookkeeping, so it
+        is built only when the hook is set.
+        """
+        if getattr(self.hooks, name) is not None:
+            await self.hooks.notify(name, state=self.snapshot(), depth=self.depth, **kwargs)
+
     def _step_done(self, step_id: str) -> None:
         # A done callback, not asyncio.wait: re-arming a wait on every running
         # task at each wake costs more than the steps' own bookkeeping.
@@ -349,11 +358,7 @@ class PlanRun:
     async def _execute(self, step: PlanStep) -> _Outcome:
         outcome = _Outcome(started_at=_now())
         clock = time.perf_counter()
-        # A snapshot costs more than the rest of a step's bookkeeping: only for a hook.
-        if self.hooks.on_step_start is not None:
-            await self.hooks.notify(
-                "on_step_start", step=step, state=self.snapshot(), depth=self.depth
-            )
+        await self._notify("on_step_start", step=step)
         context = StepContext(
             step=step,
             goal=self.goal,
@@ -526,14 +531,7 @@ class PlanRun:
             subplan_result=outcome.subplan_result,
         )
         self.results[step_id] = result
-        if self.hooks.on_step_complete is not None:
-            await self.hooks.notify(
-                "on_step_complete",
-                step=step,
-                result=result,
-                state=self.snapshot(),
-                depth=self.depth,
-            )
+        await self._notify("on_step_complete", step=step, result=result)
         if status == StepStatus.FAILED:
             trigger = (
                 RevisionTrigger.OUTPUT_MISMATCH
@@ -701,13 +699,7 @@ class PlanRun:
         if applied:
             self.applied_revisions += 1
             self.budget_flagged = False
-        if self.hooks.on_plan_revised is not None:
-            await self.hooks.notify(
-                "on_plan_revised",
-                revision=self.revisions[-1],
-                state=self.snapshot(),
-                depth=self.depth,
-            )
+        await self._notify("on_plan_revised", revision=self.revisions[-1])
         if not applied and self.stop_reason is None:
             self._after_failed_revision(request, self._problem_step(request), note)
 
