@@ -17,7 +17,7 @@ from pydantic import Field
 
 from waygraph.cli.user_code import load_user_module
 from waygraph.errors import ConfigError
-from waygraph.eval.loop import COMMAND_TIMEOUT, run_shell
+from waygraph.eval.loop import COMMAND_TIMEOUT, inside, run_shell
 from waygraph.eval.loop import write_file as write_in_workspace
 
 __all__ = [
@@ -89,13 +89,8 @@ def workspace_tools(
         path: Annotated[str, Field(description="Path relative to the workspace.")],
     ) -> str:
         """Read a text file in the workspace folder and return its content."""
-        target = (root / path).resolve()
-        if (
-            not path
-            or Path(path).is_absolute()
-            or path.startswith("~")
-            or root not in target.parents
-        ):
+        target = inside(path, root)
+        if target is None:
             raise PermissionError(f"refused: {path!r} leaves the workspace")
         if not target.is_file():
             raise FileNotFoundError(f"no file {path!r} in the workspace")

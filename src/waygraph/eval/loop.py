@@ -241,6 +241,22 @@ def _kill(process: subprocess.Popen[str]) -> None:
     process.communicate()
 
 
+def inside(path: str, workspace: Path) -> Path | None:
+    """``path`` resolved inside ``workspace``, or None when it leaves it (or names the folder).
+
+    Example:
+        >>> inside("../x.txt", Path("/w")) is None, inside(".", Path("/w")) is None
+        (True, True)
+        >>> inside("a/b.txt", Path("/w"))
+        PosixPath('/w/a/b.txt')
+    """
+    if not path or path.startswith("~") or Path(path).is_absolute():
+        return None
+    root = workspace.resolve()
+    target = (root / path).resolve()
+    return target if root in target.parents else None
+
+
 def write_file(path: str, content: str, workspace: Path) -> tuple[str, int]:
     """Write ``content`` to ``path`` inside ``workspace``; return (message, exit code).
 
@@ -249,11 +265,8 @@ def write_file(path: str, content: str, workspace: Path) -> tuple[str, int]:
         >>> write_file("../x.txt", "hi", Path(tempfile.gettempdir()))
         ("refused: '../x.txt' leaves the workspace", 126)
     """
-    root = workspace.resolve()
-    if not path or path.startswith("~") or Path(path).is_absolute():
-        return f"refused: {path!r} leaves the workspace", 126
-    target = (root / path).resolve()
-    if target == root or root not in target.parents:
+    target = inside(path, workspace)
+    if target is None:
         return f"refused: {path!r} leaves the workspace", 126
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
