@@ -424,7 +424,8 @@ CASES = [
     ),
     pytest.param(
         "ignored-field",
-        plan(nodes={"done": {"type": "exit", "verify": OK}}),
+        # Exit nodes use verify (a gate) since issue 12; escalate nodes do not.
+        plan(nodes={"done": {"type": "exit", "pace_level": "ALTERNATE"}}),
         plan(nodes={"done": {"type": "exit", "reason": "all good"}}),
         id="ignored-field",
     ),
@@ -447,6 +448,18 @@ CASES = [
             }
         ),
         id="on-fail-ignored",
+    ),
+    pytest.param(
+        "verify-needs-run",
+        with_verify({"type": "command", "run": "  "}),
+        with_verify({"type": "exit_code_zero"}),
+        id="verify-needs-run",
+    ),
+    pytest.param(
+        "command-gate",
+        plan(nodes={"done": {"type": "exit", "verify": {"type": "command", "run": "pytest -q"}}}),
+        plan(nodes={"done": {"type": "exit", "verify": {"type": "file_exists", "value": "out"}}}),
+        id="command-gate",
     ),
     pytest.param("no-triggers", plan(triggers=[]), plan(), id="no-triggers"),
     pytest.param("blank-trigger", plan(triggers=["do the work", " "]), plan(), id="blank-trigger"),

@@ -46,7 +46,7 @@ def test_linear_step_advances_on_any_output():
     assert [e["type"] for e in events] == ["node_verified", "edge_followed", "node_entered"]
     record = engine.to_record(plan, run)
     assert record["current_step"] == 1 and record["total_steps"] == 5
-    assert record["steps_completed"] == 1
+    assert record["steps_completed"] == [0]
 
 
 def test_linear_block_keeps_the_step_across_three_failures():
@@ -129,7 +129,7 @@ def test_linear_plan_runs_to_completion_like_the_seed():
         assert turn < 50
     assert run.status == "completed"
     record = engine.to_record(plan, run)
-    assert record["current_step"] == record["total_steps"] == record["steps_completed"]
+    assert record["current_step"] == record["total_steps"] == len(record["steps_completed"])
 
 
 # ------------------------------------------------------------------ graph plans
@@ -145,6 +145,7 @@ def test_graph_plan_activates_in_graph_mode():
         "turn": 1,
         "node": "start",
         "plan_id": "bugfix_workflow",
+        "plan": "bugfix_workflow",
         "triggers": ["fix bug"],
     }
 
@@ -269,7 +270,8 @@ def test_record_exposes_supervisor_fields():
         assert key in record, key
     assert record["plan_id"] == "bugfix_workflow" and record["plan_name"] == "Bug Fix Workflow"
     assert record["current_node"] == "isolate"
-    assert record["current_step"] == 2  # reproduce, gather_context, isolate in file order
+    # Document 003: current_step is the number of nodes completed (reproduce).
+    assert record["current_step"] == 1 and record["steps_completed"] == [0]
     assert record["total_steps"] == record["total_nodes"] == 6
 
 

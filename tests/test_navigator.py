@@ -147,13 +147,15 @@ def test_file_exists_is_checked_in_the_workspace(tmp_path: Path):
     )
     (tmp_path / "ws").mkdir()
     (tmp_path / "outside.txt").write_text("x")
-    nav = Navigator(Library([plan]), store="memory://", workspace=tmp_path / "ws", strict=True)
+    nav = Navigator(
+        Library([plan]), store="memory://", workspace=tmp_path / "ws", confine=True, strict=True
+    )
     nav.turn("s", user_message="make report")
     assert nav.turn("s", tool_output="wrote it").run["current_node"] == "step_1"
     (tmp_path / "ws" / "out").mkdir()
     (tmp_path / "ws" / "out" / "report.txt").write_text("r")
     assert nav.turn("s", tool_output="wrote it").run["current_node"] == "step_2"
-    # ../outside.txt exists but escapes the workspace: refused.
+    # ../outside.txt exists but escapes the workspace, and checks are confined: refused.
     assert nav.turn("s", tool_output="checked").run["current_node"] == "step_2"
 
 
@@ -241,6 +243,8 @@ HOLD = {
             "triggers": ["hold on"],
             "trigger_threshold": 1,
             "stale_after_turns": 100000,
+            # Every call here repeats the same output on purpose.
+            "repeat_limit": 0,
             "steps": [
                 {
                     "name": "never passes",

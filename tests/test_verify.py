@@ -59,16 +59,20 @@ def test_combinators():
         ("Process exited with code 2", None, False),
         ("Command returned non-zero exit status 1.", None, False),
         ("[exit status: 0] done", None, True),
-        ("Traceback (most recent call last):", None, False),
-        ("bash: foo: command not found", None, False),
-        ("Successfully built abc123", None, True),
-        ("12 passed, 0 failed in 0.3s", None, True),
-        ("Found no errors. Errors: 0", None, True),
-        ("3 passed, 1 failed", None, False),
-        ("0 failed, but Traceback (most recent call last):", None, False),
+        ("make: done\nexit=0", None, True),
+        ("boom\nexit=2", None, False),
+        # Without an exit code or a printed status the verdict is unknown:
+        # words never decide an exit-code check (issue 12).
+        ("Traceback (most recent call last):", None, None),
+        ("bash: foo: command not found", None, None),
+        ("Successfully built abc123", None, None),
+        ("12 passed, 0 failed in 0.3s", None, None),
+        ("Found no errors. Errors: 0", None, None),
+        ("3 passed, 1 failed", None, None),
+        ("", None, None),
     ],
 )
-def test_exit_code_zero_uses_real_code_then_printed_status_then_words(output, code, expected):
+def test_exit_code_zero_uses_real_code_then_printed_status_else_unknown(output, code, expected):
     assert check(v(type="exit_code_zero"), Observation(output=output, exit_code=code)) is expected
 
 
@@ -86,11 +90,15 @@ def test_file_exists_stays_inside_the_workspace(tmp_path: Path):
     ctx = VerifyContext(workspace=ws)
     obs = Observation(output="")
     assert check(v(type="file_exists", value="sub/a.txt"), obs, ctx)
-    assert not check(v(type="file_exists", value="sub/b.txt"), obs, ctx)
-    assert not check(v(type="file_exists", value="../secret"), obs, ctx)
-    assert not check(v(type="file_exists", value=str(tmp_path / "secret")), obs, ctx)
-    # Without a workspace it cannot look, and passes as the established selector does.
-    assert check(v(type="file_exists", value="anything"), obs)
+    assert check(v(type="file_exists", value="sub/b.txt"), obs, ctx) is False
+    # Unconfined, paths are looked at where they point ...
+    assert check(v(type="file_exists", value="../secret"), obs, ctx)
+    assert check(v(type="file_exists", value=str(tmp_path / "secret")), obs, ctx)
+    # ... confined, anything outside the workspace fails without looking.
+    confined = VerifyContext(workspace=ws, confine=True)
+    assert check(v(type="file_exists", value="sub/a.txt"), obs, confined)
+    assert check(v(type="file_exists", value="../secret"), obs, confined) is False
+    assert check(v(type="file_exists", value=str(tmp_path / "secret")), obs, confined) is False
 
 
 def test_missing_verify_passes_any_result():

@@ -63,6 +63,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "verify-needs-value": ("error", "a check's `value` is missing or of the wrong type"),
     "verify-needs-checks": ("error", "all/any without `checks`, or not without exactly one"),
     "verify-needs-field": ("error", "compare without `field`/`op`, or truthy without `field`"),
+    "verify-needs-run": ("error", "a command gate without the `run` command"),
     "bad-regex": ("error", "a regex check's pattern does not compile"),
     "bad-regex-flags": ("error", "a regex check's `flags` has a letter not in imsx"),
     "bad-trigger-threshold": ("error", "trigger_threshold is < 1 or > the number of triggers"),
@@ -91,6 +92,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "blank-trigger": ("warning", "a trigger that is empty or only spaces"),
     "duplicate-trigger": ("warning", "a trigger listed twice (case and spacing ignored)"),
     "no-plans": ("warning", "a folder given to `waygraph check` holds no plan files"),
+    "command-gate": ("warning", "a command gate: waygraph runs it only when commands are allowed"),
 }
 
 
@@ -186,7 +188,7 @@ _EXHAUST = ("on_exhaust", "on_fail", "always")
 _ENDS = frozenset({"exit", "escalate"})
 #: Fields the engine reads only on some node types (defaults: None, or 0 for max_retries).
 _FIELD_USERS: dict[str, tuple[str, ...]] = {
-    "verify": ("task", "decision"),
+    "verify": ("task", "decision", "exit"),
     "max_retries": ("task",),
     "status": ("exit",),
     "reason": ("escalate", "exit"),
@@ -486,6 +488,26 @@ class _PlanChecker:
                         f"{' and '.join(missing)} missing",
                         f"{at}.{missing[0]}",
                     )
+            elif kind == "command":
+                run = v.run.strip() if isinstance(v.run, str) else ""
+                if not run:
+                    report(
+                        "verify-needs-run",
+                        "a command gate needs `run`, the command waygraph runs in the "
+                        "workspace (for example `pytest -q`)",
+                        f"{at}.run",
+                    )
+                else:
+                    report(
+                        "command-gate",
+                        f"this plan runs `{run}` on the user's machine when the check is "
+                        "reached; it runs only where the user allowed commands "
+                        "(allow_commands=True, --allow-commands), elsewhere the check is "
+                        "unknown and the run waits",
+                        f"{at}.run",
+                    )
+                if v.expect is not None:
+                    stack.append((v.expect, f"{at}.expect"))
             elif kind == "truthy" and not v.field:
                 report(
                     "verify-needs-field",

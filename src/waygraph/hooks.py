@@ -117,15 +117,43 @@ class Hooks:
         tool_name: str | None = None,
         exit_code: int | None = None,
         call_id: str | None = None,
+        tool_args: Any = None,
+        source: str = "tool",
     ) -> Guidance:
         """A tool returned ``output``: verify it against the current step and move on.
 
-        Pass ``exit_code`` when the tool has one; ``call_id`` (the tool call's
-        id) makes a result reported twice count once.
+        Pass ``exit_code`` when the tool has one (without it an exit-code check
+        cannot decide, and the model is asked for the status); ``call_id`` (the
+        tool call's id) makes a result reported twice count once; ``tool_args``
+        (the command or arguments) shows the model what it already tried and
+        tells a repeated call from a new one. ``source``: ``"tool"`` for a real
+        tool result, ``"host"`` for a check your loop ran itself, ``"model"``
+        for words the model wrote (never evidence; see :meth:`on_model_reply`).
         """
         return self._turn(
-            tool_output=output, tool_name=tool_name, exit_code=exit_code, observation_id=call_id
+            tool_output=output,
+            tool_name=tool_name,
+            exit_code=exit_code,
+            observation_id=call_id,
+            tool_args=tool_args,
+            source=source,
         )
+
+    def on_model_reply(self, text: str, *, final: bool = True) -> Guidance:
+        """The model answered the user with ``text`` (not a tool call): a claim, not evidence.
+
+        The plan does not move. With ``final`` (the answer ends the model's
+        work, as a reply without tool calls does) while the plan is unfinished,
+        waygraph records ``claim_unverified`` and the next guidance names the
+        steps still unverified.
+
+        Example:
+            >>> hooks = Hooks("s", store="memory://")
+            >>> _ = hooks.on_user_message("I need to fix a bug in the login module")
+            >>> [e.type for e in hooks.on_model_reply("Fixed! Everything works now.").events]
+            ['claim_recorded', 'claim_unverified']
+        """
+        return self._turn(tool_output=text, source="model", final=final)
 
     def context_for_model(self) -> str | None:
         """The guidance to add to the model's context now, or None.

@@ -59,7 +59,8 @@ BUILTIN_VERIFY_TYPES: dict[str, str] = {
     "regex": "the regular expression `value` matches somewhere in the output",
     "exit_code": "the tool's exit code equals `value`",
     "exit_code_zero": "the tool exited with code 0",
-    "file_exists": "the file `value` exists under the workspace",
+    "file_exists": "the file `value` exists (relative paths: under the workspace)",
+    "command": "waygraph runs `run` in the workspace and `expect` judges it (a gate)",
     "any_output": "the tool produced non-empty output",
     "manual": "a person confirms (passes on the next result, or on `value` when given)",
     "all": "every check in `checks` passes",
@@ -104,6 +105,11 @@ class Verify(_Frozen):
     field: str | None = None
     op: CompareOp | None = None
     flags: str | None = None
+    #: ``command`` gates: the command waygraph runs, its time limit in
+    #: seconds, and the check its output must pass (default exit_code_zero).
+    run: str | None = None
+    timeout: float | None = Field(default=None, gt=0)
+    expect: Verify | None = None
 
     @field_validator("type")
     @classmethod
@@ -118,6 +124,8 @@ class Verify(_Frozen):
         yield self
         for child in self.checks or ():
             yield from child.walk()
+        if self.expect is not None:
+            yield from self.expect.walk()
 
 
 class Node(_Frozen):
@@ -334,6 +342,9 @@ class Plan(_Frozen):
     stale_after_turns: int = Field(default=10, ge=1)
     match_mode: Literal["phrase", "substring"] | None = None
     max_transitions: int = Field(default=100, ge=1)
+    #: The same failing call with the same output this many times in a row on
+    #: one node counts as exhausted (0 turns the rule off).
+    repeat_limit: int = Field(default=3, ge=0)
     graph: Graph
     linear: bool = False
     meta: dict[str, Any] | None = None

@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from waygraph import engine, render
+from waygraph import engine, gates, render
 from waygraph.errors import Conflict, WaygraphError
 from waygraph.formats.json_library import plan_to_data, plans_from_data
 from waygraph.library import Library, load_library
 from waygraph.match import Matcher
 from waygraph.model import Plan, Verify
 from waygraph.store import Store, open_store
-from waygraph.verify import Observation, VerifyContext, check
+from waygraph.verify import SOURCES, Observation, Verdict, VerifyContext, evaluate
 
 __all__ = ["AsyncNavigator", "Event", "Guidance", "Navigator", "default_store_url"]
 
@@ -101,8 +101,13 @@ class Navigator:
     ``library``: a :class:`Library`, a path, or None for the shipped plans.
     ``store``: a store URL (``memory://``, ``file://DIR``, ``sqlite:///PATH``,
     ``postgresql://...``) or a store; default :func:`default_store_url`.
-    ``workspace``: the root under which ``file_exists`` checks look.
+    ``workspace``: where relative paths of ``file_exists`` checks resolve and
+    command gates run (default: the current directory).
     ``strict``: raise errors instead of logging them and returning no guidance.
+    ``confine``: ``file_exists`` refuses paths outside the workspace instead of
+    looking at them. ``allow_commands``: command gates in plans may run (off by
+    default: a plan file is data). ``tools_run_elsewhere``: the agent's tools
+    run on another machine, so local file checks are unknown, never a pass.
     """
 
     def __init__(
@@ -113,11 +118,20 @@ class Navigator:
         strict: bool = False,
         *,
         max_tokens: int | None = None,
+        confine: bool = False,
+        allow_commands: bool = False,
+        tools_run_elsewhere: bool = False,
     ) -> None:
         self.strict = strict
         self.max_tokens = max_tokens
         self.workspace = Path(workspace) if workspace is not None else None
-        self._verify_context = VerifyContext(workspace=self.workspace)
+        self.allow_commands = allow_commands
+        self._verify_context = VerifyContext(
+            workspace=self.workspace,
+            confine=confine,
+            tools_run_elsewhere=tools_run_elsewhere,
+            run_command=self._run_gate if allow_commands else None,
+        )
         self._library_source = None if isinstance(library, Library) else library
         self.library = library if isinstance(library, Library) else load_library(library)
         self.store: Store = open_store(store if store is not None else default_store_url())
@@ -200,13 +214,29 @@ class Navigator:
         tool_name: str | None = None,
         exit_code: int | None = None,
         observation_id: str | None = None,
+        tool_args: Any = None,
+        source: str = "tool",
+        final: bool = False,
     ) -> Guidance:
         """Process one turn of ``session_id`` and return the guidance.
 
         A turn may carry a user message, a tool result, or both (the result is
         applied first). With no running plan, a user message may activate one.
+
+        ``source`` says what ``tool_output`` is: ``"tool"`` (a tool's real
+        result, the default), ``"model"`` (words the model wrote: a reply, a
+        claim; recorded, never judged) or ``"host"`` (a check the host ran).
+        ``final`` marks model words that tell the user the work is done.
+        ``tool_args`` (the command or arguments) is shown back to the model in
+        the list of what it already tried, and tells repeats apart.
         """
         try:
+            if source not in SOURCES:
+                message = f"source must be one of {', '.join(SOURCES)}, not {source!r}"
+                if self.strict:
+                    raise WaygraphError(message)
+                log.warning("waygraph: %s; treating the result as a tool result", message)
+                source = "tool"
             return self._turn(
                 session_id,
                 user_message=user_message,
@@ -216,6 +246,9 @@ class Navigator:
                 tool_name=tool_name,
                 exit_code=exit_code,
                 observation_id=observation_id,
+                tool_args=tool_args,
+                source=source,
+                final=final,
             )
         except Exception as exc:
             if self.strict:
@@ -234,6 +267,9 @@ class Navigator:
         tool_name: str | None,
         exit_code: int | None,
         observation_id: str | None,
+        tool_args: Any = None,
+        source: str = "tool",
+        final: bool = False,
     ) -> Guidance:
         self._maybe_reload()
         has_result = tool_output is not None or exit_code is not None
@@ -243,10 +279,13 @@ class Navigator:
                 tool_name=tool_name,
                 exit_code=exit_code,
                 id=observation_id,
+                source=source,
+                call=call_digest(tool_args),
             )
             if has_result
             else None
         )
+        evidence = _evidence(observation) if observation is not None else None
         for _ in range(MAX_CONFLICT_RETRIES):
             run, version = self._load(session_id)
             events: list[dict[str, Any]] = []
@@ -263,6 +302,8 @@ class Navigator:
                     judge=judge,
                     observation_id=observation_id,
                     tool_name=tool_name,
+                    evidence=evidence,
+                    final=final,
                 )
                 try:
                     record = self._commit(run, plan, version, events, new=False)
@@ -301,11 +342,22 @@ class Navigator:
 
     def _judge(self, observation: Observation) -> engine.Judge:
         context = self._verify_context
+        # A command gate asked twice in one turn (a route re-checked) runs once.
+        seen: dict[int, tuple[Verify, Verdict]] = {}
 
-        def judge(verify: Verify | None) -> bool:
-            return check(verify, observation, context)
+        def judge(verify: Verify | None) -> Verdict:
+            if verify is None or verify.type != "command":
+                return evaluate(verify, observation, context)
+            hit = seen.get(id(verify))
+            if hit is None or hit[0] is not verify:
+                hit = (verify, evaluate(verify, observation, context))
+                seen[id(verify)] = hit
+            return hit[1]
 
         return judge
+
+    def _run_gate(self, command: str, timeout: float) -> Observation:
+        return gates.run_command(command, cwd=self.workspace, timeout=timeout)
 
     def _activate(
         self,
@@ -518,6 +570,45 @@ class Navigator:
 
 def _plan_key(plan_id: str, version: str) -> str:
     return f"plan:{plan_id}:{version}"
+
+
+#: Argument names whose value says best what a tool call did.
+_CALL_KEYS = ("command", "cmd", "code", "script", "query", "path", "file", "url")
+
+
+def call_digest(tool_args: Any) -> str | None:
+    """A one-line digest of a tool call's command or arguments (None when not given).
+
+    Example:
+        >>> call_digest({"runtime": "terminal", "code": "  pytest   -q  "})
+        'pytest -q'
+        >>> call_digest({"a": 1})
+        '{"a": 1}'
+    """
+    if tool_args is None:
+        return None
+    if isinstance(tool_args, Mapping):
+        for key in _CALL_KEYS:
+            value = tool_args.get(key)
+            if isinstance(value, str) and value.strip():
+                tool_args = value
+                break
+        else:
+            tool_args = json.dumps(tool_args, sort_keys=True, default=str)
+    line = " ".join(str(tool_args).split())
+    return line if len(line) <= engine.EXCERPT_CHARS else line[: engine.EXCERPT_CHARS - 3] + "..."
+
+
+def _evidence(observation: Observation) -> engine.Evidence:
+    text = observation.text
+    key = f"{observation.tool_name}\0{observation.call}\0{observation.exit_code}\0{text}"
+    return engine.Evidence(
+        source=observation.source,
+        tool=observation.tool_name,
+        call=observation.call,
+        output=text[: engine.MAX_LAST_OUTPUT],
+        fingerprint=hashlib.blake2b(key.encode(errors="replace"), digest_size=8).hexdigest(),
+    )
 
 
 class AsyncNavigator:

@@ -44,7 +44,7 @@ def context(plan: Plan, run: Run, *, max_tokens: int | None = None) -> str:
     if node is None:
         return f"{HEADER} Plan {plan.title!r} is at an unknown node {run.current_node!r}."
     head = f"{HEADER} Plan: {plan.title} ({plan.id})"
-    body = _cached_block(plan, run, node)
+    body = _cached_block(plan, run, node) + tuple(evidence_lines(plan, run, node))
     overview = _linear_lines(plan, run) if plan.linear else _path_lines(plan, run)
     budget = None if max_tokens is None else max_tokens * 4
     text = _assemble(head, overview, body)
@@ -72,6 +72,71 @@ def _cached_block(plan: Plan, run: Run, node: Node) -> tuple[str, ...]:
         _BLOCKS.clear()
     _BLOCKS[key] = (plan, lines)
     return lines
+
+
+def evidence_lines(plan: Plan, run: Run, node: Node) -> list[str]:
+    """What was already tried at ``node``, and what the last turn could not count.
+
+    Example:
+        >>> import waygraph
+        >>> from waygraph import engine
+        >>> plan = waygraph.load_library()["bugfix_workflow"]
+        >>> run, _ = engine.start(plan, run_id="r", turn=1)
+        >>> run, _ = engine.claim(plan, run, turn=2, text="Fixed it, all good now")
+        >>> print(evidence_lines(plan, run, plan.graph.nodes["reproduce"])[0][:54])
+        Your message is a claim, not evidence: reproduce — Make
+    """
+    lines: list[str] = []
+    tried = (run.visited.get(node.id) or {}).get("tried") or ()
+    if tried:
+        lines.append("Tried here (newest last):")
+        for attempt in tried:
+            what = attempt.get("call") or attempt.get("tool") or "a tool call"
+            verdict = _VERDICT_WORDS.get(attempt.get("verdict", ""), attempt.get("verdict"))
+            first = attempt.get("output") or "(no output)"
+            lines.append(f"  - `{what}` -> {verdict}: {first}")
+    notice = run.notice
+    if notice:
+        lines.append(_notice_text(plan, node, notice))
+    return lines
+
+
+_VERDICT_WORDS = {"success": "passed", "fail": "FAILED", "unknown": "not judged"}
+
+
+def _notice_text(plan: Plan, node: Node, notice: dict[str, object]) -> str:
+    kind = notice.get("kind")
+    reason = notice.get("reason")
+    if kind == "unknown":
+        return (
+            f"The last result could not be judged ({reason or 'the evidence was missing'}); "
+            "it did not count as a success or a failure. Give the missing evidence."
+        )
+    if kind == "claim":
+        return (
+            f"Your message is a claim, not evidence: {node.title} is still unverified. "
+            f"Show a tool result that passes: {describe(node.verify)}."
+        )
+    if kind == "claim_unverified":
+        raw = notice.get("nodes")
+        names = ", ".join(str(n) for n in raw) if isinstance(raw, list) and raw else node.id
+        return (
+            "You told the user the work is done, but the plan is not finished. Still "
+            f"unverified: {names}. Verify them with tool results before claiming success."
+        )
+    gate = plan.graph.nodes.get(str(notice.get("node") or ""))
+    check = describe(gate.verify) if gate is not None else "the final check"
+    if kind == "gate_unknown":
+        return (
+            f"Before the plan can finish, waygraph checks: {check}. It could not decide "
+            f"({reason or 'no evidence'}); the plan stays here until it can."
+        )
+    if kind == "gate_failed":
+        return (
+            f"The final check failed ({reason or check}); the plan is back at {node.title}. "
+            "Fix the cause, then show the result again."
+        )
+    return ""
 
 
 def _assemble(head: str, overview: list[str], body: tuple[str, ...]) -> str:

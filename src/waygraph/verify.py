@@ -8,16 +8,20 @@ Documented choices:
 
 - ``output_contains`` / ``output_not_contains`` compare lowercase, as the
   established Agent-Zero selector does.
-- ``exit_code_zero`` uses the real exit code when the observation has one.
-  Without it (many agent tools report only text) it first looks for an exit
-  status the tool printed ("exit code 1", "returned non-zero exit status 2",
-  "[exit status: 0]"), and otherwise passes unless the output looks like a
-  failure (the words error, failed, fatal, traceback, exception, "command not
-  found", "no such file or directory"); counts of nothing such as "0 failed"
-  or "no errors" are not failures.
-- ``file_exists`` looks under the workspace root; a path that escapes it
-  fails. With no workspace configured it passes, as the established selector
-  does (it cannot look).
+- A verdict has three values: ``success``, ``fail`` and ``unknown`` (the
+  evidence cannot decide). Unknown costs no attempt: the run waits on the
+  node and the guidance asks for the missing evidence.
+- ``exit_code_zero`` / ``exit_code`` use the real exit code when the
+  observation has one, else an exit status the tool printed ("exit code 1",
+  "returned non-zero exit status 2", "[exit status: 0]", ``exit=1``), else
+  the verdict is unknown. Words such as "error" never decide an exit code.
+- ``file_exists`` always looks: a relative path resolves against the
+  workspace (the current directory when none is configured), an absolute
+  path is checked as written unless ``confine`` keeps checks inside the
+  workspace. When tools run on another machine the verdict is unknown.
+- ``command`` runs a command waygraph itself (a gate) and judges its output
+  with ``expect``; only when the user allowed commands, else unknown.
+- Model text (``source="model"``) is never evidence: its verdict is unknown.
 - ``manual`` passes on the next result, or, when the plan gives a ``value``,
   only on a result containing that confirmation marker.
 
@@ -27,6 +31,8 @@ Example:
     True
     >>> check(Verify(type="exit_code_zero"), Observation(output="ok", exit_code=2))
     False
+    >>> evaluate(Verify(type="exit_code_zero"), Observation(output="all fine")).outcome
+    'unknown'
 """
 
 from __future__ import annotations
@@ -36,16 +42,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from waygraph.model import BUILTIN_VERIFY_TYPES, Verify, register_verify_type
 
 __all__ = [
+    "SOURCES",
     "Observation",
+    "Outcome",
+    "Verdict",
     "Verifier",
     "VerifyContext",
     "check",
     "describe",
+    "evaluate",
     "register",
 ]
 
@@ -54,31 +64,33 @@ __all__ = [
 #: minutes on them.
 MAX_VERIFIED_CHARS = 200_000
 
-_FAILURE_WORDS = re.compile(
-    r"\b(error|errors|failed|failure|fatal|traceback|exception)\b"
-    r"|command not found|no such file or directory",
-    re.IGNORECASE,
-)
-#: Counts of nothing ("0 failed", "no errors", "errors: 0") are success
-#: reports: test runners and linters print them on every clean run.
-_ZERO_COUNTS = re.compile(
-    r"\b(?:0|no|zero)\s+(?:errors?|failed|failures?|exceptions?)\b"
-    r"|\b(?:errors?|failed|failures?)\s*[:=]\s*0\b",
-    re.IGNORECASE,
-)
+Outcome = Literal["success", "fail", "unknown"]
+Source = Literal["tool", "model", "host"]
+#: Where evidence comes from: a tool's real result, words the model wrote, or
+#: a check the host (or waygraph) ran itself.
+SOURCES: tuple[str, ...] = ("tool", "model", "host")
+
 _PRINTED_STATUS = re.compile(
     r"(?:exit(?:ed)?(?: with)?(?: code| status)|non-zero exit status|return(?:ed)? code)"
-    r"\s*[:=]?\s*(-?\d+)",
+    r"\s*[:=]?\s*(-?\d+)"
+    # The form the guidance asks for: `cmd; echo "exit=$?"`.
+    r"|\bexit=(-?\d+)\b",
     re.IGNORECASE,
 )
+#: The one line the guidance gives when an exit code is missing.
+EXIT_CODE_HINT = 'run the command again followed by `; echo "exit=$?"` so its exit status shows'
 
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """One tool result, as the engine sees it.
+    """One piece of evidence, as the engine sees it.
 
     ``id`` makes a result count once even if the host reports it twice.
     ``data`` is structured event data for ``compare``/``truthy`` checks.
+    ``source`` says who produced it: ``"tool"`` (a tool's real result),
+    ``"model"`` (words the model wrote; never evidence) or ``"host"`` (a check
+    the host or waygraph ran). ``call`` is a one-line digest of the command or
+    arguments, when the host gives them.
     """
 
     output: str = ""
@@ -87,6 +99,8 @@ class Observation:
     id: str | None = None
     turn: int = 0
     data: Mapping[str, Any] | None = None
+    source: str = "tool"
+    call: str | None = None
 
     @property
     def text(self) -> str:
@@ -97,14 +111,57 @@ class Observation:
 
 
 @dataclass(frozen=True, slots=True)
+class Verdict:
+    """A verification's result: the outcome and, when it is not plain, why.
+
+    ``reason`` says why a check failed or could not decide (for unknown it is
+    the one line asking for the missing evidence); ``evidence`` is what a
+    command gate saw (its output and exit code, ``source="host"``).
+
+    Example:
+        >>> Verdict("unknown", EXIT_CODE_HINT).passed is None
+        True
+    """
+
+    outcome: Outcome
+    reason: str | None = None
+    evidence: Observation | None = None
+
+    @property
+    def passed(self) -> bool | None:
+        """True, False, or None for unknown."""
+        if self.outcome == "unknown":
+            return None
+        return self.outcome == "success"
+
+
+SUCCESS = Verdict("success")
+FAIL = Verdict("fail")
+
+#: Runs a command gate: (command, timeout in seconds) -> host evidence.
+CommandRunner = Callable[[str, float], Observation]
+
+
+@dataclass(frozen=True, slots=True)
 class VerifyContext:
-    """What verifiers may look at besides the observation."""
+    """What verifiers may look at besides the observation.
+
+    ``workspace``: where relative paths resolve (None: the current directory).
+    ``confine``: absolute paths outside the workspace fail instead of being
+    looked at. ``tools_run_elsewhere``: the tools run on another machine, so
+    local file checks cannot decide. ``run_command``: runs command gates; None
+    means the user did not allow commands.
+    """
 
     workspace: Path | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    confine: bool = False
+    tools_run_elsewhere: bool = False
+    run_command: CommandRunner | None = None
 
 
-Verifier = Callable[[Verify, Observation, VerifyContext], bool]
+#: A verifier answers True, False, None (unknown) or a full :class:`Verdict`.
+Verifier = Callable[[Verify, Observation, VerifyContext], "bool | Verdict | None"]
 
 _registry: dict[str, Verifier] = {}
 
@@ -112,7 +169,8 @@ _registry: dict[str, Verifier] = {}
 def register(name: str, verifier: Verifier | None = None) -> Any:
     """Register a verifier for verify type ``name`` (usable as a decorator).
 
-    Plan files may then use ``{"type": name, ...}``.
+    Plan files may then use ``{"type": name, ...}``. The verifier returns True,
+    False, None when the evidence cannot decide, or a :class:`Verdict`.
 
     Example:
         >>> @register("output_is_json")
@@ -135,18 +193,42 @@ def register(name: str, verifier: Verifier | None = None) -> Any:
     return add(verifier) if verifier is not None else add
 
 
-def check(
+def evaluate(
     verify: Verify | None, observation: Observation, context: VerifyContext | None = None
-) -> bool:
-    """True when ``observation`` satisfies ``verify`` (a missing verify passes)."""
+) -> Verdict:
+    """The three-valued verdict of ``observation`` against ``verify`` (None passes).
+
+    Example:
+        >>> evaluate(Verify(type="exit_code_zero"), Observation(output="x", exit_code=0))
+        Verdict(outcome='success', reason=None, evidence=None)
+    """
     if verify is None:
-        return True
+        return SUCCESS
+    if observation.source == "model":
+        # Defence in depth: drivers never judge model text, but a custom
+        # caller might; a claim is not evidence.
+        return Verdict("unknown", "words the model wrote are a claim, not evidence")
     fn = _registry.get(verify.type)
     if fn is None:
         # The model refuses unknown types at load, so this means a verifier
         # was registered by name only in another process: fail safe.
-        return False
-    return bool(fn(verify, observation, context or _NO_CONTEXT))
+        return Verdict("fail", f"no verifier is registered for {verify.type!r} here")
+    return _as_verdict(fn(verify, observation, context or _NO_CONTEXT))
+
+
+def check(
+    verify: Verify | None, observation: Observation, context: VerifyContext | None = None
+) -> bool | None:
+    """True when ``observation`` satisfies ``verify``, False when not, None when unknown."""
+    return evaluate(verify, observation, context).passed
+
+
+def _as_verdict(result: bool | Verdict | None) -> Verdict:
+    if isinstance(result, Verdict):
+        return result
+    if result is None:
+        return Verdict("unknown", "the check could not decide from this result")
+    return SUCCESS if result else FAIL
 
 
 _NO_CONTEXT = VerifyContext()
@@ -157,7 +239,10 @@ def exit_status(observation: Observation) -> int | None:
     if observation.exit_code is not None:
         return observation.exit_code
     found = _PRINTED_STATUS.findall(observation.text[-2000:])
-    return int(found[-1]) if found else None
+    if not found:
+        return None
+    first, second = found[-1]
+    return int(first or second)
 
 
 # ---------------------------------------------------------------- built-ins
@@ -188,32 +273,67 @@ def _regex(v: Verify, o: Observation, c: VerifyContext) -> bool:
         return False
 
 
-def _exit_code(v: Verify, o: Observation, c: VerifyContext) -> bool:
+def _exit_code(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
     code = exit_status(o)
+    if code is None:
+        return Verdict("unknown", EXIT_CODE_HINT)
     try:
-        return code is not None and code == int(v.value)
+        expected = int(v.value)
     except (TypeError, ValueError):
-        return False
+        return Verdict("fail", f"exit_code needs an integer value, not {v.value!r}")
+    return SUCCESS if code == expected else Verdict("fail", f"exit code {code}, not {expected}")
 
 
-def _exit_code_zero(v: Verify, o: Observation, c: VerifyContext) -> bool:
+def _exit_code_zero(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
     code = exit_status(o)
-    if code is not None:
-        return code == 0
-    return _FAILURE_WORDS.search(_ZERO_COUNTS.sub(" ", o.text)) is None
+    if code is None:
+        return Verdict("unknown", EXIT_CODE_HINT)
+    return SUCCESS if code == 0 else Verdict("fail", f"exit code {code}")
 
 
-def _file_exists(v: Verify, o: Observation, c: VerifyContext) -> bool:
-    if c.workspace is None:
-        return True
+def _file_exists(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
     raw = str(v.value or "").strip()
     if not raw:
-        return False
-    root = c.workspace.resolve()
-    target = (root / raw).resolve()
-    if target != root and root not in target.parents:
-        return False  # escapes the workspace: refuse rather than look
-    return target.exists()
+        return Verdict("fail", "file_exists has no path to look for")
+    if c.tools_run_elsewhere:
+        return Verdict(
+            "unknown",
+            f"the tools run on another machine, so waygraph cannot look for {raw!r}; "
+            "show it with a tool (for example `ls -l PATH`)",
+        )
+    root = (c.workspace or Path.cwd()).resolve()
+    path = Path(raw).expanduser()
+    target = (path if path.is_absolute() else root / path).resolve()
+    if c.confine and target != root and root not in target.parents:
+        return Verdict("fail", f"{raw!r} is outside the workspace {str(root)!r}")
+    try:
+        found = target.exists()
+    except OSError as exc:
+        return Verdict("unknown", f"cannot look at {raw!r}: {exc.strerror or exc}")
+    return SUCCESS if found else Verdict("fail", f"{str(target)!r} does not exist")
+
+
+def _command(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
+    command = str(v.run or "").strip()
+    if not command:
+        return Verdict("fail", "the command gate has no `run` command")
+    if c.run_command is None:
+        return Verdict(
+            "unknown",
+            f"the check `{command}` is a command gate and command gates are disabled; "
+            "the user can allow them (allow_commands=True, --allow-commands)",
+        )
+    evidence = c.run_command(command, float(v.timeout or DEFAULT_GATE_TIMEOUT))
+    verdict = evaluate(v.expect or _EXIT_ZERO, evidence, c)
+    reason = verdict.reason
+    if verdict.outcome == "fail" and not reason:
+        reason = f"`{command}` did not pass: {describe(v.expect or _EXIT_ZERO)}"
+    return Verdict(verdict.outcome, reason, evidence)
+
+
+#: Seconds a command gate may run when its plan gives no timeout.
+DEFAULT_GATE_TIMEOUT = 60.0
+_EXIT_ZERO = Verify(type="exit_code_zero")
 
 
 def _any_output(v: Verify, o: Observation, c: VerifyContext) -> bool:
@@ -226,17 +346,45 @@ def _manual(v: Verify, o: Observation, c: VerifyContext) -> bool:
     return True
 
 
-def _all(v: Verify, o: Observation, c: VerifyContext) -> bool:
-    return all(check(child, o, c) for child in v.checks or ())
+def _all(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
+    unknown: Verdict | None = None
+    evidence = None
+    for child in v.checks or ():
+        verdict = evaluate(child, o, c)
+        evidence = verdict.evidence or evidence
+        if verdict.outcome == "fail":
+            return Verdict("fail", verdict.reason, evidence)
+        if verdict.outcome == "unknown" and unknown is None:
+            unknown = verdict
+    if unknown is not None:
+        return Verdict("unknown", unknown.reason, evidence)
+    return Verdict("success", None, evidence)
 
 
-def _any(v: Verify, o: Observation, c: VerifyContext) -> bool:
-    return any(check(child, o, c) for child in v.checks or ())
+def _any(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
+    unknown: Verdict | None = None
+    last_fail: Verdict | None = None
+    for child in v.checks or ():
+        verdict = evaluate(child, o, c)
+        if verdict.outcome == "success":
+            return verdict
+        if verdict.outcome == "unknown":
+            unknown = unknown or verdict
+        else:
+            last_fail = verdict
+    if unknown is not None:
+        return unknown
+    return last_fail or FAIL
 
 
-def _not(v: Verify, o: Observation, c: VerifyContext) -> bool:
+def _not(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
     children = v.checks or ()
-    return len(children) == 1 and not check(children[0], o, c)
+    if len(children) != 1:
+        return Verdict("fail", "not needs exactly one check")
+    verdict = evaluate(children[0], o, c)
+    if verdict.outcome == "unknown":
+        return verdict
+    return Verdict("fail" if verdict.outcome == "success" else "success", None, verdict.evidence)
 
 
 def _data_of(o: Observation) -> Mapping[str, Any]:
@@ -258,6 +406,7 @@ for _name, _fn in {
     "exit_code": _exit_code,
     "exit_code_zero": _exit_code_zero,
     "file_exists": _file_exists,
+    "command": _command,
     "any_output": _any_output,
     "manual": _manual,
     "all": _all,
@@ -295,6 +444,9 @@ def describe(verify: Verify | None) -> str:
         return "the command must succeed (exit code 0)"
     if t == "file_exists":
         return f"file {val!r} must exist"
+    if t == "command":
+        expect = describe(verify.expect) if verify.expect else "exit code 0"
+        return f"waygraph runs `{verify.run}` and checks: {expect}"
     if t == "any_output":
         return "the tool must produce some output"
     if t == "manual":

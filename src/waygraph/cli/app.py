@@ -76,6 +76,16 @@ LibraryOption = Annotated[
     ),
 ]
 
+#: The permission for command gates, one spelling on every command that guides a model.
+AllowCommandsOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-commands",
+        help="Let plans' command gates run (e.g. `pytest -q` before a plan may finish). "
+        "Off: such checks stay unknown.",
+    ),
+]
+
 #: The ``--json`` switch of every command that can print machine-readable output.
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 

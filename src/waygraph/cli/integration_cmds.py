@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from waygraph.cli.app import LibraryOption, app, console, friendly_errors
+from waygraph.cli.app import AllowCommandsOption, LibraryOption, app, console, friendly_errors
 
 __all__ = ["install", "mcp", "uninstall"]
 
@@ -110,7 +110,11 @@ def uninstall(target: TargetArgument, path: PathArgument) -> None:
 
 @app.command()
 @friendly_errors
-def mcp(library: LibraryOption = None, store: ServeStoreOption = None) -> None:
+def mcp(
+    library: LibraryOption = None,
+    store: ServeStoreOption = None,
+    allow_commands: AllowCommandsOption = False,
+) -> None:
     """Serve waygraph over the Model Context Protocol on stdio (for any MCP client).
 
     Tools list and match plans, start one, report tool results, show status
@@ -119,4 +123,4 @@ def mcp(library: LibraryOption = None, store: ServeStoreOption = None) -> None:
     """
     from waygraph.integrations.mcp_server import serve
 
-    serve(library=library, store=store)
+    serve(library=library, store=store, allow_commands=allow_commands)

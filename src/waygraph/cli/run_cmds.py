@@ -11,7 +11,14 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from waygraph.cli.app import LibraryOption, app, console, friendly_errors, load
+from waygraph.cli.app import (
+    AllowCommandsOption,
+    LibraryOption,
+    app,
+    console,
+    friendly_errors,
+    load,
+)
 
 StoreOption = Annotated[
     str | None,
@@ -84,7 +91,8 @@ def match(
 PLAY_HELP = (
     "Type a tool's output and press Enter (it is verified as the tool result), "
     "'!command' to run a real command and use its output and exit code, "
-    "':exit N text' to give an exit code, ':rewind', ':state', ':reset' or ':quit'."
+    "':exit N text' to give an exit code, ':say text' for what the model tells the user "
+    "(a claim, never evidence), ':rewind', ':state', ':reset' or ':quit'."
 )
 
 
@@ -103,13 +111,20 @@ def play(
         Path | None, typer.Option(help="Folder where '!command' runs and files are checked.")
     ] = None,
     library: LibraryOption = None,
+    allow_commands: AllowCommandsOption = False,
 ) -> None:
     """Walk through a plan interactively, seeing what the model would see."""
     from waygraph.navigator import Navigator
 
     lib = load(library)
     root = (workspace or Path.cwd()).resolve()
-    nav = Navigator(lib, store=store or "memory://", workspace=root, strict=True)
+    nav = Navigator(
+        lib,
+        store=store or "memory://",
+        workspace=root,
+        strict=True,
+        allow_commands=allow_commands,
+    )
     session = "play"
     nav.reset(session)
     if plan:
@@ -142,9 +157,24 @@ def play(
             nav.reset(session)
             console.print("Session reset.")
             break
+        if line.startswith(":say"):
+            # What the model would tell the user: a claim, never evidence.
+            guidance = nav.turn(
+                session,
+                tool_output=line[4:].strip(),
+                source="model",
+                final=True,
+                observation_id=f"play-{count}",
+            )
+            _show_guidance(guidance)
+            continue
         output, exit_code = _tool_result(line, root)
         guidance = nav.turn(
-            session, tool_output=output, exit_code=exit_code, observation_id=f"play-{count}"
+            session,
+            tool_output=output,
+            exit_code=exit_code,
+            observation_id=f"play-{count}",
+            tool_args=line[1:] if line.startswith("!") else None,
         )
         _show_guidance(guidance)
     state = nav.state(session)

@@ -6,7 +6,14 @@ from typing import Annotated
 
 import typer
 
-from waygraph.cli.app import LibraryOption, app, err_console, friendly_errors, load
+from waygraph.cli.app import (
+    AllowCommandsOption,
+    LibraryOption,
+    app,
+    err_console,
+    friendly_errors,
+    load,
+)
 from waygraph.errors import ConfigError
 
 SERVE_EXTRA = "waygraph serve needs FastAPI and uvicorn: pip install 'waygraph[serve]'"
@@ -39,6 +46,7 @@ def serve(
     max_body: Annotated[
         int, typer.Option("--max-body", min=1, help="Largest request body in bytes.")
     ] = 1024 * 1024,
+    allow_commands: AllowCommandsOption = False,
 ) -> None:
     """Serve the HTTP API and the live dashboard over a store.
 
@@ -62,7 +70,12 @@ def serve(
         )
     if token is not None and len(token) < 8:
         raise ConfigError("--token must be at least 8 characters")
-    navigator = Navigator(load(library), store=store or default_store_url(), strict=True)
+    navigator = Navigator(
+        load(library),
+        store=store or default_store_url(),
+        strict=True,
+        allow_commands=allow_commands,
+    )
     # Without a token, only loopback Host names are served (no DNS rebinding).
     allowed = None if token else frozenset(LOOPBACK_HOSTS | {host.strip("[]").lower()})
     application = create_app(navigator, token=token, max_body=max_body, allowed_hosts=allowed)

@@ -117,6 +117,7 @@ GRAPH_ATTRIBUTES: tuple[str, ...] = (
     "stale_after_turns",
     "match_mode",
     "max_transitions",
+    "repeat_limit",
     "linear",
     "start",
     "default_max_retry",
@@ -484,7 +485,7 @@ class _Builder:
         for key in ("domains", "triggers"):
             if key in attrs:
                 data[key] = self.text_list(attrs[key], key)
-        for key in ("trigger_threshold", "stale_after_turns", "max_transitions"):
+        for key in ("trigger_threshold", "stale_after_turns", "max_transitions", "repeat_limit"):
             if key in attrs:
                 data[key] = self.integer(attrs[key], {"field": key})
         if "linear" in attrs:
@@ -945,7 +946,12 @@ def _graph_attributes(plan: Plan) -> list[tuple[str, str]]:
         items: tuple[str, ...] = getattr(plan, key)
         if items:
             out.append((key, _quote(_text_list(items))))
-    defaults = {"trigger_threshold": 2, "stale_after_turns": 10, "max_transitions": 100}
+    defaults = {
+        "trigger_threshold": 2,
+        "stale_after_turns": 10,
+        "max_transitions": 100,
+        "repeat_limit": 3,
+    }
     for key, default in defaults.items():
         if getattr(plan, key) != default:
             out.append((key, str(getattr(plan, key))))

@@ -56,6 +56,7 @@ PLAN_KEY_ORDER = (
     "stale_after_turns",
     "match_mode",
     "max_transitions",
+    "repeat_limit",
     "meta",
 )
 
@@ -319,7 +320,7 @@ def plan_to_data(plan: Plan) -> dict[str, Any]:
         value = getattr(plan, key)
         if value is None:
             continue
-        if key == "max_transitions" and value == 100:
+        if (key, value) in (("max_transitions", 100), ("repeat_limit", 3)):
             continue
         data[key] = list(value) if isinstance(value, tuple) else value
     if plan.linear:

@@ -68,6 +68,10 @@ PROPERTY_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "stale_after_turns": "Turns without a node transition before the run expires.",
         "match_mode": "How triggers match: 'phrase' (whole words, in order) or 'substring'.",
         "max_transitions": "Transitions after which any loop ends the run as escalated.",
+        "repeat_limit": (
+            "The same failing call with the same output this many times in a row on one "
+            "node counts as exhausted (0: off)."
+        ),
         "meta": "Free-form data kept with the plan.",
         "graph": "The workflow graph (use either 'graph' or 'steps').",
         "steps": "Linear steps, compiled to a graph (use either 'graph' or 'steps').",
@@ -114,6 +118,9 @@ PROPERTY_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "field": "compare/truthy: the dotted path into event data, e.g. 'data.count'.",
         "op": "compare: the comparison operator.",
         "flags": "regex: flags such as 'i' (ignore case), 'm', 's'.",
+        "run": "command: the command waygraph runs in the workspace (needs allow_commands).",
+        "timeout": "command: seconds the command may run (default 60).",
+        "expect": "command: the check its output and exit code must pass (exit_code_zero).",
     },
     "Step": {
         "name": "A short human-readable name.",

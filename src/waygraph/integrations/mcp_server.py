@@ -145,6 +145,7 @@ def build_server(
     store: str | None = None,
     *,
     navigator: Navigator | None = None,
+    allow_commands: bool = False,
 ) -> Any:
     """An ``mcp`` server (``MCPServer``; ``FastMCP`` before mcp 2) for ``navigator``.
 
@@ -154,7 +155,11 @@ def build_server(
     store does not load.
     """
     # Library and store first: a bad one is reported without waiting for mcp to import.
-    nav = navigator if navigator is not None else Navigator(library, store=store, strict=True)
+    nav = (
+        navigator
+        if navigator is not None
+        else Navigator(library, store=store, strict=True, allow_commands=allow_commands)
+    )
 
     MCPServer, _, ResourceError = _mcp_api()
 
@@ -246,10 +251,18 @@ def build_server(
         tool_name: str | None = None,
         exit_code: int | None = None,
         call_id: str | None = None,
+        source: str = "tool",
+        arguments: str | None = None,
+        final: bool = False,
     ) -> dict[str, Any]:
         """Report a tool's output: it is verified against the current node and the run moves on.
 
-        Give `exit_code` when known, and `call_id` so a result reported twice counts once.
+        Give `exit_code` when known (without it an exit-code check cannot decide),
+        `call_id` so a result reported twice counts once, and `arguments` (the
+        command or arguments) so repeats are recognised. `source`: "tool" for a
+        tool's real output, "host" for a check the client ran itself, "model"
+        for words the model wrote (recorded as a claim, never evidence; with
+        `final` true when the model tells the user the work is done).
         """
         guidance = nav.turn(
             session_id,
@@ -257,6 +270,9 @@ def build_server(
             tool_name=tool_name,
             exit_code=exit_code,
             observation_id=call_id,
+            tool_args=arguments,
+            source=source,
+            final=final,
         )
         return _guidance_data(session_id, guidance)
 
@@ -320,11 +336,16 @@ def _reader(read: Callable[[str], str], plan_id: str, kind: str) -> Callable[[],
     return reader
 
 
-def serve(library: str | os.PathLike[str] | None = None, store: str | None = None) -> None:
+def serve(
+    library: str | os.PathLike[str] | None = None,
+    store: str | None = None,
+    *,
+    allow_commands: bool = False,
+) -> None:
     """Run the MCP server on stdio until the client disconnects.
 
     The library and store are opened first, so a broken one raises a
     :class:`~waygraph.errors.WaygraphError` before anything is served.
     """
-    server = build_server(library, store)
+    server = build_server(library, store, allow_commands=allow_commands)
     server.run("stdio")
