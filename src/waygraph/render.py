@@ -83,7 +83,7 @@ def evidence_lines(plan: Plan, run: Run, node: Node) -> list[str]:
         >>> plan = waygraph.load_library()["bugfix_workflow"]
         >>> run, _ = engine.start(plan, run_id="r", turn=1)
         >>> run, _ = engine.claim(plan, run, turn=2, text="Fixed it, all good now")
-        >>> print(evidence_lines(plan, run, plan.graph.nodes["reproduce"])[0][:54])
+        >>> print(evidence_lines(plan, run, plan.graph.nodes["reproduce"])[0][:55])
         Your message is a claim, not evidence: reproduce — Make
     """
     lines: list[str] = []
