@@ -172,7 +172,9 @@ def test_main_runs_the_agent_from_the_command_line(
     library: Path,
     capsys: pytest.CaptureFixture[str],
 ):
-    replies = [shell("sh check.sh"), "It fails: the answer is 41."]
+    # An answer while the plan is unfinished is a claim: the loop sends the
+    # model back twice (pushbacks) with the unverified steps named.
+    replies = [shell("sh check.sh"), *["It fails: the answer is 41."] * 3]
     with ScriptedChatServer(replies) as server:
         code = example.main(
             [
@@ -190,6 +192,8 @@ def test_main_runs_the_agent_from_the_command_line(
             ]
         )
         body = json.dumps(server.requests[0])
+        pushed = [guidance_of(r) or "" for r in server.requests[2:]]
+    assert len(pushed) == 2 and all("Still unverified" in g for g in pushed)
     assert code == 0
     out = capsys.readouterr()
     assert out.out.strip() == "It fails: the answer is 41."

@@ -308,6 +308,14 @@ def call_tool(
     return write_file(path, content, workspace)
 
 
+def _parsed(arguments: str) -> Any:
+    """Tool-call arguments as a dict when they are JSON (for the tried list), else the text."""
+    try:
+        return json.loads(arguments)
+    except (TypeError, ValueError):
+        return arguments
+
+
 def run_agent(
     task: str,
     *,
@@ -319,12 +327,17 @@ def run_agent(
     tools: Sequence[str] = tuple(TOOLS),
     system_prompt: str = SYSTEM_PROMPT,
     command_timeout: float = COMMAND_TIMEOUT,
+    pushbacks: int = 2,
 ) -> AgentResult:
     """Work on ``task`` with ``client`` (an ``openai.OpenAI``) until the model answers.
 
     ``max_steps`` bounds the model calls. With ``hooks``, the waygraph guidance
     goes in as the last system message before every model call and every tool
     result goes to waygraph; without, this is a plain tool-calling loop.
+    The model's own words are reported as what they are, claims (never
+    evidence): an answer given while the plan is unfinished is recorded as
+    ``claim_unverified`` and, up to ``pushbacks`` times, the model is sent
+    back to work with the guidance naming the steps still unverified.
     Errors from the model server propagate (``openai.OpenAIError``).
     """
     messages: list[dict[str, Any]] = [
@@ -347,9 +360,16 @@ def run_agent(
             result.tokens += reply.usage.total_tokens or 0
         message = reply.choices[0].message
         calls = message.tool_calls or []
+        if hooks is not None and message.content and message.content.strip():
+            hooks.on_model_reply(message.content, final=not calls)
         if not calls:
             result.answer = message.content
-            break
+            if hooks is None or pushbacks <= 0 or not hooks.active:
+                break
+            # Done in words only: the plan is unfinished, so back to work once more.
+            pushbacks -= 1
+            messages.append({"role": "assistant", "content": message.content or ""})
+            continue
         messages.append(
             {
                 "role": "assistant",
@@ -381,7 +401,11 @@ def run_agent(
             )
             if hooks is not None:
                 hooks.on_tool_result(
-                    output, tool_name=call.function.name, exit_code=code, call_id=call.id
+                    output,
+                    tool_name=call.function.name,
+                    exit_code=code,
+                    call_id=call.id,
+                    tool_args=_parsed(call.function.arguments),
                 )
     result.run = hooks.state() if hooks is not None else None
     return result
