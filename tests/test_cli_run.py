@@ -62,6 +62,8 @@ def test_sessions_commands_and_demo(tmp_path: Path):
     out = wg("demo", "--store", store)
     assert out.returncode == 0, out.stderr + out.stdout
     assert "Status: completed" in out.stdout
+    assert "? not judged at verify_no_regression" in out.stdout
+    assert 'echo "exit=$?"' in out.stdout
     assert "waygraph sessions show demo-" in out.stdout
     out = wg("sessions", "list", "--store", store, "--json")
     sessions = json.loads(out.stdout)["sessions"]
@@ -86,6 +88,12 @@ def test_demo_goes_round_the_fix_loop_then_passes(tmp_path: Path):
     assert result.status == "completed"
     assert result.path.count("fix") == 2 and result.path.count("test") == 2
     assert result.visited["fix"]["attempts"] == 2
+    # The whole-suite run first reported no exit status: unknown, no attempt
+    # used; the agent then printed it as the guidance asked.
+    tried = result.visited["verify_no_regression"]["tried"]
+    assert [t["verdict"] for t in tried] == ["unknown", "success"]
+    assert tried[1]["call"].endswith('; echo "exit=$?"')
+    assert result.visited["verify_no_regression"]["attempts"] == 1
     # The real project really is fixed: its tests pass now.
     proc = subprocess.run(
         [sys.executable, "-m", "unittest", "-q"],

@@ -5,7 +5,10 @@ A scripted agent (or, with ``--llm``, any OpenAI-compatible model) works
 through ``bugfix_workflow`` with a real :class:`~waygraph.Navigator` on the
 default SQLite store, running real commands as its tools. The scripted
 agent's first fix is wrong, so the run goes round the fix -> test loop before
-passing; ``--break`` makes every fix wrong so the run escalates.
+passing; ``--break`` makes every fix wrong so the run escalates. Its first run
+of the whole suite reports only text, as many agent tools do: waygraph cannot
+judge an exit code from words, so the verdict is unknown and the guidance asks
+for the exit status, which the agent then prints with ``; echo "exit=$?"``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -150,9 +154,18 @@ class ScriptedAgent:
         self.always_wrong = always_wrong
         self.fixes_tried = 0
         self.current_line = BUGGY_LINE
+        self.status_asked = False
 
     def act(self, node: str) -> tuple[str, ToolResult]:
-        if node in ("reproduce", "test", "verify_no_regression"):
+        if node == "verify_no_regression":
+            cmd = "python -m unittest -v"
+            if self.status_asked:
+                # As the guidance asked: print the exit status with the output.
+                cmd += '; echo "exit=$?"'
+            self.status_asked = True
+            # A text-only tool: the output, no exit code.
+            return cmd, ToolResult(self.ws.run(cmd).output, None)
+        if node in ("reproduce", "test"):
             cmd = (
                 "python -m unittest -v"
                 if node == "verify_no_regression"
@@ -255,6 +268,7 @@ def _scripted_loop(
             tool_name="code_execution_tool",
             exit_code=result.exit_code,
             observation_id=f"call-{turns}",
+            tool_args=command,
         )
         _show_turn(console, turns, node, attempt, command, result, guidance)
     return turns
@@ -266,7 +280,9 @@ def _show_activation(console: Console, guidance: Guidance) -> None:
             hits = ", ".join(event.get("triggers") or []) or "started by id"
             console.print(f"[green]Plan activated:[/] {event.plan_id}  (triggers: {hits})")
     if guidance.text:
-        console.print(Panel(guidance.text, title="guidance for the model", border_style="dim"))
+        console.print(
+            Panel(Text(guidance.text), title="guidance for the model", border_style="dim")
+        )
 
 
 def _show_turn(
@@ -286,12 +302,16 @@ def _show_turn(
     body.append("$ ", style="bold")
     body.append(command + "\n", style="bold cyan")
     body.append(shown or "(no output)")
-    body.append(f"\n[exit code {result.exit_code}]", style="dim")
+    status = "not reported" if result.exit_code is None else str(result.exit_code)
+    body.append(f"\n[exit code {status}]", style="dim")
     console.print(
         Panel(body, title=f"turn {turn} · {node} (attempt {attempt})", title_align="left")
     )
     for event in guidance.events:
-        if event.type == "node_verified":
+        if event.type == "node_verified" and event.get("outcome") == "unknown":
+            why = escape(str(event.get("reason") or "the evidence was missing"))
+            console.print(f"  [yellow]? not judged[/] at {event.node}: {why}")
+        elif event.type == "node_verified":
             verdict = "[green]✓ verified[/]" if event.passed else "[red]✗ failed verification[/]"
             console.print(f"  {verdict} at {event.node}")
         elif event.type == "edge_followed":
@@ -303,7 +323,9 @@ def _show_turn(
         elif event.type == "plan_completed":
             console.print("  [bold green]✔ plan completed[/]")
     if guidance.text:
-        console.print(Panel(guidance.text, title="guidance for the model", border_style="dim"))
+        console.print(
+            Panel(Text(guidance.text), title="guidance for the model", border_style="dim")
+        )
 
 
 def _show_summary(console: Console, result: DemoResult) -> None:
@@ -403,7 +425,10 @@ def _llm_loop(
         if not message.tool_calls:
             console.print(Panel(message.content or "", title="model", border_style="blue"))
             messages.append({"role": "user", "content": "Continue with one tool call."})
-            guidance = nav.turn(session_id)
+            # What the model says is a claim, never evidence: recorded, not judged.
+            guidance = nav.turn(
+                session_id, tool_output=message.content or "", source="model", final=True
+            )
             continue
         for call in message.tool_calls[:1]:
             turns += 1
@@ -417,6 +442,7 @@ def _llm_loop(
                 tool_name=call.function.name,
                 exit_code=result.exit_code,
                 observation_id=call.id,
+                tool_args=command,
             )
             _show_turn(console, turns, node, attempt, command, result, guidance)
     return turns
