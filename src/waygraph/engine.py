@@ -61,6 +61,7 @@ __all__ = [
     "Judge",
     "Result",
     "Run",
+    "abort",
     "advance",
     "claim",
     "expire",
@@ -427,6 +428,18 @@ def advance(
         # run. A fix -> test -> fix loop transitions without progressing.
         run.turns_since_progress = 0 if progressed else run.turns_since_progress + 1
     return Result(run, events + more)
+
+
+def abort(plan: Plan | None, run: Run, *, turn: int, reason: str) -> Result:
+    """End a running run as ``aborted`` (a reset, or a new plan started over it)."""
+    if run.status != "running":
+        return Result(run, [])
+    run = run.copy()
+    run.turn = max(run.turn, turn)
+    run.status, run.reason = "aborted", reason
+    t = _Turn(plan, run, run.turn, None)  # type: ignore[arg-type]
+    t.emit("plan_aborted", run.current_node, reason=reason)
+    return Result(run, t.events)
 
 
 def rewind(plan: Plan, run: Run, *, turn: int) -> Result:

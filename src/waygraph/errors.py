@@ -37,6 +37,7 @@ __all__ = [
     "Conflict",
     "EventFormatError",
     "EventTimeoutError",
+    "InputError",
     "LibraryError",
     "PlanContextNotFoundError",
     "PlanFormatError",
@@ -143,6 +144,14 @@ class StoreError(WaygraphError, RuntimeError):
 
 class Conflict(StoreError):
     """Another writer committed the record first; reload and apply again."""
+
+
+class InputError(WaygraphError, ValueError, TypeError):
+    """An argument of a call is of the wrong type, too long or not valid text.
+
+    It is both a ValueError and a TypeError, so code written against either
+    built-in still catches it.
+    """
 
 
 class ConfigError(WaygraphError, ValueError):

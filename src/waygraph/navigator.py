@@ -25,16 +25,18 @@ import hashlib
 import json
 import logging
 import os
+import random
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from waygraph import engine, gates, render
-from waygraph.errors import Conflict, WaygraphError
+from waygraph.errors import Conflict, InputError, WaygraphError
 from waygraph.formats.json_library import plan_to_data, plans_from_data
 from waygraph.library import Library, load_library
 from waygraph.match import Matcher
@@ -48,8 +50,18 @@ log = logging.getLogger("waygraph.navigator")
 
 #: How often (seconds) the Navigator looks at the library files for changes.
 RELOAD_CHECK_SECONDS = 1.0
-#: Attempts at one turn when other writers keep winning the race.
-MAX_CONFLICT_RETRIES = 20
+#: Seconds a turn keeps retrying while other writers of the session commit first.
+CONFLICT_TIMEOUT = 10.0
+#: Backoff between retries: full jitter, doubling from the first to the last bound.
+_BACKOFF_FIRST, _BACKOFF_MAX = 0.002, 0.1
+#: Sessions whose running run a Navigator keeps in memory (least recently used go).
+CACHE_SESSIONS = 4096
+#: Longest session id, observation id, tool name and domain (characters).
+MAX_ID_CHARS = 256
+#: A user message is matched on its first this many characters.
+MAX_MESSAGE_CHARS = 100_000
+
+T = TypeVar("T")
 
 
 class Event(dict[str, Any]):
@@ -74,6 +86,9 @@ class Guidance:
     text: str | None = None
     events: list[Event] = field(default_factory=list)
     run: dict[str, Any] | None = None
+    #: Set when the turn was not applied (non-strict mode): what went wrong.
+    #: A turn that lost every race for ``conflict_timeout`` seconds says so here.
+    error: str | None = None
 
     @property
     def active(self) -> bool:
@@ -108,6 +123,10 @@ class Navigator:
     looking at them. ``allow_commands``: command gates in plans may run (off by
     default: a plan file is data). ``tools_run_elsewhere``: the agent's tools
     run on another machine, so local file checks are unknown, never a pass.
+    ``conflict_timeout``: seconds a turn keeps retrying (with jittered
+    backoff) while other writers of the same session commit first; after it
+    the turn raises :class:`Conflict` (strict) or returns a Guidance whose
+    ``error`` says the observation was not applied.
     """
 
     def __init__(
@@ -121,8 +140,10 @@ class Navigator:
         confine: bool = False,
         allow_commands: bool = False,
         tools_run_elsewhere: bool = False,
+        conflict_timeout: float = CONFLICT_TIMEOUT,
     ) -> None:
         self.strict = strict
+        self.conflict_timeout = conflict_timeout
         self.max_tokens = max_tokens
         self.workspace = Path(workspace) if workspace is not None else None
         self.allow_commands = allow_commands
@@ -138,8 +159,9 @@ class Navigator:
         self._lock = threading.Lock()
         self._plans: dict[str, Plan] = {}
         self._stored_versions: set[str] = set()
-        # session -> (running run, stored version) as this Navigator last wrote it.
-        self._cache: dict[str, tuple[engine.Run, int]] = {}
+        # session -> (running run, stored version) as this Navigator last wrote
+        # it; least recently used first, bounded so 100,000 sessions fit.
+        self._cache: OrderedDict[str, tuple[engine.Run, int]] = OrderedDict()
         self._index_library(self.library)
         self._mtimes = self.library.mtimes()
         self._next_reload_check = time.monotonic() + RELOAD_CHECK_SECONDS
@@ -231,12 +253,25 @@ class Navigator:
         the list of what it already tried, and tells repeats apart.
         """
         try:
+            _check_turn(
+                session_id,
+                user_message,
+                domain,
+                allowed_plans,
+                tool_output,
+                tool_name,
+                exit_code,
+                observation_id,
+            )
             if source not in SOURCES:
                 message = f"source must be one of {', '.join(SOURCES)}, not {source!r}"
                 if self.strict:
-                    raise WaygraphError(message)
+                    raise InputError(message)
                 log.warning("waygraph: %s; treating the result as a tool result", message)
                 source = "tool"
+            if user_message is not None and len(user_message) > MAX_MESSAGE_CHARS:
+                # Matching reads every word; a pasted log must not stall the turn.
+                user_message = user_message[:MAX_MESSAGE_CHARS]
             return self._turn(
                 session_id,
                 user_message=user_message,
@@ -250,11 +285,42 @@ class Navigator:
                 source=source,
                 final=final,
             )
-        except Exception as exc:
+        except Conflict as exc:
             if self.strict:
                 raise
+            log.warning("waygraph: the turn was not applied for session %r: %s", session_id, exc)
+            return Guidance(error=f"the observation was not applied: {exc}")
+        except Exception as exc:
+            if self.strict:
+                if isinstance(exc, WaygraphError):
+                    raise
+                raise WaygraphError(f"session {session_id!r}: the turn failed: {exc}") from exc
             log.warning("waygraph turn failed for session %r: %s", session_id, exc, exc_info=True)
-            return Guidance()
+            return Guidance(error=f"the turn was not applied: {exc}")
+
+    def _retry(self, session_id: str, attempt: Callable[[], T]) -> T:
+        """Run ``attempt`` until no other writer beats it, or ``conflict_timeout`` passes.
+
+        Backoff is jittered so writers that collided once do not collide again
+        in lock step.
+        """
+        deadline = time.monotonic() + self.conflict_timeout
+        bound = _BACKOFF_FIRST
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return attempt()
+            except Conflict:
+                self._cache.pop(session_id, None)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Conflict(
+                        f"session {session_id!r}: other writers committed first for "
+                        f"{self.conflict_timeout:g}s ({tries} tries)"
+                    ) from None
+                time.sleep(min(left, random.uniform(0, bound)))
+                bound = min(bound * 2, _BACKOFF_MAX)
 
     def _turn(
         self,
@@ -286,7 +352,8 @@ class Navigator:
             else None
         )
         evidence = _evidence(observation) if observation is not None else None
-        for _ in range(MAX_CONFLICT_RETRIES):
+
+        def attempt() -> Guidance:
             run, version = self._load(session_id)
             events: list[dict[str, Any]] = []
             plan: Plan | None = None
@@ -305,11 +372,7 @@ class Navigator:
                     evidence=evidence,
                     final=final,
                 )
-                try:
-                    record = self._commit(run, plan, version, events, new=False)
-                except Conflict:
-                    self._cache.pop(session_id, None)
-                    continue
+                record = self._commit(run, plan, version, events, new=False)
             if (run is None or run.status != "running") and user_message and not events:
                 started = self._activate(session_id, user_message, domain, allowed_plans, turn_no)
                 if started is not None:
@@ -321,7 +384,8 @@ class Navigator:
                 events=[Event(e) for e in events],
                 run=record if record is not None else engine.to_record(plan, run),
             )
-        raise Conflict(f"session {session_id!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
+
+        return self._retry(session_id, attempt)
 
     def _load(self, session_id: str) -> tuple[engine.Run | None, int]:
         """The session's current run and its stored version.
@@ -333,6 +397,7 @@ class Navigator:
         """
         cached = self._cache.get(session_id)
         if cached is not None:
+            self._cache.move_to_end(session_id)
             return cached
         key = self.store.current(session_id)
         stored = self.store.get(key) if key else None
@@ -412,6 +477,9 @@ class Navigator:
         if run.session_id is not None:
             if run.status == "running":
                 self._cache[run.session_id] = (run, new_version)
+                self._cache.move_to_end(run.session_id)
+                if len(self._cache) > CACHE_SESSIONS:
+                    self._cache.popitem(last=False)
             else:
                 self._cache.pop(run.session_id, None)
         return record
@@ -504,33 +572,29 @@ class Navigator:
         Finished runs stay in the store for inspection.
         """
         self._cache.pop(session_id, None)
-        for _ in range(MAX_CONFLICT_RETRIES):
+
+        def attempt() -> None:
             key = self.store.current(session_id)
             stored = self.store.get(key) if key else None
             if stored is None:
-                break
+                return
             run = engine.from_record(stored.data)
-            if run.status != "running":
-                break
-            run = run.copy()
-            run.status, run.reason = "aborted", "reset"
-            event = {"type": "plan_aborted", "turn": run.turn, "node": run.current_node}
-            event["reason"] = "reset"
-            run.events.append(event)
             try:
-                plan = self._plan_of(run)
+                plan: Plan | None = self._plan_of(run)
             except WaygraphError:
                 plan = None
-            try:
-                self._commit(run, plan, stored.version, [event], new=False)
-                break
-            except Conflict:
-                continue
+            # The engine trims the record's event projection, as on every path.
+            run, events = engine.abort(plan, run, turn=run.turn, reason="reset")
+            if events:
+                self._commit(run, plan, stored.version, events, new=False)
+
+        self._retry(session_id, attempt)
         self.store.clear_current(session_id)
 
     def rewind(self, session_id: str) -> Guidance:
         """Go back to the last checkpoint the session's run passed."""
-        for _ in range(MAX_CONFLICT_RETRIES):
+
+        def attempt() -> Guidance:
             key = self.store.current(session_id)
             stored = self.store.get(key) if key else None
             if stored is None:
@@ -543,16 +607,14 @@ class Navigator:
                     text=f"{render.HEADER} No checkpoint to rewind to.",
                     run=engine.to_record(plan, run),
                 )
-            try:
-                self._commit(run, plan, stored.version, events, new=False)
-            except Conflict:
-                continue
+            self._commit(run, plan, stored.version, events, new=False)
             return Guidance(
                 text=render.context(plan, run, max_tokens=self.max_tokens),
                 events=[Event(e) for e in events],
                 run=engine.to_record(plan, run),
             )
-        raise Conflict(f"session {session_id!r}: gave up after {MAX_CONFLICT_RETRIES} conflicts")
+
+        return self._retry(session_id, attempt)
 
     def sessions(self) -> list[str]:
         """Every session the store knows."""
@@ -570,6 +632,56 @@ class Navigator:
 
 def _plan_key(plan_id: str, version: str) -> str:
     return f"plan:{plan_id}:{version}"
+
+
+def _check_turn(
+    session_id: Any,
+    user_message: Any,
+    domain: Any,
+    allowed_plans: Any,
+    tool_output: Any,
+    tool_name: Any,
+    exit_code: Any,
+    observation_id: Any,
+) -> None:
+    """Refuse arguments no turn can use, with one clear :class:`InputError` each."""
+    _check_id("session_id", session_id, required=True)
+    for name, value in (
+        ("observation_id", observation_id),
+        ("tool_name", tool_name),
+        ("domain", domain),
+    ):
+        _check_id(name, value, required=False)
+    for name, value in (("user_message", user_message), ("tool_output", tool_output)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name} must be a string or None, not {type(value).__name__}")
+    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+        raise InputError(f"exit_code must be an int or None, not {exit_code!r}")
+    if allowed_plans is not None:
+        if isinstance(allowed_plans, str | bytes) or not hasattr(allowed_plans, "__iter__"):
+            raise InputError(
+                f"allowed_plans must be a list of plan ids, not {type(allowed_plans).__name__}"
+            )
+        for plan_id in allowed_plans:
+            if not isinstance(plan_id, str):
+                raise InputError(f"allowed_plans must hold plan ids (strings), not {plan_id!r}")
+
+
+def _check_id(name: str, value: Any, *, required: bool) -> None:
+    if value is None and not required:
+        return
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, not {type(value).__name__}")
+    if required and not value.strip():
+        raise InputError(f"{name} must not be empty")
+    if len(value) > MAX_ID_CHARS:
+        raise InputError(f"{name} is {len(value)} characters long; the limit is {MAX_ID_CHARS}")
+    if not value.isprintable():
+        raise InputError(f"{name} must be printable text (no control characters): {value[:40]!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{name} must be valid Unicode text (it has a lone surrogate)") from None
 
 
 #: Argument names whose value says best what a tool call did.

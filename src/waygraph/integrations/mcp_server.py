@@ -137,6 +137,8 @@ def _guidance_data(session_id: str, guidance: Guidance) -> dict[str, Any]:
         "guidance": guidance.text,
         "events": [dict(e) for e in guidance.events],
         "run": _run_summary(guidance.run),
+        # Set when the report was not applied (the store kept losing races, ...).
+        "error": guidance.error,
     }
 
 
