@@ -1,5 +1,6 @@
 """waygraph keeps LLM agents on course through multi-step work with verified plans."""
 
+from waygraph.async_navigator import AsyncNavigator
 from waygraph.errors import (
     ConfigError,
     Conflict,
@@ -13,7 +14,7 @@ from waygraph.errors import (
 from waygraph.hooks import Hooks
 from waygraph.library import Library, load_library
 from waygraph.model import Edge, Graph, Node, Plan, Step, Verify
-from waygraph.navigator import AsyncNavigator, Event, Guidance, Navigator
+from waygraph.navigator import Event, Guidance, Navigator
 from waygraph.verify import Observation
 
 __version__ = "0.1.0"

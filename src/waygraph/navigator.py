@@ -19,19 +19,16 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
 import logging
 import os
-import random
 import threading
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,11 +37,29 @@ from waygraph.errors import Conflict, InputError, WaygraphError
 from waygraph.formats.json_library import plan_to_data, plans_from_data
 from waygraph.library import Library, load_library
 from waygraph.match import Matcher
-from waygraph.model import Plan, Verify
+from waygraph.model import Plan
 from waygraph.store import Store, open_store
-from waygraph.verify import SOURCES, Observation, Verdict, VerifyContext, evaluate
+from waygraph.turns import (
+    MAX_ID_CHARS,
+    MAX_MESSAGE_CHARS,
+    Event,
+    Guidance,
+    call_digest,
+    check_turn,
+    evidence_of,
+    retry_conflicts,
+)
+from waygraph.verify import SOURCES, Observation, VerifyContext, judge_for
 
-__all__ = ["AsyncNavigator", "Event", "Guidance", "Navigator", "default_store_url"]
+__all__ = [
+    "MAX_ID_CHARS",
+    "MAX_MESSAGE_CHARS",
+    "Event",
+    "Guidance",
+    "Navigator",
+    "call_digest",
+    "default_store_url",
+]
 
 log = logging.getLogger("waygraph.navigator")
 
@@ -52,47 +67,10 @@ log = logging.getLogger("waygraph.navigator")
 RELOAD_CHECK_SECONDS = 1.0
 #: Seconds a turn keeps retrying while other writers of the session commit first.
 CONFLICT_TIMEOUT = 10.0
-#: Backoff between retries: full jitter, doubling from the first to the last bound.
-_BACKOFF_FIRST, _BACKOFF_MAX = 0.002, 0.1
 #: Sessions whose running run a Navigator keeps in memory (least recently used go).
 CACHE_SESSIONS = 4096
-#: Longest session id, observation id, tool name and domain (characters).
-MAX_ID_CHARS = 256
-#: A user message is matched on its first this many characters.
-MAX_MESSAGE_CHARS = 100_000
 
 T = TypeVar("T")
-
-
-class Event(dict[str, Any]):
-    """An engine event: a JSON-ready dict whose keys also read as attributes.
-
-    Example:
-        >>> Event(type="edge_followed", node="fix", to="test").to
-        'test'
-    """
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-@dataclass(frozen=True, slots=True)
-class Guidance:
-    """What a turn returns: the model context (or None), new events, the run record."""
-
-    text: str | None = None
-    events: list[Event] = field(default_factory=list)
-    run: dict[str, Any] | None = None
-    #: Set when the turn was not applied (non-strict mode): what went wrong.
-    #: A turn that lost every race for ``conflict_timeout`` seconds says so here.
-    error: str | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.run is not None and self.run.get("status") == "running"
 
 
 def default_store_url() -> str:
@@ -253,7 +231,7 @@ class Navigator:
         the list of what it already tried, and tells repeats apart.
         """
         try:
-            _check_turn(
+            check_turn(
                 session_id,
                 user_message,
                 domain,
@@ -299,28 +277,13 @@ class Navigator:
             return Guidance(error=f"the turn was not applied: {exc}")
 
     def _retry(self, session_id: str, attempt: Callable[[], T]) -> T:
-        """Run ``attempt`` until no other writer beats it, or ``conflict_timeout`` passes.
+        def forget() -> None:
+            # Another writer moved the session on: the cached run is stale.
+            self._cache.pop(session_id, None)
 
-        Backoff is jittered so writers that collided once do not collide again
-        in lock step.
-        """
-        deadline = time.monotonic() + self.conflict_timeout
-        bound = _BACKOFF_FIRST
-        tries = 0
-        while True:
-            tries += 1
-            try:
-                return attempt()
-            except Conflict:
-                self._cache.pop(session_id, None)
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise Conflict(
-                        f"session {session_id!r}: other writers committed first for "
-                        f"{self.conflict_timeout:g}s ({tries} tries)"
-                    ) from None
-                time.sleep(min(left, random.uniform(0, bound)))
-                bound = min(bound * 2, _BACKOFF_MAX)
+        return retry_conflicts(
+            attempt, timeout=self.conflict_timeout, what=f"session {session_id!r}", forget=forget
+        )
 
     def _turn(
         self,
@@ -351,7 +314,7 @@ class Navigator:
             if has_result
             else None
         )
-        evidence = _evidence(observation) if observation is not None else None
+        evidence = evidence_of(observation) if observation is not None else None
 
         def attempt() -> Guidance:
             run, version = self._load(session_id)
@@ -406,20 +369,7 @@ class Navigator:
         return engine.from_record(stored.data), stored.version
 
     def _judge(self, observation: Observation) -> engine.Judge:
-        context = self._verify_context
-        # A command gate asked twice in one turn (a route re-checked) runs once.
-        seen: dict[int, tuple[Verify, Verdict]] = {}
-
-        def judge(verify: Verify | None) -> Verdict:
-            if verify is None or verify.type != "command":
-                return evaluate(verify, observation, context)
-            hit = seen.get(id(verify))
-            if hit is None or hit[0] is not verify:
-                hit = (verify, evaluate(verify, observation, context))
-                seen[id(verify)] = hit
-            return hit[1]
-
-        return judge
+        return judge_for(observation, self._verify_context)
 
     def _run_gate(self, command: str, timeout: float) -> Observation:
         return gates.run_command(command, cwd=self.workspace, timeout=timeout)
@@ -634,125 +584,10 @@ def _plan_key(plan_id: str, version: str) -> str:
     return f"plan:{plan_id}:{version}"
 
 
-def _check_turn(
-    session_id: Any,
-    user_message: Any,
-    domain: Any,
-    allowed_plans: Any,
-    tool_output: Any,
-    tool_name: Any,
-    exit_code: Any,
-    observation_id: Any,
-) -> None:
-    """Refuse arguments no turn can use, with one clear :class:`InputError` each."""
-    _check_id("session_id", session_id, required=True)
-    for name, value in (
-        ("observation_id", observation_id),
-        ("tool_name", tool_name),
-        ("domain", domain),
-    ):
-        _check_id(name, value, required=False)
-    for name, value in (("user_message", user_message), ("tool_output", tool_output)):
-        if value is not None and not isinstance(value, str):
-            raise InputError(f"{name} must be a string or None, not {type(value).__name__}")
-    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
-        raise InputError(f"exit_code must be an int or None, not {exit_code!r}")
-    if allowed_plans is not None:
-        if isinstance(allowed_plans, str | bytes) or not hasattr(allowed_plans, "__iter__"):
-            raise InputError(
-                f"allowed_plans must be a list of plan ids, not {type(allowed_plans).__name__}"
-            )
-        for plan_id in allowed_plans:
-            if not isinstance(plan_id, str):
-                raise InputError(f"allowed_plans must hold plan ids (strings), not {plan_id!r}")
+def __getattr__(name: str) -> Any:
+    # AsyncNavigator lives in its own module; this name stays importable from here.
+    if name == "AsyncNavigator":
+        from waygraph.async_navigator import AsyncNavigator
 
-
-def _check_id(name: str, value: Any, *, required: bool) -> None:
-    if value is None and not required:
-        return
-    if not isinstance(value, str):
-        raise InputError(f"{name} must be a string, not {type(value).__name__}")
-    if required and not value.strip():
-        raise InputError(f"{name} must not be empty")
-    if len(value) > MAX_ID_CHARS:
-        raise InputError(f"{name} is {len(value)} characters long; the limit is {MAX_ID_CHARS}")
-    if not value.isprintable():
-        raise InputError(f"{name} must be printable text (no control characters): {value[:40]!r}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError(f"{name} must be valid Unicode text (it has a lone surrogate)") from None
-
-
-#: Argument names whose value says best what a tool call did.
-_CALL_KEYS = ("command", "cmd", "code", "script", "query", "path", "file", "url")
-
-
-def call_digest(tool_args: Any) -> str | None:
-    """A one-line digest of a tool call's command or arguments (None when not given).
-
-    Example:
-        >>> call_digest({"runtime": "terminal", "code": "  pytest   -q  "})
-        'pytest -q'
-        >>> call_digest({"a": 1})
-        '{"a": 1}'
-    """
-    if tool_args is None:
-        return None
-    if isinstance(tool_args, Mapping):
-        for key in _CALL_KEYS:
-            value = tool_args.get(key)
-            if isinstance(value, str) and value.strip():
-                tool_args = value
-                break
-        else:
-            tool_args = json.dumps(tool_args, sort_keys=True, default=str)
-    line = " ".join(str(tool_args).split())
-    return line if len(line) <= engine.EXCERPT_CHARS else line[: engine.EXCERPT_CHARS - 3] + "..."
-
-
-def _evidence(observation: Observation) -> engine.Evidence:
-    text = observation.text
-    key = f"{observation.tool_name}\0{observation.call}\0{observation.exit_code}\0{text}"
-    return engine.Evidence(
-        source=observation.source,
-        tool=observation.tool_name,
-        call=observation.call,
-        output=text[: engine.MAX_LAST_OUTPUT],
-        fingerprint=hashlib.blake2b(key.encode(errors="replace"), digest_size=8).hexdigest(),
-    )
-
-
-class AsyncNavigator:
-    """The Navigator for async agent loops: the same core, run off the event loop.
-
-    Example:
-        >>> import asyncio, waygraph
-        >>> nav = waygraph.AsyncNavigator(store="memory://")
-        >>> asyncio.run(nav.turn("s", user_message="hello")).text is None
-        True
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.sync = Navigator(*args, **kwargs)
-
-    async def turn(self, session_id: str, **kwargs: Any) -> Guidance:
-        return await asyncio.to_thread(self.sync.turn, session_id, **kwargs)
-
-    async def start(self, session_id: str, plan_id: str) -> Guidance:
-        return await asyncio.to_thread(self.sync.start, session_id, plan_id)
-
-    async def state(self, session_id: str) -> dict[str, Any] | None:
-        return await asyncio.to_thread(self.sync.state, session_id)
-
-    async def reset(self, session_id: str) -> None:
-        await asyncio.to_thread(self.sync.reset, session_id)
-
-    async def rewind(self, session_id: str) -> Guidance:
-        return await asyncio.to_thread(self.sync.rewind, session_id)
-
-    async def sessions(self) -> list[str]:
-        return await asyncio.to_thread(self.sync.sessions)
-
-    async def close(self) -> None:
-        await asyncio.to_thread(self.sync.close)
+        return AsyncNavigator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -56,6 +56,7 @@ __all__ = [
     "check",
     "describe",
     "evaluate",
+    "judge_for",
     "register",
 ]
 
@@ -417,6 +418,32 @@ for _name, _fn in {
 }.items():
     _registry[_name] = _fn
 assert set(_registry) == set(BUILTIN_VERIFY_TYPES)
+
+
+def judge_for(
+    observation: Observation, context: VerifyContext | None = None
+) -> Callable[[Verify | None], Verdict]:
+    """The engine's judge for one observation: the verdict of any predicate.
+
+    A command gate asked twice in one turn (a route checked again) runs once.
+
+    Example:
+        >>> judge = judge_for(Observation(output="ok", exit_code=0))
+        >>> judge(Verify(type="exit_code_zero")).outcome
+        'success'
+    """
+    seen: dict[int, tuple[Verify, Verdict]] = {}
+
+    def judge(verify: Verify | None) -> Verdict:
+        if verify is None or verify.type != "command":
+            return evaluate(verify, observation, context)
+        hit = seen.get(id(verify))
+        if hit is None or hit[0] is not verify:
+            hit = (verify, evaluate(verify, observation, context))
+            seen[id(verify)] = hit
+        return hit[1]
+
+    return judge
 
 
 # ---------------------------------------------------------------- describing

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: Session ids, plan ids and filter values: 1-200 characters, no control characters.
-ID_PATTERN = r"^[^\x00-\x1f\x7f]{1,200}$"
+ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]{1,200}$"
 #: The largest text field a request may carry (the body limit applies too).
 MAX_TEXT = 1_000_000
 #: Exit codes as any operating system reports them (POSIX 0-255, Windows 32-bit).

@@ -1,0 +1,56 @@
+"""The Navigator for async agent loops: the same core, run off the event loop.
+
+Example:
+    >>> import asyncio, waygraph
+    >>> nav = waygraph.AsyncNavigator(store="memory://")
+    >>> asyncio.run(nav.turn("s", user_message="hello")).text is None
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from waygraph.navigator import Navigator
+from waygraph.turns import Guidance
+
+__all__ = ["AsyncNavigator"]
+
+
+class AsyncNavigator:
+    """A :class:`~waygraph.navigator.Navigator` whose calls are coroutines.
+
+    It runs the same core in a worker thread (``asyncio.to_thread``), so there
+    is one implementation, not two; ``sync`` is that Navigator.
+
+    Example:
+        >>> import asyncio
+        >>> nav = AsyncNavigator(store="memory://")
+        >>> asyncio.run(nav.sessions())
+        []
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.sync = Navigator(*args, **kwargs)
+
+    async def turn(self, session_id: str, **kwargs: Any) -> Guidance:
+        return await asyncio.to_thread(self.sync.turn, session_id, **kwargs)
+
+    async def start(self, session_id: str, plan_id: str) -> Guidance:
+        return await asyncio.to_thread(self.sync.start, session_id, plan_id)
+
+    async def state(self, session_id: str) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.sync.state, session_id)
+
+    async def reset(self, session_id: str) -> None:
+        await asyncio.to_thread(self.sync.reset, session_id)
+
+    async def rewind(self, session_id: str) -> Guidance:
+        return await asyncio.to_thread(self.sync.rewind, session_id)
+
+    async def sessions(self) -> list[str]:
+        return await asyncio.to_thread(self.sync.sessions)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.sync.close)

@@ -1,0 +1,90 @@
+"""The pure traversal engine: (plan, run, outcome) -> (new run, events).
+
+No I/O, no clock, no globals: every function takes what it needs and returns
+a new :class:`Run` (the input is never modified) plus the events it produced.
+Verifications that need I/O run in the driver; the engine receives a
+``judge`` callable that answers "does the latest observation satisfy this
+predicate?" for the current node's ``verify`` and decision ``when`` edges.
+
+The rules (DESIGN.md, "Engine semantics"):
+
+- A fresh entry into a task (through ``on_success`` or ``always``) sets its
+  attempt count to 1. Failing verification, or being entered through a
+  failure edge (``on_fail``/``on_retry``/``on_exhaust``), starts a new attempt
+  when the count is below ``1 + max_retries`` (``None``: unbounded); otherwise
+  the node is exhausted.
+- Success follows ``on_success``, else ``always``. Failure with attempts left
+  follows ``on_retry``, else stays on the node (``retry_triggered``).
+  Exhausted follows ``on_exhaust``, else ``on_fail``, else ``always``, else
+  stays (``stall``). Within one condition: higher weight, then file order.
+- Decision nodes route on the latest observation at once: the first ``when``
+  edge that holds, else their ``verify`` (or, without one, success when they
+  have no ``when`` edges) through the plain edges.
+- Routing through non-task nodes is bounded (15 hops); more than
+  ``max_transitions`` edges ends the run as escalated; a run with more than
+  ``stale_after_turns`` turns without a transition expires.
+- A verdict is success, fail or unknown. Unknown (the evidence cannot decide)
+  consumes no attempt and follows no edge; the run waits with a notice.
+- Words the model wrote (``Evidence.source == "model"``) are never judged:
+  :func:`claim` records them and the run stays where it is.
+- An exit node with a ``verify`` is a gate: it is judged before the run may
+  finish. Success completes; failure is a failed attempt at the task the run
+  came from; unknown keeps the run one step before the exit.
+- The same failing call with the same output ``plan.repeat_limit`` times in a
+  row on one node counts as exhausted (``repeat_detected``): its
+  ``on_exhaust``/``on_fail`` edge is followed, else the run escalates.
+
+Example:
+    >>> import waygraph
+    >>> plan = waygraph.load_library()["bugfix_workflow"]
+    >>> run, events = start(plan, run_id="r1", turn=1)
+    >>> run.current_node, [e["type"] for e in events][:2]
+    ('reproduce', ['plan_activated', 'node_entered'])
+    >>> run, events = observe(plan, run, lambda verify: True, turn=2)
+    >>> run.current_node
+    'isolate'
+"""
+
+from __future__ import annotations
+
+from waygraph.engine.guided import abort, advance, claim, expire, observe, rewind, start
+from waygraph.engine.state import (
+    EVENT_TYPES,
+    EXCERPT_CHARS,
+    EXHAUST_EDGES,
+    MAX_EVENTS,
+    MAX_LAST_OUTPUT,
+    MAX_ROUTING_HOPS,
+    RETRY_EDGES,
+    SUCCESS_EDGES,
+    Evidence,
+    Judge,
+    Result,
+    Run,
+    from_record,
+    to_record,
+)
+
+__all__ = [
+    "EVENT_TYPES",
+    "EXCERPT_CHARS",
+    "EXHAUST_EDGES",
+    "MAX_EVENTS",
+    "MAX_LAST_OUTPUT",
+    "MAX_ROUTING_HOPS",
+    "RETRY_EDGES",
+    "SUCCESS_EDGES",
+    "Evidence",
+    "Judge",
+    "Result",
+    "Run",
+    "abort",
+    "advance",
+    "claim",
+    "expire",
+    "from_record",
+    "observe",
+    "rewind",
+    "start",
+    "to_record",
+]

@@ -1,0 +1,407 @@
+"""The traversal rules: entering nodes, judging evidence, following edges.
+
+Internal to the engine: the public functions in ``waygraph.engine.guided``
+create a :class:`Turn` and call these. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from waygraph.engine.state import (
+    EXCERPT_CHARS,
+    EXHAUST_EDGES,
+    FAILURE_CONDITIONS,
+    MAX_EVENTS,
+    MAX_ROUTING_HOPS,
+    MAX_SEEN_IDS,
+    MAX_TRIED,
+    REPORT_EVENTS,
+    RETRY_EDGES,
+    SUCCESS_EDGES,
+    Evidence,
+    Judge,
+    Run,
+)
+from waygraph.model import Edge, Node, Plan, Verify
+
+
+class Turn:
+    """Working state of one engine call."""
+
+    __slots__ = ("events", "hops", "judge", "plan", "run", "turn")
+
+    def __init__(self, plan: Plan, run: Run, turn: int, judge: Judge | None) -> None:
+        self.plan = plan
+        self.run = run
+        self.turn = turn
+        self.judge = judge
+        self.events: list[dict[str, Any]] = []
+        self.hops = 0
+
+    def emit(self, type_: str, node: str | None, **fields: Any) -> None:
+        event = {"type": type_, "turn": self.turn, "node": node, **fields}
+        self.events.append(event)
+        run_events = self.run.events
+        run_events.append(event)
+        if len(run_events) > MAX_EVENTS:
+            del run_events[: len(run_events) - MAX_EVENTS]
+
+
+# ---------------------------------------------------------------- evidence
+
+
+def fresh_copy(run: Run, turn: int, observation_id: str | None) -> Run | None:
+    """A copy of ``run`` to change for this turn, or None when nothing may change."""
+    if run.status != "running" or run.current_node is None:
+        return None
+    if observation_id is not None and observation_id in run.seen:
+        return None
+    run = run.copy()
+    run.turn = turn
+    if observation_id is not None:
+        run.seen.append(observation_id)
+        if len(run.seen) > MAX_SEEN_IDS:
+            del run.seen[: len(run.seen) - MAX_SEEN_IDS]
+    return run
+
+
+class _Outcome(NamedTuple):
+    outcome: str
+    reason: str | None
+
+
+_NO_RESULT = _Outcome("unknown", "there is no result to check yet")
+
+
+def _judge(t: Turn, verify: Verify | None) -> _Outcome:
+    if t.judge is None:
+        return _NO_RESULT
+    answer = t.judge(verify)
+    if answer is None:
+        return _Outcome("unknown", None)
+    if isinstance(answer, bool):
+        return _Outcome("success" if answer else "fail", None)
+    return _Outcome(answer.outcome, answer.reason)
+
+
+def _passed(outcome: str) -> bool | None:
+    return None if outcome == "unknown" else outcome == "success"
+
+
+def excerpt(text: str) -> str:
+    line = " ".join((text or "").split())
+    return line if len(line) <= EXCERPT_CHARS else line[: EXCERPT_CHARS - 3] + "..."
+
+
+def _first_line(text: str) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return excerpt(line)
+    return ""
+
+
+def verify_task(t: Turn, node: Node, evidence: Evidence | None, tool_name: str | None) -> None:
+    run = t.run
+    verdict = _judge(t, node.verify)
+    attempt = run.attempts(node.id)
+    extra = {"reason": verdict.reason} if verdict.reason else {}
+    t.emit(
+        "node_verified",
+        node.id,
+        passed=_passed(verdict.outcome),
+        outcome=verdict.outcome,
+        attempt=attempt,
+        check=node.verify.type if node.verify else None,
+        tool=tool_name,
+        **extra,
+    )
+    if evidence is not None:
+        _remember(run, node.id, evidence, verdict.outcome)
+    if verdict.outcome == "unknown":
+        run.notice = {"kind": "unknown", "node": node.id, "reason": verdict.reason}
+        return
+    if verdict.outcome == "success":
+        run.streak = None
+        _set(run, node.id, "success", attempt)
+        leave(t, node, SUCCESS_EDGES)
+        return
+    _set(run, node.id, "fail", attempt)
+    if evidence is None or not _repeated(t, node, evidence):
+        _fail(t, node)
+
+
+def _remember(run: Run, node_id: str, evidence: Evidence, outcome: str) -> None:
+    """Keep the node's last attempts, so the model sees what it already tried."""
+    state = run.visited.get(node_id) or {"outcome": "pending", "attempts": 0}
+    entry = {"tool": evidence.tool, "call": evidence.call, "output": _first_line(evidence.output)}
+    entry["verdict"] = outcome
+    tried = [*state.get("tried", ())[-(MAX_TRIED - 1) :], entry]
+    run.visited[node_id] = {**state, "tried": tried}
+
+
+def _repeated(t: Turn, node: Node, evidence: Evidence) -> bool:
+    """Count identical failing calls; at ``repeat_limit`` treat the node as exhausted."""
+    run = t.run
+    fingerprint = evidence.fingerprint
+    if fingerprint is None:
+        run.streak = None
+        return False
+    streak = run.streak
+    same = streak is not None and streak["node"] == node.id and streak["fp"] == fingerprint
+    count = streak["count"] + 1 if same and streak is not None else 1
+    run.streak = {"node": node.id, "fp": fingerprint, "count": count}
+    limit = t.plan.repeat_limit
+    if not limit or count < limit:
+        return False
+    run.streak = None
+    what = evidence.call or evidence.tool or "call"
+    t.emit("repeat_detected", node.id, count=count, call=what)
+    edge = _pick(t.plan, node.id, ("on_exhaust", "on_fail"))
+    if edge is not None:
+        _follow(t, edge)
+    else:
+        escalate(t, node.id, f"the same failing call {count} times at {node.id!r} ({what})")
+    return True
+
+
+def unverified(plan: Plan, run: Run) -> list[str]:
+    """The task and decision nodes between the current node and an exit, on the success route."""
+    pending: list[str] = []
+    node_id = run.current_node
+    seen: set[str] = set()
+    while node_id is not None and node_id not in seen:
+        seen.add(node_id)
+        node = plan.graph.nodes.get(node_id)
+        if node is None or node.type in ("exit", "escalate"):
+            if node is not None and node.type == "exit" and node.verify is not None:
+                pending.append(node_id)
+            break
+        if node.type in ("task", "decision"):
+            pending.append(node_id)
+        edge = _pick(plan, node_id, SUCCESS_EDGES)
+        node_id = edge.to if edge is not None else None
+    return pending
+
+
+# ---------------------------------------------------------------- routing
+
+
+def _set(run: Run, node_id: str, outcome: str, attempts: int) -> None:
+    state = run.visited.get(node_id)
+    tried = state.get("tried") if state is not None else None
+    new = {"outcome": outcome, "attempts": attempts}
+    if tried:
+        new["tried"] = tried
+    run.visited[node_id] = new
+    if outcome == "success" and node_id not in run.completed:
+        run.completed.append(node_id)
+
+
+def _pick(plan: Plan, node_id: str, conditions: tuple[str, ...]) -> Edge | None:
+    edges = plan.graph.out_edges(node_id)
+    for condition in conditions:
+        for edge in edges:
+            if edge.condition == condition:
+                return edge
+    return None
+
+
+def leave(t: Turn, node: Node, conditions: tuple[str, ...]) -> None:
+    edge = _pick(t.plan, node.id, conditions)
+    if edge is None:
+        t.emit("stall", node.id, reason=f"no {' or '.join(conditions)} edge out of {node.id!r}")
+        return
+    _follow(t, edge)
+
+
+def _fail(t: Turn, node: Node) -> None:
+    run = t.run
+    attempts = run.attempts(node.id)
+    limit = None if node.max_retries is None else 1 + node.max_retries
+    if limit is None or attempts < limit:
+        edge = _pick(t.plan, node.id, RETRY_EDGES)
+        if edge is not None:
+            _follow(t, edge)
+            return
+        _set(run, node.id, "fail", attempts + 1)
+        t.emit("retry_triggered", node.id, attempt=attempts + 1, max_attempts=limit)
+        return
+    leave(t, node, EXHAUST_EDGES)
+
+
+def _follow(t: Turn, edge: Edge) -> None:
+    run = t.run
+    target = t.plan.graph.nodes.get(edge.to)
+    gated = target is not None and target.type == "exit" and target.verify is not None
+    if gated and not _gate(t, edge, target):  # type: ignore[arg-type]
+        return
+    # "from"/"to"/"condition" are document 003's keys; "node" is waygraph's.
+    fields = {"from": edge.from_, "to": edge.to, "condition": edge.condition}
+    t.emit("edge_followed", edge.from_, **fields)
+    run.transitions += 1
+    if run.transitions > t.plan.max_transitions:
+        escalate(
+            t,
+            None,
+            f"max_transitions ({t.plan.max_transitions}) reached: the plan is going round "
+            "a loop without finishing",
+        )
+        return
+    enter(t, edge.to, fresh=edge.condition not in FAILURE_CONDITIONS)
+
+
+def enter(t: Turn, node_id: str, *, fresh: bool) -> None:
+    run, plan = t.run, t.plan
+    node = plan.graph.nodes.get(node_id)
+    if node is None:
+        escalate(t, None, f"the plan leads to node {node_id!r}, which does not exist")
+        return
+    t.hops += 1
+    if t.hops > MAX_ROUTING_HOPS:
+        escalate(t, node_id, f"routing passed {MAX_ROUTING_HOPS} nodes without reaching a task")
+        return
+    run.path.append(node_id)
+    run.current_node = node_id
+    kind = node.type
+    if kind == "task":
+        if fresh:
+            attempts = 1
+        else:
+            previous = run.attempts(node_id)
+            limit = None if node.max_retries is None else 1 + node.max_retries
+            if limit is not None and previous >= limit:
+                t.emit("node_entered", node_id, attempt=previous, exhausted=True)
+                leave(t, node, EXHAUST_EDGES)
+                return
+            attempts = previous + 1
+        _set(run, node_id, "pending", attempts)
+        t.emit("node_entered", node_id, attempt=attempts)
+        return
+    t.emit("node_entered", node_id)
+    if kind == "decision":
+        _set(run, node_id, "pending", run.attempts(node_id))
+        if t.judge is not None:
+            decide(t, node)
+        return
+    route_through(t, node)
+
+
+def _gate(t: Turn, edge: Edge, exit_node: Node) -> bool:
+    """Judge an exit's ``verify`` before finishing; True lets the run reach the exit."""
+    run = t.run
+    t.hops += 1
+    if t.hops > MAX_ROUTING_HOPS:
+        escalate(t, edge.from_, f"routing passed {MAX_ROUTING_HOPS} nodes without finishing")
+        return False
+    verdict = _judge(t, exit_node.verify)
+    extra = {"reason": verdict.reason} if verdict.reason else {}
+    t.emit(
+        "node_verified",
+        exit_node.id,
+        passed=_passed(verdict.outcome),
+        outcome=verdict.outcome,
+        check=exit_node.verify.type if exit_node.verify else None,
+        gate=True,
+        **extra,
+    )
+    if verdict.outcome == "success":
+        return True
+    if verdict.outcome == "unknown":
+        # One step before the exit: the next result is judged there again.
+        run.notice = {"kind": "gate_unknown", "node": exit_node.id, "reason": verdict.reason}
+        return False
+    origin = next(
+        (n for n in reversed(run.path) if (o := t.plan.graph.nodes.get(n)) and o.type == "task"),
+        None,
+    )
+    run.notice = {"kind": "gate_failed", "node": exit_node.id, "reason": verdict.reason}
+    if origin is None:
+        escalate(t, edge.from_, f"the final check at {exit_node.id!r} failed")
+        return False
+    node = t.plan.graph.nodes[origin]
+    if run.current_node != origin:
+        run.path.append(origin)
+        run.current_node = origin
+    _set(run, origin, "fail", run.attempts(origin))
+    _fail(t, node)
+    return False
+
+
+def route_through(t: Turn, node: Node) -> None:
+    run = t.run
+    kind = node.type
+    if kind == "exit":
+        run.status = node.exit_status
+        run.reason = node.reason
+        if run.status == "aborted":
+            t.emit("plan_aborted", node.id, reason=node.reason)
+        else:
+            t.emit("plan_completed", node.id)
+        return
+    if kind == "escalate":
+        escalate(t, node.id, node.reason or f"escalated at {node.id!r}", node.pace_level)
+        return
+    if kind == "checkpoint":
+        snapshot = {"node": node.id, "path_len": len(run.path), "visited": dict(run.visited)}
+        run.checkpoints = [*run.checkpoints[-9:], snapshot]
+        t.emit("checkpoint_saved", node.id)
+    leave(t, node, SUCCESS_EDGES)
+
+
+def decide(t: Turn, node: Node) -> None:
+    run = t.run
+    attempts = run.attempts(node.id) + 1
+    edges = t.plan.graph.out_edges(node.id)
+    has_when = False
+    unknown: _Outcome | None = None
+    for edge in edges:
+        if edge.when is not None:
+            has_when = True
+            verdict = _judge(t, edge.when)
+            if verdict.outcome == "success":
+                _set(run, node.id, "success", attempts)
+                t.emit(
+                    "node_verified",
+                    node.id,
+                    passed=True,
+                    outcome="success",
+                    attempt=attempts,
+                    when=edge.to,
+                )
+                _follow(t, edge)
+                return
+            if verdict.outcome == "unknown" and unknown is None:
+                unknown = verdict
+    if node.verify is not None:
+        verdict = _judge(t, node.verify)
+    else:
+        verdict = _Outcome("fail" if has_when else "success", None)
+    if verdict.outcome == "fail" and unknown is not None:
+        # A route that could not be judged might have held: wait, do not guess.
+        verdict = unknown
+    if verdict.outcome == "unknown":
+        t.emit("node_verified", node.id, passed=None, outcome="unknown", attempt=attempts - 1)
+        run.notice = {"kind": "unknown", "node": node.id, "reason": verdict.reason}
+        return
+    passed = verdict.outcome == "success"
+    _set(run, node.id, verdict.outcome, attempts)
+    t.emit("node_verified", node.id, passed=passed, outcome=verdict.outcome, attempt=attempts)
+    plain = SUCCESS_EDGES if passed else EXHAUST_EDGES
+    for condition in plain:
+        for edge in edges:
+            if edge.condition == condition and edge.when is None:
+                _follow(t, edge)
+                return
+    t.emit("stall", node.id, reason=f"no route out of decision {node.id!r}; waiting")
+
+
+def escalate(t: Turn, node_id: str | None, reason: str, pace_level: str | None = None) -> None:
+    run = t.run
+    run.status = "escalated"
+    run.reason = reason
+    run.pace_level = pace_level
+    if node_id is not None:
+        run.current_node = node_id
+    t.emit("plan_escalated", node_id, reason=reason, pace_level=pace_level)
+    run.report = [dict(e) for e in run.events[-REPORT_EVENTS:]]

@@ -1,0 +1,276 @@
+"""The engine's data: the run, the evidence the driver passes, events, and records.
+
+Example:
+    >>> from waygraph.engine import Run
+    >>> Run(run_id="r", plan_id="p", plan_name="P").finished
+    False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from waygraph.model import Plan, Verify
+
+MAX_EVENTS = 50
+#: How many non-task nodes one routing may pass through.
+MAX_ROUTING_HOPS = 15
+#: How many observation ids a run remembers to ignore repeats.
+MAX_SEEN_IDS = 100
+#: Events in an escalation report.
+REPORT_EVENTS = 5
+
+EVENT_TYPES = (
+    "plan_activated",
+    "node_entered",
+    "node_verified",
+    "retry_triggered",
+    "edge_followed",
+    "plan_completed",
+    "plan_escalated",
+    "plan_expired",
+    "plan_aborted",
+    "stall",
+    "checkpoint_saved",
+    "rewound",
+    "claim_recorded",
+    "claim_unverified",
+    "repeat_detected",
+)
+
+#: How many attempts per node the run record keeps (shown to the model).
+MAX_TRIED = 3
+#: Characters of tool output the run keeps as ``last_tool_output``.
+MAX_LAST_OUTPUT = 2000
+#: Characters of a claim or output line kept in events and the tried list.
+EXCERPT_CHARS = 160
+
+
+class _Verdictish(Protocol):
+    @property
+    def outcome(self) -> str: ...
+
+    @property
+    def reason(self) -> str | None: ...
+
+
+#: Answers "does the evidence satisfy this predicate?": True, False, None for
+#: unknown, or a verdict object with ``outcome`` and ``reason``
+#: (:class:`waygraph.verify.Verdict`).
+Judge = Callable[[Verify | None], "bool | _Verdictish | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the driver knows about the observation besides its verdict.
+
+    ``source``: ``tool``, ``model`` or ``host``. ``call``: a one-line digest of
+    the command or arguments. ``output``: the start of the output (the driver
+    cuts it). ``fingerprint``: equal for the same call with the same output,
+    so repeats can be told apart from new attempts.
+    """
+
+    source: str = "tool"
+    tool: str | None = None
+    call: str | None = None
+    output: str = ""
+    fingerprint: str | None = None
+
+
+SUCCESS_EDGES = ("on_success", "always")
+RETRY_EDGES = ("on_retry",)
+EXHAUST_EDGES = ("on_exhaust", "on_fail", "always")
+FAILURE_CONDITIONS = frozenset({"on_fail", "on_retry", "on_exhaust"})
+
+
+@dataclass(slots=True)
+class Run:
+    """The state of one plan run in one session (mutable only inside the engine)."""
+
+    run_id: str
+    plan_id: str
+    plan_name: str
+    mode: str = "graph"
+    status: str = "running"
+    current_node: str | None = None
+    visited: dict[str, dict[str, Any]] = field(default_factory=dict)
+    path: list[str] = field(default_factory=list)
+    started_turn: int = 0
+    turn: int = 0
+    turns_since_transition: int = 0
+    stale_after_turns: int = 10
+    transitions: int = 0
+    pace_level: str | None = None
+    reason: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    seen: list[str] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    report: list[dict[str, Any]] | None = None
+    session_id: str | None = None
+    plan_version: str | None = None
+    domain: str | None = None
+    last_output: str | None = None
+    turns_since_progress: int = 0
+    #: Nodes verified at least once in this run, in the order first completed.
+    completed: list[str] = field(default_factory=list)
+    #: What the model must be told beyond the node itself (an unknown verdict,
+    #: a claim, a failed gate), as data; render turns it into words.
+    notice: dict[str, Any] | None = None
+    #: The current run of identical failing calls: node, fingerprint, count.
+    streak: dict[str, Any] | None = None
+
+    def copy(self) -> Run:
+        # visited's inner dicts are replaced, never mutated, so a shallow copy
+        # of each container is enough to leave the original untouched.
+        return Run(
+            self.run_id,
+            self.plan_id,
+            self.plan_name,
+            self.mode,
+            self.status,
+            self.current_node,
+            dict(self.visited),
+            list(self.path),
+            self.started_turn,
+            self.turn,
+            self.turns_since_transition,
+            self.stale_after_turns,
+            self.transitions,
+            self.pace_level,
+            self.reason,
+            list(self.events),
+            list(self.seen),
+            list(self.checkpoints),
+            self.report,
+            self.session_id,
+            self.plan_version,
+            self.domain,
+            self.last_output,
+            self.turns_since_progress,
+            list(self.completed),
+            self.notice,
+            self.streak,
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "running"
+
+    def attempts(self, node_id: str | None = None) -> int:
+        state = self.visited.get(node_id or self.current_node or "")
+        return int(state["attempts"]) if state else 0
+
+
+class Result(NamedTuple):
+    """What an engine call returns: the new run and the events it produced."""
+
+    run: Run
+    events: list[dict[str, Any]]
+
+
+# ---------------------------------------------------------------- records
+
+_RECORD_FIELDS = (
+    "run_id",
+    "plan_id",
+    "plan_name",
+    "mode",
+    "status",
+    "current_node",
+    "started_turn",
+    "turn",
+    "turns_since_transition",
+    "stale_after_turns",
+    "transitions",
+    "pace_level",
+    "reason",
+    "session_id",
+    "plan_version",
+    "domain",
+    "notice",
+    "streak",
+)
+
+
+def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
+    """The run as a JSON-ready dict, with the supervisor fields of DESIGN.md.
+
+    ``current_step``/``total_steps``/``steps_completed``/``steps_failed``/
+    ``turns_since_progress`` are the established selector's names, kept so
+    existing supervisors read records unchanged.
+    """
+    record: dict[str, Any] = {name: getattr(run, name) for name in _RECORD_FIELDS}
+    order = plan.graph.task_order if plan is not None else {}
+    total = len(order) if order else len(run.visited)
+    # The established selector's supervisor fields (documents 000 and 003):
+    # lists of indices into the plan's task order, and completed counts.
+    steps_completed = sorted(order[n] for n in run.completed if n in order)
+    steps_failed = sorted(
+        order[n] for n, v in run.visited.items() if v["outcome"] == "fail" and n in order
+    )
+    completed = len(steps_completed) if order else len(run.completed)
+    current_step = total if run.status == "completed" else completed
+    record.update(
+        visited={k: dict(v) for k, v in run.visited.items()},
+        path=list(run.path),
+        total_nodes=total,
+        completed_nodes=completed,
+        events=[dict(e) for e in run.events],
+        seen=list(run.seen),
+        checkpoints=[
+            {**c, "visited": {k: dict(v) for k, v in c["visited"].items()}} for c in run.checkpoints
+        ],
+        report=run.report,
+        attempts=run.attempts(),
+        completed=list(run.completed),
+        current_step=current_step,
+        total_steps=total,
+        steps_completed=steps_completed,
+        steps_failed=steps_failed,
+        turns_since_progress=run.turns_since_progress,
+        last_tool_output=run.last_output,
+    )
+    return record
+
+
+def from_record(record: dict[str, Any]) -> Run:
+    """Rebuild a :class:`Run` from :func:`to_record`'s dict."""
+    return Run(
+        run_id=record["run_id"],
+        plan_id=record["plan_id"],
+        plan_name=record.get("plan_name", record["plan_id"]),
+        mode=record.get("mode", "graph"),
+        status=record.get("status", "running"),
+        current_node=record.get("current_node"),
+        visited={k: dict(v) for k, v in record.get("visited", {}).items()},
+        path=list(record.get("path", [])),
+        started_turn=record.get("started_turn", 0),
+        turn=record.get("turn", 0),
+        turns_since_transition=record.get("turns_since_transition", 0),
+        stale_after_turns=record.get("stale_after_turns", 10),
+        transitions=record.get("transitions", 0),
+        pace_level=record.get("pace_level"),
+        reason=record.get("reason"),
+        events=list(record.get("events", [])),
+        seen=list(record.get("seen", [])),
+        checkpoints=list(record.get("checkpoints", [])),
+        report=record.get("report"),
+        session_id=record.get("session_id"),
+        plan_version=record.get("plan_version"),
+        domain=record.get("domain"),
+        last_output=record.get("last_tool_output"),
+        turns_since_progress=_int(record.get("turns_since_progress")),
+        completed=list(
+            record.get("completed")
+            # Records written before the list existed: what they had verified.
+            or [k for k, v in record.get("visited", {}).items() if v.get("outcome") == "success"]
+        ),
+        notice=record.get("notice"),
+        streak=record.get("streak"),
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,0 +1,202 @@
+"""What a turn takes and gives: argument checks, the evidence a tool result
+becomes, and the :class:`Guidance` the turn returns.
+
+Example:
+    >>> call_digest("pytest   -q")
+    'pytest -q'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from waygraph import engine
+from waygraph.errors import Conflict, InputError
+from waygraph.verify import Observation
+
+__all__ = [
+    "MAX_ID_CHARS",
+    "MAX_MESSAGE_CHARS",
+    "Event",
+    "Guidance",
+    "call_digest",
+    "check_turn",
+    "evidence_of",
+    "retry_conflicts",
+]
+
+T = TypeVar("T")
+#: Backoff between retries: full jitter, doubling from the first to the last bound.
+_BACKOFF_FIRST, _BACKOFF_MAX = 0.002, 0.1
+
+#: Longest session id, observation id, tool name and domain (characters); the
+#: HTTP API's id pattern says the same (server.models.ID_PATTERN).
+MAX_ID_CHARS = 200
+#: Characters no id may hold: C0 and C1 controls and DEL.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: A user message is matched on its first this many characters.
+MAX_MESSAGE_CHARS = 100_000
+
+
+class Event(dict[str, Any]):
+    """An engine event: a JSON-ready dict whose keys also read as attributes.
+
+    Example:
+        >>> Event(type="edge_followed", node="fix", to="test").to
+        'test'
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Guidance:
+    """What a turn returns: the model context (or None), new events, the run record."""
+
+    text: str | None = None
+    events: list[Event] = field(default_factory=list)
+    run: dict[str, Any] | None = None
+    #: Set when the turn was not applied (non-strict mode): what went wrong.
+    #: A turn that lost every race for ``conflict_timeout`` seconds says so here.
+    error: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.run is not None and self.run.get("status") == "running"
+
+
+def check_turn(
+    session_id: Any,
+    user_message: Any,
+    domain: Any,
+    allowed_plans: Any,
+    tool_output: Any,
+    tool_name: Any,
+    exit_code: Any,
+    observation_id: Any,
+) -> None:
+    """Refuse arguments no turn can use, with one clear :class:`InputError` each."""
+    _check_id("session_id", session_id, required=True)
+    for name, value in (
+        ("observation_id", observation_id),
+        ("tool_name", tool_name),
+        ("domain", domain),
+    ):
+        _check_id(name, value, required=False)
+    for name, value in (("user_message", user_message), ("tool_output", tool_output)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name} must be a string or None, not {type(value).__name__}")
+    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+        raise InputError(f"exit_code must be an int or None, not {exit_code!r}")
+    if allowed_plans is not None:
+        if isinstance(allowed_plans, str | bytes) or not hasattr(allowed_plans, "__iter__"):
+            raise InputError(
+                f"allowed_plans must be a list of plan ids, not {type(allowed_plans).__name__}"
+            )
+        for plan_id in allowed_plans:
+            if not isinstance(plan_id, str):
+                raise InputError(f"allowed_plans must hold plan ids (strings), not {plan_id!r}")
+
+
+def _check_id(name: str, value: Any, *, required: bool) -> None:
+    if value is None and not required:
+        return
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, not {type(value).__name__}")
+    if required and not value.strip():
+        raise InputError(f"{name} must not be empty")
+    if len(value) > MAX_ID_CHARS:
+        raise InputError(f"{name} is {len(value)} characters long; the limit is {MAX_ID_CHARS}")
+    if _CONTROLS.search(value):
+        raise InputError(f"{name} must be text without control characters: {value[:40]!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{name} must be valid Unicode text (it has a lone surrogate)") from None
+
+
+#: Argument names whose value says best what a tool call did.
+_CALL_KEYS = ("command", "cmd", "code", "script", "query", "path", "file", "url")
+
+
+def call_digest(tool_args: Any) -> str | None:
+    """A one-line digest of a tool call's command or arguments (None when not given).
+
+    Example:
+        >>> call_digest({"runtime": "terminal", "code": "  pytest   -q  "})
+        'pytest -q'
+        >>> call_digest({"a": 1})
+        '{"a": 1}'
+    """
+    if tool_args is None:
+        return None
+    if isinstance(tool_args, Mapping):
+        for key in _CALL_KEYS:
+            value = tool_args.get(key)
+            if isinstance(value, str) and value.strip():
+                tool_args = value
+                break
+        else:
+            tool_args = json.dumps(tool_args, sort_keys=True, default=str)
+    line = " ".join(str(tool_args).split())
+    return line if len(line) <= engine.EXCERPT_CHARS else line[: engine.EXCERPT_CHARS - 3] + "..."
+
+
+def evidence_of(observation: Observation) -> engine.Evidence:
+    text = observation.text
+    key = f"{observation.tool_name}\0{observation.call}\0{observation.exit_code}\0{text}"
+    return engine.Evidence(
+        source=observation.source,
+        tool=observation.tool_name,
+        call=observation.call,
+        output=text[: engine.MAX_LAST_OUTPUT],
+        fingerprint=hashlib.blake2b(key.encode(errors="replace"), digest_size=8).hexdigest(),
+    )
+
+
+def retry_conflicts(
+    attempt: Callable[[], T],
+    *,
+    timeout: float,
+    what: str,
+    forget: Callable[[], None] | None = None,
+) -> T:
+    """Run ``attempt`` until no other writer beats it, or ``timeout`` seconds pass.
+
+    Each :class:`Conflict` calls ``forget`` (drop what was cached) and waits a
+    jittered, growing pause, so writers that collided once do not collide
+    again in lock step. After ``timeout`` the last Conflict is raised, naming
+    ``what`` and how long it tried.
+
+    Example:
+        >>> retry_conflicts(lambda: 42, timeout=1.0, what="session 's'")
+        42
+    """
+    deadline = time.monotonic() + timeout
+    bound = _BACKOFF_FIRST
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            return attempt()
+        except Conflict:
+            if forget is not None:
+                forget()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Conflict(
+                    f"{what}: other writers committed first for {timeout:g}s ({tries} tries)"
+                ) from None
+            time.sleep(min(left, random.uniform(0, bound)))
+            bound = min(bound * 2, _BACKOFF_MAX)
