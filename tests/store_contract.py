@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from waygraph.errors import Conflict, StoreError
-from waygraph.store import Store, StoredEvent, StoredRecord
+from waygraph.store import Store, StoredEvent, StoredRecord, Write
 
 __all__ = ["StoreContract", "bump", "json_records", "json_values"]
 
@@ -189,6 +189,50 @@ class StoreContract:
         assert store.current("s1") == "run_2"
         store.commit("run_1", {"later": True}, 1, [], session="s1")
         assert store.current("s1") == "run_2", "a commit without make_current moves nothing"
+
+    # ------------------------------------------------------------ commit_all
+
+    def test_commit_all_writes_every_record_event_and_pointer(self, store: Store) -> None:
+        store.commit("old", {"status": "running"}, 0, [{"e": 1}], session="s", make_current=True)
+        versions = store.commit_all(
+            [
+                Write("old", {"status": "aborted"}, 1, [{"e": 2}], session="s", status="aborted"),
+                Write("new", {"status": "running"}, 0, [{"e": 3}], session="s", make_current=True),
+            ]
+        )
+        assert versions == [2, 1]
+        old, new = store.get("old"), store.get("new")
+        assert old is not None and old.data == {"status": "aborted"} and old.status == "aborted"
+        assert new is not None and new.version == 1
+        assert [e.data for e in store.events("old")] == [{"e": 1}, {"e": 2}]
+        assert [e.data for e in store.events("new")] == [{"e": 3}]
+        assert store.current("s") == "new"
+
+    def test_commit_all_is_all_or_nothing(self, store: Store) -> None:
+        store.commit("a", {"n": 1}, 0, [{"e": 1}], session="s", make_current=True)
+        store.commit("b", {"n": 1}, 0, [])
+        with pytest.raises(Conflict):
+            store.commit_all(
+                [
+                    Write("a", {"n": 2}, 1, [{"e": 2}]),
+                    Write("c", {"n": 1}, 0, [{"e": 1}], session="s", make_current=True),
+                    Write("b", {"n": 2}, 7, []),  # stale: the whole commit fails
+                ]
+            )
+        a = store.get("a")
+        assert a is not None and a.version == 1 and a.data == {"n": 1}
+        assert store.get("c") is None and store.events("c") == []
+        assert [e.seq for e in store.events("a")] == [1]
+        assert store.current("s") == "a"
+        # The store still works after the refused commit.
+        assert store.commit_all([Write("a", {"n": 2}, 1, [{"e": 2}])]) == [2]
+        assert [e.seq for e in store.events("a")] == [1, 2]
+
+    def test_commit_all_refuses_a_key_twice_and_accepts_nothing(self, store: Store) -> None:
+        with pytest.raises(ValueError, match="each key once"):
+            store.commit_all([Write("k", {}, 0), Write("k", {}, 1)])
+        assert store.get("k") is None
+        assert store.commit_all([]) == []
 
     def test_clear_current_drops_the_pointer_and_keeps_records(self, store: Store) -> None:
         store.commit("run_1", {"x": 1}, 0, [{"e": 1}], session="s1", make_current=True)

@@ -136,10 +136,11 @@ def test_a_failing_store_never_raises_into_the_loop(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise StoreError("disk I/O error")
 
-    monkeypatch.setattr(hooks.navigator.store, "commit", broken)
+    monkeypatch.setattr(hooks.navigator.store, "commit_all", broken)
     monkeypatch.setattr(hooks.navigator.store, "get", broken)
     monkeypatch.setattr(hooks.navigator.store, "current", broken)
     with caplog.at_level(logging.WARNING):
-        assert hooks.on_tool_result("ok", exit_code=0).text is None
+        g = hooks.on_tool_result("ok", exit_code=0)
+        assert g.text is None and g.error is not None and "disk I/O error" in g.error
         assert hooks.context_for_model() is None
     assert "disk I/O error" in caplog.text

@@ -114,13 +114,13 @@ def test_a_turn_that_keeps_losing_reports_it_instead_of_returning_nothing(hold_l
     def always_conflict(*args: Any, **kwargs: Any) -> int:
         raise Conflict("another writer committed first")
 
-    nav.store.commit = always_conflict  # type: ignore[method-assign]
+    nav.store.commit_all = always_conflict  # type: ignore[method-assign]
     g = nav.turn("s", tool_output="nope", observation_id="x")
     assert g.error is not None and "was not applied" in g.error
     assert g.run is None and g.text is None
     strict = Navigator(hold_library, store="memory://", strict=True, conflict_timeout=0.05)
     strict.turn("s", user_message="hold on")
-    strict.store.commit = always_conflict  # type: ignore[method-assign]
+    strict.store.commit_all = always_conflict  # type: ignore[method-assign]
     with pytest.raises(Conflict, match=r"committed first for 0\.05s"):
         strict.turn("s", tool_output="nope")
 
@@ -190,7 +190,7 @@ def test_an_unexpected_error_in_strict_mode_is_a_waygraph_error(hold_library: st
     def broken(*args: Any, **kwargs: Any) -> int:
         raise RuntimeError("disk on fire")
 
-    nav.store.commit = broken  # type: ignore[method-assign]
+    nav.store.commit_all = broken  # type: ignore[method-assign]
     with pytest.raises(WaygraphError, match="disk on fire"):
         nav.turn("s", tool_output="nope")
 

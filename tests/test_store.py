@@ -20,7 +20,7 @@ import pytest
 
 from tests.store_contract import StoreContract, bump
 from waygraph.errors import ConfigError, Conflict, StoreError
-from waygraph.store import MemoryStore, SQLiteStore, Store, open_store
+from waygraph.store import MemoryStore, SQLiteStore, Store, Write, open_store
 from waygraph.store.base import redact_url
 from waygraph.store.files import FileStore, file_name
 
@@ -410,6 +410,41 @@ def test_a_make_current_commit_cut_short_is_completed_on_open(
         rec = reopened.get("new")
         assert rec is not None and rec.data == {"n": 1}
         assert [e.data for e in reopened.events("new")] == [{"e": 1}]
+
+
+def test_a_commit_all_cut_short_after_its_journal_is_completed_on_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "store"
+    store = FileStore(root)
+    store.commit("old", {"status": "running"}, 0, [{"e": 1}], session="s", make_current=True)
+    real_write = FileStore._atomic_write
+    writes: list[Path] = []
+
+    def die_after_the_journal(self: FileStore, path: Path, data: bytes) -> None:
+        writes.append(path)
+        if len(writes) > 2:  # the journal and the first record landed
+            raise KeyboardInterrupt("simulated death in the middle of the commit")
+        real_write(self, path, data)
+
+    monkeypatch.setattr(FileStore, "_atomic_write", die_after_the_journal)
+    with pytest.raises(KeyboardInterrupt):
+        store.commit_all(
+            [
+                Write("old", {"status": "aborted"}, 1, [{"e": 2}], session="s"),
+                Write("new", {"status": "running"}, 0, [{"e": 1}], session="s", make_current=True),
+            ]
+        )
+    monkeypatch.undo()
+    assert writes[0].name == "journal.json"
+    store.close()
+    with FileStore(root) as reopened:
+        assert not (root / "journal.json").exists()
+        assert reopened.current("s") == "new"
+        old, new = reopened.get("old"), reopened.get("new")
+        assert old is not None and old.data == {"status": "aborted"} and old.version == 2
+        assert new is not None and new.data == {"status": "running"}
+        assert [e.data for e in reopened.events("old")] == [{"e": 1}, {"e": 2}]
 
 
 def test_a_corrupt_sessions_file_is_moved_aside(

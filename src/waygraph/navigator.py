@@ -19,9 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import logging
 import os
 import threading
@@ -34,11 +31,10 @@ from typing import Any, TypeVar
 
 from waygraph import engine, gates, render
 from waygraph.errors import Conflict, InputError, WaygraphError
-from waygraph.formats.json_library import plan_to_data, plans_from_data
 from waygraph.library import Library, load_library
 from waygraph.match import Matcher
 from waygraph.model import Plan
-from waygraph.store import Store, open_store
+from waygraph.store import Store, Write, open_store
 from waygraph.turns import (
     MAX_ID_CHARS,
     MAX_MESSAGE_CHARS,
@@ -50,6 +46,7 @@ from waygraph.turns import (
     retry_conflicts,
 )
 from waygraph.verify import SOURCES, Observation, VerifyContext, judge_for
+from waygraph.versions import PlanVersions
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -80,12 +77,6 @@ def default_store_url() -> str:
         return env
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     return f"sqlite:///{base / 'waygraph' / 'waygraph.db'}"
-
-
-def plan_version(plan: Plan) -> str:
-    """A content hash of the plan: runs remember which version they started with."""
-    data = json.dumps({"id": plan.id, **plan_to_data(plan)}, sort_keys=True, default=str)
-    return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
 class Navigator:
@@ -135,8 +126,7 @@ class Navigator:
         self.library = library if isinstance(library, Library) else load_library(library)
         self.store: Store = open_store(store if store is not None else default_store_url())
         self._lock = threading.Lock()
-        self._plans: dict[str, Plan] = {}
-        self._stored_versions: set[str] = set()
+        self.versions = PlanVersions(self.store)
         # session -> (running run, stored version) as this Navigator last wrote
         # it; least recently used first, bounded so 100,000 sessions fit.
         self._cache: OrderedDict[str, tuple[engine.Run, int]] = OrderedDict()
@@ -148,11 +138,7 @@ class Navigator:
 
     def _index_library(self, library: Library) -> None:
         self.matcher = Matcher(library)
-        self._current_versions = {}
-        for plan in library:
-            version = plan_version(plan)
-            self._plans[version] = plan
-            self._current_versions[plan.id] = version
+        self.versions.index(library)
 
     def _maybe_reload(self) -> None:
         if not self.library.files or time.monotonic() < self._next_reload_check:
@@ -180,26 +166,7 @@ class Navigator:
         self._maybe_reload()
 
     def _plan_of(self, run: engine.Run) -> Plan:
-        if run.plan_version and run.plan_version in self._plans:
-            return self._plans[run.plan_version]
-        if run.plan_version:
-            stored = self.store.get(_plan_key(run.plan_id, run.plan_version))
-            if stored is not None:
-                _, plans = plans_from_data(stored.data)
-                self._plans[run.plan_version] = plans[0]
-                return plans[0]
-        return self.library[run.plan_id]
-
-    def _remember_plan(self, plan: Plan, version: str) -> None:
-        if version in self._stored_versions:
-            return
-        key = _plan_key(plan.id, version)
-        if self.store.get(key) is None:
-            data = {"_meta": {"version": "2.0"}, "plans": {plan.id: plan_to_data(plan)}}
-            # Content-addressed: another process storing it first is fine.
-            with contextlib.suppress(Conflict):
-                self.store.commit(key, data, 0, [], kind="plan", plan=plan.id)
-        self._stored_versions.add(version)
+        return self.versions.plan_of(run, self.library)
 
     # ------------------------------------------------------------ the turn
 
@@ -387,9 +354,8 @@ class Navigator:
         if best is None:
             return None
         plan = self.library[best.plan_id]
-        version = self._current_versions[plan.id]
-        self._plans.setdefault(version, plan)
-        self._remember_plan(plan, version)
+        version = self.versions.current[plan.id]
+        self.versions.remember(plan, version)
         run, events = engine.start(
             plan,
             run_id=f"run_{uuid.uuid4().hex[:16]}",
@@ -412,18 +378,13 @@ class Navigator:
         new: bool,
     ) -> dict[str, Any]:
         """Write the run and its events in one transaction; return the record."""
-        record = engine.to_record(plan, run)
-        new_version = self.store.commit(
-            run.run_id,
-            record,
-            version,
-            events,
-            kind="run",
-            session=run.session_id,
-            status=run.status,
-            plan=run.plan_id,
-            make_current=new,
-        )
+        write = _write(run, plan, version, events, new=new)
+        new_version = self.store.commit_all([write])[0]
+        self._cached(run, new_version)
+        return dict(write.record)
+
+    def _cached(self, run: engine.Run, new_version: int) -> None:
+        """Remember a running run this Navigator just committed (forget a finished one)."""
         if run.session_id is not None:
             if run.status == "running":
                 self._cache[run.session_id] = (run, new_version)
@@ -432,35 +393,55 @@ class Navigator:
                     self._cache.popitem(last=False)
             else:
                 self._cache.pop(run.session_id, None)
-        return record
 
     # ------------------------------------------------------------ sessions
 
     def start(self, session_id: str, plan_id: str) -> Guidance:
         """Start ``plan_id`` in ``session_id`` by id (no trigger matching needed).
 
-        A running plan in the session is aborted first.
+        A running plan in the session is aborted in the same commit that
+        starts the new one, so a crash leaves either the old run running or
+        the new one current, never a session with neither.
         """
-        self.reset(session_id)
+        check_turn(session_id, None, None, None, None, None, None, None)
         plan = self.library[plan_id]
-        version = self._current_versions[plan.id]
-        self._remember_plan(plan, version)
-        previous = self.state(session_id)
-        turn_no = previous["turn"] + 1 if previous else 1
-        run, events = engine.start(
-            plan,
-            run_id=f"run_{uuid.uuid4().hex[:16]}",
-            turn=turn_no,
-            session_id=session_id,
-            plan_version=version,
-            started_by="id",
-        )
-        self._commit(run, plan, 0, events, new=True)
-        return Guidance(
-            text=render.context(plan, run, max_tokens=self.max_tokens),
-            events=[Event(e) for e in events],
-            run=engine.to_record(plan, run),
-        )
+        version = self.versions.current[plan.id]
+        self.versions.remember(plan, version)
+        self._cache.pop(session_id, None)
+
+        def attempt() -> Guidance:
+            key = self.store.current(session_id)
+            stored = self.store.get(key) if key else None
+            writes = []
+            turn_no = 1
+            if stored is not None:
+                old = engine.from_record(stored.data)
+                turn_no = old.turn + 1
+                try:
+                    old_plan: Plan | None = self._plan_of(old)
+                except WaygraphError:
+                    old_plan = None
+                reason = f"replaced by plan {plan.id!r}"
+                old, aborted = engine.abort(old_plan, old, turn=old.turn, reason=reason)
+                if aborted:
+                    writes.append(_write(old, old_plan, stored.version, aborted, new=False))
+            run, events = engine.start(
+                plan,
+                run_id=f"run_{uuid.uuid4().hex[:16]}",
+                turn=turn_no,
+                session_id=session_id,
+                plan_version=version,
+                started_by="id",
+            )
+            writes.append(_write(run, plan, 0, events, new=True))
+            self._cached(run, self.store.commit_all(writes)[-1])
+            return Guidance(
+                text=render.context(plan, run, max_tokens=self.max_tokens),
+                events=[Event(e) for e in events],
+                run=dict(writes[-1].record),
+            )
+
+        return self._retry(session_id, attempt)
 
     def plan_for(self, record: Mapping[str, Any]) -> Plan | None:
         """The plan a run record follows: the exact version it started with, else the library's.
@@ -580,8 +561,26 @@ class Navigator:
         self.close()
 
 
-def _plan_key(plan_id: str, version: str) -> str:
-    return f"plan:{plan_id}:{version}"
+def _write(
+    run: engine.Run,
+    plan: Plan | None,
+    version: int,
+    events: list[dict[str, Any]],
+    *,
+    new: bool,
+) -> Write:
+    """The store write of a run: its record, new events and index columns."""
+    return Write(
+        run.run_id,
+        engine.to_record(plan, run),
+        version,
+        events,
+        kind="run",
+        session=run.session_id,
+        status=run.status,
+        plan=run.plan_id,
+        make_current=new,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from waygraph.errors import ConfigError
-from waygraph.store.base import Store, StoredEvent, StoredRecord, redact_url
+from waygraph.store.base import Store, StoredEvent, StoredRecord, Write, redact_url
 from waygraph.store.memory import MemoryStore
 from waygraph.store.sqlite import SQLiteStore
 
@@ -50,6 +50,7 @@ __all__ = [
     "Store",
     "StoredEvent",
     "StoredRecord",
+    "Write",
     "open_store",
 ]
 

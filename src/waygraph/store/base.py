@@ -36,6 +36,7 @@ __all__ = [
     "Store",
     "StoredEvent",
     "StoredRecord",
+    "Write",
     "check_limit",
     "conflict",
     "decode",
@@ -82,6 +83,27 @@ class StoredEvent:
     key: str
     seq: int
     data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One record's part of :meth:`Store.commit_all`: the arguments of :meth:`Store.commit`.
+
+    Example:
+        >>> Write("run_2", {"status": "running"}, 0, [{"type": "plan_activated"}]).kind
+        'run'
+    """
+
+    key: str
+    record: Mapping[str, Any]
+    expected_version: int
+    events: Sequence[Mapping[str, Any]] = ()
+    kind: str = "run"
+    session: str | None = None
+    status: str | None = None
+    plan: str | None = None
+    correlation_ids: Sequence[str] = ()
+    make_current: bool = False
 
 
 class Store(ABC):
@@ -135,27 +157,64 @@ class Store(ABC):
         ``make_current`` and a ``session``, the session's current key becomes
         ``key`` in the same transaction; without a session it does nothing.
         """
-        return self._commit(
-            normalise_commit(
-                key,
-                record,
-                expected_version,
-                new_events,
-                kind=kind,
-                session=session,
-                status=status,
-                plan=plan,
-                correlation_ids=correlation_ids,
-                make_current=make_current,
-            )
+        commit = normalise_commit(
+            key,
+            record,
+            expected_version,
+            new_events,
+            kind=kind,
+            session=session,
+            status=status,
+            plan=plan,
+            correlation_ids=correlation_ids,
+            make_current=make_current,
         )
+        return self._commit_all((commit,))[0]
+
+    def commit_all(self, writes: Sequence[Write]) -> list[int]:
+        """Commit several records in one atomic step; return their new versions in order.
+
+        Each :class:`Write` is checked as :meth:`commit` checks its arguments.
+        Either every write lands (records, events, pointers) or none does: a
+        version conflict on any of them raises :class:`Conflict` and writes
+        nothing. A key may appear once.
+
+        Example:
+            >>> from waygraph.store import open_store
+            >>> store = open_store("memory://")
+            >>> store.commit_all([Write("a", {}, 0), Write("b", {}, 0, session="s",
+            ...                   make_current=True)])
+            [1, 1]
+        """
+        commits = tuple(
+            normalise_commit(
+                w.key,
+                w.record,
+                w.expected_version,
+                w.events,
+                kind=w.kind,
+                session=w.session,
+                status=w.status,
+                plan=w.plan,
+                correlation_ids=w.correlation_ids,
+                make_current=w.make_current,
+            )
+            for w in writes
+        )
+        keys = [c.key for c in commits]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"commit_all writes each key once (got {keys})")
+        if not commits:
+            return []
+        return self._commit_all(commits)
 
     @abstractmethod
-    def _commit(self, c: Commit) -> int:
-        """Apply a commit :func:`normalise_commit` checked and encoded; return the new version.
+    def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
+        """Apply commits :func:`normalise_commit` checked and encoded, all or none.
 
         Every backend implements only this: argument checking and JSON
-        encoding happen once, in :meth:`commit`, before any lock is taken.
+        encoding happen once, in :meth:`commit`/:meth:`commit_all`, before any
+        lock is taken. Returns each record's new version, in order.
         """
 
     @abstractmethod

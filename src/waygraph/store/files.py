@@ -22,10 +22,11 @@ does not separate threads):
    appended events stay invisible until step 2.
 2. The record file is written to a temporary file, fsynced and renamed over
    the old one (then the folder is fsynced): this rename is the commit.
-   With ``make_current``, the new record and the pointer are first written
-   to ``journal.json`` the same way; that rename is the commit, and the
-   record and ``sessions.json`` are then written and the journal removed.
-   A journal left by a killed writer is replayed by the next commit or open.
+   With ``make_current``, or when :meth:`~waygraph.store.Store.commit_all`
+   writes several records, the new records and pointers are first written to
+   ``journal.json`` the same way; that rename is the commit, and the records
+   and ``sessions.json`` are then written and the journal removed. A journal
+   left by a killed writer is replayed by the next commit or open.
 
 Damage from outside (a truncated disk, an edited file) is contained: a
 record file that cannot be parsed is renamed to ``NAME.corrupt-<UTC time>``
@@ -126,6 +127,27 @@ def _parse_record(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(events.get("count"), int) or not isinstance(events.get("bytes"), int):
         return None, "field 'events' lacks integer 'count' and 'bytes'"
     return doc, None
+
+
+def _parse_journal(journal: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(records as (key, text), pointers as (session, key)) of a journal, either layout.
+
+    Raises ValueError, KeyError or TypeError for a journal that is not one.
+    """
+    if "records" in journal:
+        records = [(r["key"], r["record"]) for r in journal["records"]]
+        pointers = [(p[0], p[1]) for p in journal["pointers"]]
+    else:
+        # The single-record layout written before commit_all existed.
+        records = [(journal["key"], journal["record"])]
+        pointers = [(journal["session"], journal["key"])]
+    for a, b in (*records, *pointers):
+        if not isinstance(a, str) or not isinstance(b, str):
+            raise TypeError("keys, records and sessions must be strings")
+    for _, text in records:
+        if _parse_record(text.encode())[0] is None:
+            raise ValueError("a journalled record is malformed")
+    return records, pointers
 
 
 def _to_record(doc: dict[str, Any]) -> StoredRecord:
@@ -286,26 +308,26 @@ class FileStore(Store):
         return doc
 
     def _recover(self) -> None:
-        """Finish a make_current commit whose writer died after its journal."""
+        """Finish a journalled commit whose writer died after writing its journal."""
         try:
             raw = self._journal.read_bytes()
         except FileNotFoundError:
             return
         try:
-            journal = decode(raw)
-            key, text, session = journal["key"], journal["record"], journal["session"]
-            if not all(isinstance(v, str) for v in (key, text, session)):
-                raise ValueError("key, record and session must be strings")
-            if _parse_record(text.encode())[0] is None:
-                raise ValueError("the journalled record is malformed")
+            records, pointers = _parse_journal(decode(raw))
         except (ValueError, KeyError, TypeError) as exc:
             self._quarantine(self._journal, f"unreadable journal: {exc}")
             return
-        path, _ = self._paths(key)
-        self._atomic_write(path, text.encode())
-        self._set_pointer(session, key)
+        for key, text in records:
+            path, _ = self._paths(key)
+            self._atomic_write(path, text.encode())
+        self._set_pointers(pointers)
         self._journal.unlink()
-        logger.info("%s: completed an interrupted commit of %r", self.url, key)
+        logger.info(
+            "%s: completed an interrupted commit of %s",
+            self.url,
+            ", ".join(repr(k) for k, _ in records),
+        )
 
     # ------------------------------------------------------------ pointers
 
@@ -342,6 +364,17 @@ class FileStore(Store):
         text = encode(dict(sorted(pointers.items())))
         self._atomic_write(self._sessions, text.encode())
 
+    def _set_pointers(self, changes: Sequence[tuple[str, str]]) -> None:
+        """Point each session at its key, in one write of ``sessions.json``."""
+        if not changes:
+            return
+        pointers = self._read_pointers(writing=True)
+        if all(pointers.get(session) == key for session, key in changes):
+            return
+        pointers.update(changes)
+        text = encode(dict(sorted(pointers.items())))
+        self._atomic_write(self._sessions, text.encode())
+
     # ------------------------------------------------------------ writes
 
     def _append_events(
@@ -371,48 +404,61 @@ class FileStore(Store):
             os.close(fd)
         return size + len(payload)
 
-    def _commit(self, c: Commit) -> int:
-        key = c.key
-        path, events_path = self._paths(key)
-        with self._errors(f"committing {key!r}"), self._writing():
+    def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
+        what = ", ".join(repr(c.key) for c in commits)
+        with self._errors(f"committing {what}"), self._writing():
             self._recover()
-            old = self._load(key, writing=True)
-            actual = None if old is None else old["version"]
-            if (c.expected_version == 0 and old is not None) or (
-                c.expected_version != 0 and actual != c.expected_version
-            ):
-                raise conflict(self.url, key, c.expected_version, actual)
-            count = 0 if old is None else old["events"]["count"]
-            size = 0 if old is None else old["events"]["bytes"]
-            if c.events:
-                size = self._append_events(events_path, size, count + 1, c.events)
-                count += len(c.events)
-            version = c.expected_version + 1
-            head = encode(
-                {
-                    "format": FORMAT,
-                    "key": key,
-                    "kind": c.kind,
-                    "version": version,
-                    "session": c.session,
-                    "status": c.status,
-                    "plan": c.plan,
-                    "correlation_ids": list(c.correlation_ids),
-                    "updated_at": self._clock(),
-                    "events": {"count": count, "bytes": size},
-                }
-            )
-            # The data is spliced in as already-encoded text: no second encoding.
-            text = f'{head[:-1]},\n"data":{c.data}}}\n'
-            if c.make_current and c.session is not None:
-                journal = encode({"key": key, "session": c.session, "record": text})
-                self._atomic_write(self._journal, journal.encode())
-                self._atomic_write(path, text.encode())
-                self._set_pointer(c.session, key)
-                self._journal.unlink()
+            olds = []
+            # Every version is checked before anything is written: all or none.
+            for c in commits:
+                old = self._load(c.key, writing=True)
+                actual = None if old is None else old["version"]
+                if (c.expected_version == 0 and old is not None) or (
+                    c.expected_version != 0 and actual != c.expected_version
+                ):
+                    raise conflict(self.url, c.key, c.expected_version, actual)
+                olds.append(old)
+            # Appended events stay invisible until the record that counts them lands.
+            texts = [self._record_text(c, old) for c, old in zip(commits, olds, strict=True)]
+            pointers = [
+                (c.session, c.key) for c in commits if c.make_current and c.session is not None
+            ]
+            if len(commits) == 1 and not pointers:
+                self._atomic_write(self._paths(commits[0].key)[0], texts[0].encode())
             else:
-                self._atomic_write(path, text.encode())
-        return version
+                records = [{"key": c.key, "record": t} for c, t in zip(commits, texts, strict=True)]
+                journal = encode({"records": records, "pointers": pointers})
+                self._atomic_write(self._journal, journal.encode())
+                for c, text in zip(commits, texts, strict=True):
+                    self._atomic_write(self._paths(c.key)[0], text.encode())
+                self._set_pointers(pointers)
+                self._journal.unlink()
+        return [c.expected_version + 1 for c in commits]
+
+    def _record_text(self, c: Commit, old: dict[str, Any] | None) -> str:
+        """Append ``c``'s events; return the record file's new text (not yet written)."""
+        _, events_path = self._paths(c.key)
+        count = 0 if old is None else old["events"]["count"]
+        size = 0 if old is None else old["events"]["bytes"]
+        if c.events:
+            size = self._append_events(events_path, size, count + 1, c.events)
+            count += len(c.events)
+        head = encode(
+            {
+                "format": FORMAT,
+                "key": c.key,
+                "kind": c.kind,
+                "version": c.expected_version + 1,
+                "session": c.session,
+                "status": c.status,
+                "plan": c.plan,
+                "correlation_ids": list(c.correlation_ids),
+                "updated_at": self._clock(),
+                "events": {"count": count, "bytes": size},
+            }
+        )
+        # The data is spliced in as already-encoded text: no second encoding.
+        return f'{head[:-1]},\n"data":{c.data}}}\n'
 
     def clear_current(self, session: str) -> None:
         with self._errors(f"clearing the pointer of session {session!r}"), self._writing():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from waygraph.errors import StoreError
@@ -96,34 +96,38 @@ class MemoryStore(Store):
             row = self._rows.get(key)
         return None if row is None else row.to_record(key)
 
-    def _commit(self, c: Commit) -> int:
-        key = c.key
+    def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
         with self._lock:
             self._check_open()
-            old = self._rows.get(key)
-            actual = None if old is None else old.version
-            if (c.expected_version == 0 and old is not None) or (
-                c.expected_version != 0 and actual != c.expected_version
-            ):
-                raise conflict(self.url, key, c.expected_version, actual)
-            version = c.expected_version + 1
-            # Rows are replaced, never mutated: a reader holding the old row
-            # (taken under the lock, parsed outside it) still sees one version.
-            self._rows[key] = _Row(
-                kind=c.kind,
-                data=c.data,
-                version=version,
-                session=c.session,
-                status=c.status,
-                plan=c.plan,
-                correlation_ids=c.correlation_ids,
-                updated_at=self._clock(),
-            )
-            if c.events:
-                self._events.setdefault(key, []).extend(c.events)
-            if c.make_current and c.session is not None:
-                self._pointers[c.session] = key
-            return version
+            # Every version is checked before anything changes: all or none.
+            for c in commits:
+                old = self._rows.get(c.key)
+                actual = None if old is None else old.version
+                if (c.expected_version == 0 and old is not None) or (
+                    c.expected_version != 0 and actual != c.expected_version
+                ):
+                    raise conflict(self.url, c.key, c.expected_version, actual)
+            versions = []
+            for c in commits:
+                version = c.expected_version + 1
+                # Rows are replaced, never mutated: a reader holding the old row
+                # (taken under the lock, parsed outside it) still sees one version.
+                self._rows[c.key] = _Row(
+                    kind=c.kind,
+                    data=c.data,
+                    version=version,
+                    session=c.session,
+                    status=c.status,
+                    plan=c.plan,
+                    correlation_ids=c.correlation_ids,
+                    updated_at=self._clock(),
+                )
+                if c.events:
+                    self._events.setdefault(c.key, []).extend(c.events)
+                if c.make_current and c.session is not None:
+                    self._pointers[c.session] = c.key
+                versions.append(version)
+            return versions
 
     def list(
         self,

@@ -280,47 +280,54 @@ class PostgresStore(Store):
 
     # ------------------------------------------------------------ writes
 
-    def _commit(self, c: Commit) -> int:
-        key = c.key
-        ids = list(c.correlation_ids)
-        n = len(c.events)
+    def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
+        what = ", ".join(repr(c.key) for c in commits)
         with (
-            self._errors(f"committing {key!r}"),
+            self._errors(f"committing {what}"),
             self._pool.connection() as conn,
             conn.transaction(),
         ):
-            now = self._now()
-            if c.expected_version == 0:
-                cur = conn.execute(
-                    _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now)
-                )
-                if cur.rowcount == 0:
-                    raise conflict(self.url, key, 0, self._version(conn, key))
-                version, last_seq = 1, n
-            else:
-                row = conn.execute(
-                    _UPDATE,
-                    (
-                        c.kind,
-                        c.data,
-                        c.session,
-                        c.status,
-                        c.plan,
-                        ids,
-                        n,
-                        now,
-                        key,
-                        c.expected_version,
-                    ),
-                ).fetchone()
-                if row is None:
-                    raise conflict(self.url, key, c.expected_version, self._version(conn, key))
-                version, last_seq = row
-            with conn.cursor() as cur:
-                for statement, params in commit_writes(c, last_seq, "%s", json_cast="::json"):
-                    cur.executemany(statement, params)
-            # Delivered at COMMIT, and only if the transaction commits.
-            conn.execute("SELECT pg_notify(%s, %s)", (self.channel, _notice(key, c.session)))
+            versions = [self._apply(conn, c) for c in commits]
+            for c in commits:
+                # Delivered at COMMIT, and only if the transaction commits.
+                conn.execute("SELECT pg_notify(%s, %s)", (self.channel, _notice(c.key, c.session)))
+        return versions
+
+    def _apply(self, conn: psycopg.Connection[Any], c: Commit) -> int:
+        """One record's writes inside the caller's transaction; its new version."""
+        key = c.key
+        ids = list(c.correlation_ids)
+        n = len(c.events)
+        now = self._now()
+        if c.expected_version == 0:
+            cur = conn.execute(
+                _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now)
+            )
+            if cur.rowcount == 0:
+                raise conflict(self.url, key, 0, self._version(conn, key))
+            version, last_seq = 1, n
+        else:
+            row = conn.execute(
+                _UPDATE,
+                (
+                    c.kind,
+                    c.data,
+                    c.session,
+                    c.status,
+                    c.plan,
+                    ids,
+                    n,
+                    now,
+                    key,
+                    c.expected_version,
+                ),
+            ).fetchone()
+            if row is None:
+                raise conflict(self.url, key, c.expected_version, self._version(conn, key))
+            version, last_seq = row
+        with conn.cursor() as cur:
+            for statement, params in commit_writes(c, last_seq, "%s", json_cast="::json"):
+                cur.executemany(statement, params)
         return int(version)
 
     @staticmethod

@@ -27,7 +27,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -263,48 +263,54 @@ class SQLiteStore(Store):
 
     # ------------------------------------------------------------ writes
 
-    def _commit(self, c: Commit) -> int:
-        key = c.key
-        ids = encode(list(c.correlation_ids))
-        n = len(c.events)
-        with self._lock, self._errors(f"committing {key!r}"):
+    def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
+        what = ", ".join(repr(c.key) for c in commits)
+        with self._lock, self._errors(f"committing {what}"):
             conn = self._conn()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                now = self._clock()
-                if c.expected_version == 0:
-                    cur = conn.execute(
-                        _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now)
-                    )
-                    if cur.rowcount == 0:
-                        raise conflict(self.url, key, 0, self._version(conn, key))
-                    version, last_seq = 1, n
-                else:
-                    rows = conn.execute(
-                        _UPDATE,
-                        (
-                            c.kind,
-                            c.data,
-                            c.session,
-                            c.status,
-                            c.plan,
-                            ids,
-                            n,
-                            now,
-                            key,
-                            c.expected_version,
-                        ),
-                    ).fetchall()
-                    if not rows:
-                        raise conflict(self.url, key, c.expected_version, self._version(conn, key))
-                    version, last_seq = rows[0]
-                for statement, params in commit_writes(c, last_seq, "?"):
-                    conn.executemany(statement, params)
+                versions = [self._apply(conn, c) for c in commits]
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+        return versions
+
+    def _apply(self, conn: sqlite3.Connection, c: Commit) -> int:
+        """One record's writes inside the caller's transaction; its new version."""
+        key = c.key
+        ids = encode(list(c.correlation_ids))
+        n = len(c.events)
+        now = self._clock()
+        if c.expected_version == 0:
+            cur = conn.execute(
+                _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now)
+            )
+            if cur.rowcount == 0:
+                raise conflict(self.url, key, 0, self._version(conn, key))
+            version, last_seq = 1, n
+        else:
+            rows = conn.execute(
+                _UPDATE,
+                (
+                    c.kind,
+                    c.data,
+                    c.session,
+                    c.status,
+                    c.plan,
+                    ids,
+                    n,
+                    now,
+                    key,
+                    c.expected_version,
+                ),
+            ).fetchall()
+            if not rows:
+                raise conflict(self.url, key, c.expected_version, self._version(conn, key))
+            version, last_seq = rows[0]
+        for statement, params in commit_writes(c, last_seq, "?"):
+            conn.executemany(statement, params)
         return int(version)
 
     @staticmethod
