@@ -558,14 +558,14 @@ def test_a_whole_bugfix_run_through_the_installed_hooks(tree: Path, layout: str)
 
     seen = a0.prompt()
     assert seen["memories"] == "none"  # Agent-Zero's own extension still runs
-    assert "Current node: reproduce" in seen[KEY]
+    assert "reproduce << CURRENT" in seen[KEY]
     a0.tool("AssertionError: login failed")  # reproduce: any output
-    assert "Current node: fix" in a0.prompt()[KEY]
+    assert "fix << CURRENT" in a0.prompt()[KEY]
     a0.tool("patched login.py")  # fix: no check
-    assert "Current node: test" in a0.prompt()[KEY]
+    assert "test << CURRENT" in a0.prompt()[KEY]
     a0.tool("1 failed, 3 passed")  # test fails: back to fix, attempt 2
     seen = a0.prompt()
-    assert "Current node: fix" in seen[KEY] and "attempt 2" in seen[KEY]
+    assert "fix << CURRENT" in seen[KEY] and "attempt 2" in seen[KEY]
     a0.tool("patched login.py again")
     a0.prompt()
     a0.tool("4 passed")  # test passes: done
@@ -611,7 +611,7 @@ def test_run_state_survives_a_restart(tree: Path, layout: str):
     restarted = FakeAgentZero(tree, layout)
     restarted.history = list(a0.history)
     restarted.user("go on")
-    assert "Current node: fix" in restarted.prompt()[KEY]
+    assert "fix << CURRENT" in restarted.prompt()[KEY]
     # Another agent number in the same chat has a session of its own.
     subordinate = FakeAgentZero(tree, layout, number=1)
     subordinate.user("what's the weather like")
@@ -654,9 +654,9 @@ def test_compat_mode_keeps_the_htn_selector_side_effects(tree: Path, layout: str
 
     seen = a0.prompt()
     assert list(k for k in seen if k != "memories") == [HTN_KEY]  # one key, no duplicate text
-    assert "Current node: reproduce" in seen[HTN_KEY]
+    assert "reproduce << CURRENT" in seen[HTN_KEY]
     # before_main_llm_call wrote the selector's extras and mirrored the run record.
-    assert "Current node: reproduce" in agent.loop_data.extras_temporary[HTN_KEY]
+    assert "reproduce << CURRENT" in agent.loop_data.extras_temporary[HTN_KEY]
     assert agent._htn_state["current_node"] == "reproduce"
     assert agent._htn_state["total_steps"] == 3
 
@@ -687,7 +687,7 @@ def test_compat_matches_after_the_belief_state_tracker(tree: Path, layout: str):
     assert HTN_KEY not in seen
     assert a0.agent._htn_state["plan_id"] == "bugfix"
     assert "Plan: Bug fix" in a0.agent.loop_data.extras_temporary[HTN_KEY]
-    assert "Current node: reproduce" in a0.prompt()[HTN_KEY]
+    assert "reproduce << CURRENT" in a0.prompt()[HTN_KEY]
 
 
 def test_a_broken_config_is_one_warning_and_the_agent_goes_on(tree: Path, layout: str):

@@ -62,7 +62,8 @@ def test_linear_block_keeps_the_step_across_three_failures():
     assert run.visited["step_4"] == {"outcome": "fail", "attempts": 4}
     text = render.context(plan, run)
     assert "FAILED verification" in text and "blocked" in text
-    assert "Step 4 of 5: Test the fix — << CURRENT" in text
+    assert "Step 4/5: Test the fix << CURRENT (attempt 4)" in text
+    assert "Execute Step 4 now. Do not skip ahead." in text
     run, _ = engine.observe(plan, run, judge_output("all fixed"), turn=20)
     assert run.current_node == "step_5"
 
@@ -104,7 +105,8 @@ def test_linear_on_fail_actions(on_fail, required, node, status, outcome):
     assert run.visited["step_2"]["outcome"] == outcome
     if status == "aborted":
         assert run.events[-1]["type"] == "plan_aborted"
-        assert render.context(plan, run).startswith("Plan aborted:")
+        # Document 000's message names the step whose failure aborted the plan.
+        assert render.context(plan, run).startswith("Plan aborted due to step two failure")
 
 
 def test_linear_plan_runs_to_completion_like_the_seed():

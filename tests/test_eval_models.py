@@ -72,7 +72,7 @@ def test_guidance_reaches_the_model_on_every_guided_call(diligent):
     ]
     guided = [r for r in conversation if r["messages"][-1]["role"] == "system"]
     assert guided, "no guided request seen"
-    nodes = [r["messages"][-1]["content"].split("Current node: ")[-1].split(" ")[0] for r in guided]
+    nodes = [r["messages"][-1]["content"].split(" · node ")[-1].split(" ")[0] for r in guided]
     assert "resolve_conflicts" in nodes and "push" in nodes
 
 

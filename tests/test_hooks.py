@@ -52,14 +52,14 @@ def test_three_calls_guide_a_plan_to_completion(hooks: Hooks):
     assert started.run["plan_id"] == "release" and hooks.active
 
     text = hooks.context_for_model()
-    assert text.startswith("[waygraph] Plan: Release") and "Current node: build" in text
+    assert text.startswith("[WORKFLOW: Release]") and "build << CURRENT" in text
     # Reading the guidance takes no turn: asking twice changes nothing.
     assert hooks.context_for_model() == text
     assert hooks.state()["turn"] == started.run["turn"]
 
     moved = hooks.on_tool_result("built", tool_name="shell", exit_code=0, call_id="c1")
     assert moved.run["current_node"] == "publish"
-    assert "Current node: publish" in hooks.context_for_model()
+    assert "publish << CURRENT" in hooks.context_for_model()
     done = hooks.on_tool_result("published 1.2.0", tool_name="shell", exit_code=0, call_id="c2")
     assert done.run["status"] == "completed" and not hooks.active
 
@@ -99,7 +99,7 @@ def test_sessions_survive_a_new_process(library: Path, tmp_path: Path):
     first.on_tool_result("ok", exit_code=0, call_id="c1")
     first.close()
     again = Hooks("chat-9", library=library, store=store)
-    assert "Current node: publish" in again.context_for_model()
+    assert "publish << CURRENT" in again.context_for_model()
     again.reset()
     assert not again.active and again.context_for_model() is None
 

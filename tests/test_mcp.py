@@ -147,11 +147,11 @@ def test_an_mcp_client_lists_matches_and_walks_a_plan(library: Path, tmp_path: P
     )
 
     assert seen["started"]["run"]["current_node"] == "build"
-    assert seen["started"]["guidance"].startswith("[waygraph] Plan: Release")
+    assert seen["started"]["guidance"].startswith("[WORKFLOW: Release]")
     assert seen["started"]["events"][0]["type"] == "plan_activated"
     assert seen["failed"]["run"]["attempts"] == 2
     assert seen["status"]["run"]["attempts"] == 2 and seen["status"]["run"]["status"] == "running"
-    assert "Current node: build (attempt 2/2)" in seen["status"]["guidance"]
+    assert "build << CURRENT (attempt 2/2)" in seen["status"]["guidance"]
     assert seen["built"]["run"]["current_node"] == "publish"
 
     assert seen["by_id"]["run"]["plan_id"] == "tidy"

@@ -33,8 +33,9 @@ def test_bugfix_message_activates_the_bugfix_plan(nav: Navigator):
     assert g.run["status"] == "running" and g.run["mode"] == "graph"
     assert g.events[0].type == "plan_activated"
     assert g.events[0].plan_id == "bugfix_workflow"
-    assert "Current node: reproduce" in g.text
-    assert g.text.startswith("[waygraph] Plan: Bug Fix Workflow (bugfix_workflow)")
+    assert "reproduce << CURRENT" in g.text
+    assert g.text.startswith("[WORKFLOW: Bug Fix Workflow]")
+    assert "[waygraph] Plan: Bug Fix Workflow (bugfix_workflow) · node reproduce" in g.text
 
 
 def test_compat_libraries_activate_on_the_seed_message(tmp_path: Path):
@@ -220,8 +221,8 @@ def test_max_tokens_shortens_the_path_but_keeps_the_node(tmp_path: Path):
     nav.turn("s", user_message=BUG_MESSAGE, domain="bugfix")
     for _ in range(3):
         g = nav.turn("s", tool_output="ok")
-    assert "Current node: test" in g.text
-    assert "Verification:" in g.text
+    assert "test << CURRENT" in g.text
+    assert "Verify:" in g.text
 
 
 def test_async_navigator(tmp_path: Path):

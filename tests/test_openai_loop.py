@@ -111,10 +111,10 @@ def test_the_agent_follows_the_plan_round_the_fix_loop(
     assert len(requests) == 6
     assert requests[0]["tools"][0]["function"]["name"] == "shell"
     first = guidance_of(requests[0])
-    assert first.startswith("[waygraph] Plan: Fix failing tests") and "reproduce" in first
-    assert "Current node: fix" in guidance_of(requests[1])
-    assert "Current node: test" in guidance_of(requests[2])
-    assert "Current node: fix (attempt 2/3)" in guidance_of(requests[3])
+    assert first.startswith("[WORKFLOW: Fix failing tests]") and "reproduce" in first
+    assert "fix << CURRENT" in guidance_of(requests[1])
+    assert "test << CURRENT" in guidance_of(requests[2])
+    assert "fix << CURRENT (attempt 2/3)" in guidance_of(requests[3])
     assert guidance_of(requests[5]).startswith("Plan completed: 'Fix failing tests'")
     # Guidance is per call: the conversation itself never accumulates it.
     conversation = requests[5]["messages"][:-1]

@@ -1,10 +1,25 @@
 """Model context: the text injected before the model's next call.
 
-For graph plans: the plan, the path so far with DONE/FAILED marks, the current
-node by id and name with its attempt count, the action, tool, hint, what
-verification checks, where success, failure and exhaustion lead, and one
-instruction line. Linear plans keep the established "Step i of n" look.
-Finished runs get one short message saying what happened and why.
+The format is the design documents' (003 for graphs, 000 for linear plans),
+with waygraph's own lines below it:
+
+```
+[WORKFLOW: Bug Fix Workflow]
+  reproduce [DONE] → isolate [DONE] → fix << CURRENT (attempt 2/3)
+    Action: ...
+    Verify: ...
+    On success → test
+    On fail (retries left) → retry fix
+    On fail (exhausted) → escalate: Fix attempts used up
+
+Execute the current step. Do not skip ahead.
+[waygraph] Plan: Bug Fix Workflow (bugfix_workflow) · node fix · ...
+```
+
+Linear plans show ``[ACTIVE PLAN: name]`` and ``Step i/n: name [DONE]`` lines.
+Finished runs get one short message saying what happened and why. Where an
+edge leads is read through the engine's own :func:`~waygraph.engine.pick_edge`,
+so what the model is told is what the engine does.
 
 Example:
     >>> import waygraph
@@ -12,24 +27,27 @@ Example:
     >>> plan = waygraph.load_library()["bugfix_workflow"]
     >>> run, _ = engine.start(plan, run_id="r", turn=1)
     >>> print(context(plan, run).splitlines()[0])
-    [waygraph] Plan: Bug Fix Workflow (bugfix_workflow)
+    [WORKFLOW: Bug Fix Workflow]
 """
 
 from __future__ import annotations
 
-from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run
+from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
 from waygraph.model import Node, Plan
 from waygraph.verify import describe
 
-__all__ = ["context", "finished_message", "progress_summary"]
+__all__ = ["context", "evidence_lines", "finished_message", "progress_summary"]
 
 HEADER = "[waygraph]"
+#: The documents' closing instruction, for graphs; linear plans name the step.
+EXECUTE = "Execute the current step. Do not skip ahead."
 INSTRUCTION = (
-    "Do only this node now: make one tool call for the action above, then wait for its "
-    "result. Do not skip ahead or claim success without running it."
+    "make one tool call for this node, then wait for its result. Claims are not "
+    "evidence: only tool results verify a node."
 )
 FAILURE_CONDITIONS = {"on_fail", "on_retry", "on_exhaust"}
 SUCCESS_CONDITIONS = {"on_success"}
+ARROW = " → "
 
 
 def context(plan: Plan, run: Run, *, max_tokens: int | None = None) -> str:
@@ -43,15 +61,44 @@ def context(plan: Plan, run: Run, *, max_tokens: int | None = None) -> str:
     node = plan.graph.nodes.get(run.current_node or "")
     if node is None:
         return f"{HEADER} Plan {plan.title!r} is at an unknown node {run.current_node!r}."
-    head = f"{HEADER} Plan: {plan.title} ({plan.id})"
-    body = _cached_block(plan, run, node) + tuple(evidence_lines(plan, run, node))
-    overview = _linear_lines(plan, run) if plan.linear else _path_lines(plan, run)
+    details = _cached_block(plan, run, node) + tuple(
+        "    " + line for line in evidence_lines(plan, run, node)
+    )
+    footer = (
+        "",
+        _execute_line(plan, node),
+        f"{HEADER} Plan: {plan.title} ({plan.id}) · node {node.id} · {INSTRUCTION}",
+    )
+    decided = tuple(_decided_lines(plan, run))
+    if plan.linear:
+        head = f"[ACTIVE PLAN: {plan.title}]"
+        before, after = _linear_lines(plan, run, node)
+        return "\n".join([head, *decided, *before, *details, *after, *footer])
+    head = f"[WORKFLOW: {plan.title}]"
+    path = _path_marks(plan, run, node)
     budget = None if max_tokens is None else max_tokens * 4
-    text = _assemble(head, overview, body)
-    while budget is not None and len(text) > budget and len(overview) > 1:
-        overview = _shorten(overview)
-        text = _assemble(head, overview, body)
+    text = _assemble(head, decided, path, details, footer)
+    while budget is not None and len(text) > budget and len(path) > 2:
+        path = ["…", *path[2:]] if path[0] == "…" else ["…", *path[1:]]
+        text = _assemble(head, decided, path, details, footer)
     return text
+
+
+def _assemble(
+    head: str,
+    decided: tuple[str, ...],
+    path: list[str],
+    details: tuple[str, ...],
+    footer: tuple[str, ...],
+) -> str:
+    return "\n".join([head, *decided, "  " + ARROW.join(path), *details, *footer])
+
+
+def _execute_line(plan: Plan, node: Node) -> str:
+    if plan.linear:
+        index = plan.graph.task_order.get(node.id, 0)
+        return f"Execute Step {index + 1} now. Do not skip ahead. Verify before proceeding."
+    return EXECUTE
 
 
 # The node block depends only on the plan, the node, its attempts and whether
@@ -67,7 +114,7 @@ def _cached_block(plan: Plan, run: Run, node: Node) -> tuple[str, ...]:
     hit = _BLOCKS.get(key)
     if hit is not None and hit[0] is plan:  # identity: ids of dead plans get reused
         return hit[1]
-    lines = tuple(_node_block(plan, run, node))
+    lines = tuple("    " + line for line in _node_block(plan, run, node))
     if len(_BLOCKS) >= _MAX_BLOCKS:
         _BLOCKS.clear()
     _BLOCKS[key] = (plan, lines)
@@ -139,48 +186,47 @@ def _notice_text(plan: Plan, node: Node, notice: dict[str, object]) -> str:
     return ""
 
 
-def _assemble(head: str, overview: list[str], body: tuple[str, ...]) -> str:
-    return "\n".join([head, *overview, *body])
-
-
-def _shorten(lines: list[str]) -> list[str]:
-    # Drop the oldest entry, keeping an ellipsis marker in front.
-    kept = [ln for ln in lines if ln != "  ..."]
-    return ["  ...", *kept[2:]] if len(kept) > 2 else kept[-1:]
-
-
-def _linear_lines(plan: Plan, run: Run) -> list[str]:
+def _linear_lines(plan: Plan, run: Run, current: Node) -> tuple[list[str], list[str]]:
+    """The step lines before the current step's details, and those after."""
     order = plan.graph.task_order
     total = len(order)
-    lines = []
+    before: list[str] = []
+    after: list[str] = []
+    lines = before
     for node_id, index in order.items():
         node = plan.graph.nodes[node_id]
         state = run.visited.get(node_id)
-        if node_id == run.current_node:
-            mark = "<< CURRENT"
-        elif state and state["outcome"] == "success":
-            mark = "COMPLETED"
-        elif state and state["outcome"] == "fail":
-            mark = "FAILED (skipped)"
-        else:
-            mark = "PENDING"
-        lines.append(f"  Step {index + 1} of {total}: {node.name or node_id} — {mark}")
-    return lines
-
-
-def _path_lines(plan: Plan, run: Run) -> list[str]:
-    shown = [n for n in run.path if _is_work(plan, n)]
-    marks = []
-    for i, node_id in enumerate(shown):
-        if i == len(shown) - 1 and node_id == run.current_node:
-            marks.append(f"{node_id} (current)")
+        name = node.name or node_id
+        if node_id == current.id:
+            attempt = (
+                f" ({_attempt_text(node, run.attempts(node_id))})" if node.type == "task" else ""
+            )
+            before.append(f"  Step {index + 1}/{total}: {name} << CURRENT{attempt}")
+            lines = after
             continue
-        marks.append(f"{node_id} {_mark(plan, run, node_id, shown[i + 1 : i + 2])}")
-    if not marks:
-        return []
-    lines = ["Path so far:"]
-    lines.extend(f"  {m}" for m in marks)
-    return lines
+        if state and state["outcome"] == "success":
+            mark = "[DONE]"
+        elif state and state["outcome"] == "fail":
+            mark = "[FAILED]"
+        else:
+            mark = "[PENDING]"
+        lines.append(f"  Step {index + 1}/{total}: {name} {mark}")
+    return before, after
+
+
+def _path_marks(plan: Plan, run: Run, current: Node) -> list[str]:
+    shown = [n for n in run.path if _is_work(plan, n)]
+    if not shown or shown[-1] != current.id:
+        shown.append(current.id)
+    marks = []
+    for i, node_id in enumerate(shown[:-1]):
+        marks.append(f"{node_id} [{_mark(plan, run, node_id, shown[i + 1 : i + 2])}]")
+    tail = f"{current.id} << CURRENT"
+    if current.type == "task":
+        tail += f" ({_attempt_text(current, run.attempts(current.id))})"
+    elif current.type == "decision":
+        tail += " (decision)"
+    return [*marks, tail]
 
 
 def _is_work(plan: Plan, node_id: str) -> bool:
@@ -201,6 +247,29 @@ def _mark(plan: Plan, run: Run, node_id: str, following: list[str]) -> str:
     return "FAILED" if state and state["outcome"] == "fail" else "DONE"
 
 
+def _decided_lines(plan: Plan, run: Run) -> list[str]:
+    """Decisions that routed the run this turn, described, so the model knows why."""
+    lines = []
+    for event in run.events:
+        if event.get("turn") != run.turn or event.get("type") != "node_verified":
+            continue
+        node = plan.graph.nodes.get(event.get("node") or "")
+        if node is None or node.type != "decision" or event.get("outcome") == "unknown":
+            continue
+        to = event.get("when")
+        if to is None:
+            edge = pick_edge(
+                plan,
+                node.id,
+                SUCCESS_EDGES if event.get("outcome") == "success" else EXHAUST_EDGES,
+                plain=True,
+            )
+            to = edge.to if edge is not None else None
+        question = node.description or node.name or node.id
+        lines.append(f"  Decided at {node.id} ({question}): → {to}")
+    return lines
+
+
 def _attempt_text(node: Node, attempts: int) -> str:
     if node.max_retries is None:
         return f"attempt {attempts}"
@@ -208,37 +277,27 @@ def _attempt_text(node: Node, attempts: int) -> str:
 
 
 def _target(plan: Plan, node_id: str) -> str:
+    """Where an edge leads, as the documents write it (``escalate: reason``, ``finish``)."""
     node = plan.graph.nodes.get(node_id)
     if node is None:
         return node_id
     if node.type == "exit":
-        return f"{node.title} (finish)" if node.exit_status == "completed" else node.title
+        return f"finish ({node_id})" if node.exit_status == "completed" else f"abort ({node_id})"
     if node.type == "escalate":
-        return f"{node.title} (escalate)"
-    return node.title
+        return f"escalate: {node.reason or node.name or node_id}"
+    if node.name and node.name != node_id:
+        return f"{node_id} — {node.name}"
+    return node_id
 
 
-def _first(plan: Plan, node_id: str, conditions: tuple[str, ...]) -> str | None:
-    edges = plan.graph.out_edges(node_id)
-    for condition in conditions:
-        for edge in edges:
-            if edge.condition == condition and edge.when is None:
-                return _target(plan, edge.to)
-    return None
+def _first(plan: Plan, node: Node, conditions: tuple[str, ...]) -> str | None:
+    edge = pick_edge(plan, node.id, conditions, plain=node.type == "decision")
+    return None if edge is None else _target(plan, edge.to)
 
 
 def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
-    attempts = run.attempts(node.id)
-    if plan.linear:
-        index = plan.graph.task_order.get(node.id, 0)
-        title = f"Current step {index + 1} of {len(plan.graph.task_order)}: {node.name or node.id}"
-    else:
-        title = f"Current node: {node.title}"
-    if node.type == "task":
-        title += f" ({_attempt_text(node, attempts)})"
-    lines = [title]
     if node.type == "decision":
-        lines.append(f"Decide: {node.description or node.name or node.id}")
+        lines = [f"Decide: {node.description or node.name or node.id}"]
         options = [
             f"{_target(plan, e.to)} if {describe(e.when)}"
             for e in plan.graph.out_edges(node.id)
@@ -251,6 +310,9 @@ def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
             "command); waygraph routes on its result."
         )
         return lines
+    lines = []
+    if not plan.linear and node.name and node.name != node.id:
+        lines.append(f"Node: {node.title}")
     if node.action:
         lines.append(f"Action: {node.action}")
     if node.description and node.description != node.action:
@@ -259,7 +321,8 @@ def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
         lines.append(f"Tool: {node.tool}")
     if node.tool_hint:
         lines.append(f"Hint: {node.tool_hint}")
-    lines.append(f"Verification: {describe(node.verify)}")
+    lines.append(f"Verify: {describe(node.verify)}")
+    lines.extend(_routes(plan, node, run.attempts(node.id)))
     state = run.visited.get(node.id)
     if state and state["outcome"] == "fail":
         failed = "Your last result FAILED verification"
@@ -267,36 +330,28 @@ def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
             lines.append(f"{failed}; this step is blocked until it passes. Fix the cause first.")
         else:
             lines.append(f"{failed}; try a different approach, not the same command again.")
-    lines.extend(_routes(plan, node, attempts))
-    lines.append(INSTRUCTION)
     return lines
 
 
 def _routes(plan: Plan, node: Node, attempts: int) -> list[str]:
-    success = _first(plan, node.id, SUCCESS_EDGES)
+    """The documents' "On success → / On fail (...) →" lines."""
+    lines = []
+    success = _first(plan, node, SUCCESS_EDGES)
+    if success:
+        lines.append(f"On success{ARROW}{success}")
     limit = None if node.max_retries is None else 1 + node.max_retries
     has_left = limit is None or attempts < limit
-    retry = _first(plan, node.id, RETRY_EDGES) if has_left else None
-    exhaust = _first(plan, node.id, EXHAUST_EDGES)
-    parts = []
-    if success:
-        parts.append(f"on success -> {success}")
+    retry = _first(plan, node, RETRY_EDGES)
+    exhaust = _first(plan, node, EXHAUST_EDGES)
     if has_left:
-        if retry:
-            parts.append(f"on failure -> {retry}")
-        elif limit is None:
-            parts.append("on failure -> retry this node")
-        else:
-            left = limit - attempts
-            plural = "attempt" if left == 1 else "attempts"
-            parts.append(f"on failure -> retry this node ({left} {plural} left)")
-        if exhaust and limit is not None:
-            parts.append(f"when attempts run out -> {exhaust}")
-    elif exhaust:
-        parts.append(f"on failure -> {exhaust} (no attempts left)")
-    else:
-        parts.append("on failure -> stays here (no attempts left)")
-    return [f"Next: {'; '.join(parts)}"] if parts else []
+        target = retry or f"retry {node.id}"
+        if limit is not None:
+            n = limit - attempts
+            target += f" ({n} {'attempt' if n == 1 else 'attempts'} left)"
+        lines.append(f"On fail (retries left){ARROW}{target}")
+    if limit is not None:
+        lines.append(f"On fail (exhausted){ARROW}{exhaust or 'stays here (no route out)'}")
+    return lines
 
 
 def finished_message(plan: Plan | None, run: Run) -> str:
@@ -316,6 +371,12 @@ def finished_message(plan: Plan | None, run: Run) -> str:
             "guiding you; ask the user how to continue if the task is unfinished."
         )
     if run.status == "aborted":
+        step = _failed_step(plan, run)
+        if step is not None:
+            # Document 000's words for a step whose on_fail is abort.
+            return (
+                f"Plan aborted due to step {step} failure ('{title}'). Tell the user what happened."
+            )
         return (
             f"Plan aborted: '{title}' stopped at {run.current_node}"
             f"{': ' + run.reason if run.reason else ''}. Tell the user what happened."
@@ -324,6 +385,21 @@ def finished_message(plan: Plan | None, run: Run) -> str:
     return (
         f"Plan completed: '{title}' — {done} step(s) verified. Summarize the result for the user."
     )
+
+
+def _failed_step(plan: Plan | None, run: Run) -> str | None:
+    """The task whose failure led to an ``aborted`` exit node, or None."""
+    node = plan.graph.nodes.get(run.current_node or "") if plan is not None else None
+    if plan is None or node is None or node.type != "exit":
+        return None
+    for node_id in reversed(run.path[:-1]):
+        task = plan.graph.nodes.get(node_id)
+        if task is not None and task.type == "task":
+            state = run.visited.get(node_id)
+            if state is not None and state["outcome"] == "fail":
+                return task.name or node_id
+            return None
+    return None
 
 
 def progress_summary(plan: Plan, run: Run) -> str:

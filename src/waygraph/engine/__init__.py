@@ -48,6 +48,7 @@ Example:
 from __future__ import annotations
 
 from waygraph.engine.guided import abort, advance, claim, expire, observe, rewind, start
+from waygraph.engine.rules import pick_edge
 from waygraph.engine.state import (
     EVENT_TYPES,
     EXCERPT_CHARS,
@@ -84,6 +85,7 @@ __all__ = [
     "expire",
     "from_record",
     "observe",
+    "pick_edge",
     "rewind",
     "start",
     "to_record",

@@ -157,7 +157,7 @@ def _repeated(t: Turn, node: Node, evidence: Evidence) -> bool:
     run.streak = None
     what = evidence.call or evidence.tool or "call"
     t.emit("repeat_detected", node.id, count=count, call=what)
-    edge = _pick(t.plan, node.id, ("on_exhaust", "on_fail"))
+    edge = pick_edge(t.plan, node.id, ("on_exhaust", "on_fail"))
     if edge is not None:
         _follow(t, edge)
     else:
@@ -179,7 +179,7 @@ def unverified(plan: Plan, run: Run) -> list[str]:
             break
         if node.type in ("task", "decision"):
             pending.append(node_id)
-        edge = _pick(plan, node_id, SUCCESS_EDGES)
+        edge = pick_edge(plan, node_id, SUCCESS_EDGES)
         node_id = edge.to if edge is not None else None
     return pending
 
@@ -198,17 +198,32 @@ def _set(run: Run, node_id: str, outcome: str, attempts: int) -> None:
         run.completed.append(node_id)
 
 
-def _pick(plan: Plan, node_id: str, conditions: tuple[str, ...]) -> Edge | None:
+def pick_edge(
+    plan: Plan, node_id: str, conditions: tuple[str, ...], *, plain: bool = False
+) -> Edge | None:
+    """The edge the engine follows out of ``node_id`` for the first matching condition.
+
+    Within a condition the highest ``weight`` wins, then file order. With
+    ``plain`` only edges without ``when`` count (a decision's fallback
+    routes). Rendering and ``check`` call this too, so what the model is told
+    is what the engine does.
+
+    Example:
+        >>> import waygraph
+        >>> plan = waygraph.load_library()["bugfix_workflow"]
+        >>> pick_edge(plan, "fix", ("on_success", "always")).to
+        'test'
+    """
     edges = plan.graph.out_edges(node_id)
     for condition in conditions:
         for edge in edges:
-            if edge.condition == condition:
+            if edge.condition == condition and not (plain and edge.when is not None):
                 return edge
     return None
 
 
 def leave(t: Turn, node: Node, conditions: tuple[str, ...]) -> None:
-    edge = _pick(t.plan, node.id, conditions)
+    edge = pick_edge(t.plan, node.id, conditions)
     if edge is None:
         t.emit("stall", node.id, reason=f"no {' or '.join(conditions)} edge out of {node.id!r}")
         return
@@ -220,7 +235,7 @@ def _fail(t: Turn, node: Node) -> None:
     attempts = run.attempts(node.id)
     limit = None if node.max_retries is None else 1 + node.max_retries
     if limit is None or attempts < limit:
-        edge = _pick(t.plan, node.id, RETRY_EDGES)
+        edge = pick_edge(t.plan, node.id, RETRY_EDGES)
         if edge is not None:
             _follow(t, edge)
             return
@@ -387,12 +402,10 @@ def decide(t: Turn, node: Node) -> None:
     passed = verdict.outcome == "success"
     _set(run, node.id, verdict.outcome, attempts)
     t.emit("node_verified", node.id, passed=passed, outcome=verdict.outcome, attempt=attempts)
-    plain = SUCCESS_EDGES if passed else EXHAUST_EDGES
-    for condition in plain:
-        for edge in edges:
-            if edge.condition == condition and edge.when is None:
-                _follow(t, edge)
-                return
+    edge = pick_edge(t.plan, node.id, SUCCESS_EDGES if passed else EXHAUST_EDGES, plain=True)
+    if edge is not None:
+        _follow(t, edge)
+        return
     t.emit("stall", node.id, reason=f"no route out of decision {node.id!r}; waiting")
 
 

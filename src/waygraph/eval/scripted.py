@@ -42,7 +42,8 @@ __all__ = ["ScriptedModel"]
 
 Kind = Literal["diligent", "sloppy", "mixed"]
 
-_NODE = re.compile(r"^Current node: (\S+)", re.M)
+#: The line every running plan's guidance ends with; it names the current node.
+_NODE = re.compile(r"^\[waygraph\] Plan: .* · node (\S+) · ", re.M)
 
 
 class ScriptedModel:
@@ -90,7 +91,7 @@ class ScriptedModel:
         if sloppy:
             action = script[len(past)] if len(past) < len(script) else None
             return _call(action) if action else "All done! Everything works now."
-        if guidance is not None and not guidance.startswith("[waygraph] Plan:"):
+        if guidance is not None and not _NODE.search(guidance):
             return f"Finished: {guidance.splitlines()[0]}"
         action = _next_action(script, past, guidance)
         return _call(action) if action else f"Done: {task.request.split('.')[0].lower()}."
