@@ -428,7 +428,11 @@ class PlanContext(BaseModel):
     # ------------------------------------------------------------ changing
 
     async def execute_next(
-        self, trigger_event: Envelope | None = None, *, pause: str | None = None
+        self,
+        trigger_event: Envelope | None = None,
+        *,
+        pause: str | None = None,
+        finalize: Callable[[PlanContext], Any] | None = None,
     ) -> bool:
         """Move the plan along; True when it changed.
 
@@ -448,12 +452,24 @@ class PlanContext(BaseModel):
         it. This is the race-free way to hold a plan for an approval before
         a step (``pause()`` after ``execute_next`` lets a fast worker answer
         first).
+
+        ``finalize``: when the plan lands on a terminal state, answer the goal
+        in the same commit, with ``finalize(plan)`` as the result (see
+        :meth:`finalize`). One commit means a crash can never leave a plan on
+        its terminal state with its goal unanswered.
         """
         if trigger_event is None and self.status == "pending" and self.depends_on:
             return await self._start_after_dependencies()
-        return await self._advance(
-            lambda plan, change: plan._apply_next(trigger_event, change, pause)
-        )
+        parent_correlation = await self._parent_correlation() if finalize is not None else None
+
+        def apply(plan: PlanContext, change: _Change) -> bool:
+            if not plan._apply_next(trigger_event, change, pause):
+                return False
+            if finalize is not None and plan.status not in FINISHED and plan.is_complete():
+                plan._finish(change, finalize(plan), None, parent_correlation)
+            return True
+
+        return await self._advance(apply)
 
     def _apply_next(self, event: Envelope | None, change: _Change, pause: str | None) -> bool:
         if event is None:
@@ -583,50 +599,64 @@ class PlanContext(BaseModel):
         ``plan.failed`` on ``plan-events``, which starts plans that depend on
         this one.
         """
-        parent_correlation: str | None = None
-        if self.correlation_id is None and self.parent_plan_id:
-            parent = await self.parent()
-            parent_correlation = parent.correlation_id if parent else None
+        parent_correlation = await self._parent_correlation()
 
         def apply(plan: PlanContext, change: _Change) -> bool:
             if plan.status in FINISHED:
                 return False
-            final = status or ("failed" if plan.current_state == "failed" else "completed")
-            plan.status = final
-            plan.result = result
-            plan.awaiting = None
-            goal_id = plan.goal.get("id")
-            data = {"plan_id": plan.plan_id, "status": final, "result": result}
-            response = Envelope(
-                id=_derived_id(plan.plan_id, "response"),
-                source=plan.context.source,
-                type=plan.response_event or f"{plan.goal_event}.completed",
-                data=data,
-                correlation_id=plan.correlation_id or parent_correlation,
-                session_id=plan.session_id,
-                tenant_id=plan.tenant_id,
-                user_id=plan.user_id,
-                goal_id=goal_id,
-                plan_id=plan.plan_id,
-                parent_event_id=goal_id,
-                traceparent=plan.goal.get("traceparent"),
-            )
-            plan._send(response, Topic(plan.response_topic or Topic.ACTION_RESULTS), change)
-            done = Envelope(
-                id=_derived_id(plan.plan_id, f"plan.{final}"),
-                source=plan.context.source,
-                type=f"plan.{final}",
-                data={"plan_id": plan.plan_id, "status": final, "planner": plan.planner},
-                plan_id=plan.plan_id,
-                session_id=plan.session_id,
-                correlation_id=plan.correlation_id,
-                parent_event_id=goal_id,
-            )
-            plan._send(done, Topic.PLAN_EVENTS, change)
-            change.events.append({"type": f"plan_{final}", "state": plan.current_state})
+            plan._finish(change, result, status, parent_correlation)
             return True
 
         return await self._change(apply)
+
+    async def _parent_correlation(self) -> str | None:
+        """The parent plan's correlation id, for a nested goal that had none of its own."""
+        if self.correlation_id is None and self.parent_plan_id:
+            parent = await self.parent()
+            return parent.correlation_id if parent else None
+        return None
+
+    def _finish(
+        self,
+        change: _Change,
+        result: Any,
+        status: Literal["completed", "failed"] | None,
+        parent_correlation: str | None,
+    ) -> None:
+        """Mark the plan finished and put the goal's answer and ``plan.<status>`` in the outbox."""
+        final = status or ("failed" if self.current_state == "failed" else "completed")
+        self.status = final
+        self.result = result
+        self.awaiting = None
+        goal_id = self.goal.get("id")
+        data = {"plan_id": self.plan_id, "status": final, "result": result}
+        response = Envelope(
+            id=_derived_id(self.plan_id, "response"),
+            source=self.context.source,
+            type=self.response_event or f"{self.goal_event}.completed",
+            data=data,
+            correlation_id=self.correlation_id or parent_correlation,
+            session_id=self.session_id,
+            tenant_id=self.tenant_id,
+            user_id=self.user_id,
+            goal_id=goal_id,
+            plan_id=self.plan_id,
+            parent_event_id=goal_id,
+            traceparent=self.goal.get("traceparent"),
+        )
+        self._send(response, Topic(self.response_topic or Topic.ACTION_RESULTS), change)
+        done = Envelope(
+            id=_derived_id(self.plan_id, f"plan.{final}"),
+            source=self.context.source,
+            type=f"plan.{final}",
+            data={"plan_id": self.plan_id, "status": final, "planner": self.planner},
+            plan_id=self.plan_id,
+            session_id=self.session_id,
+            correlation_id=self.correlation_id,
+            parent_event_id=goal_id,
+        )
+        self._send(done, Topic.PLAN_EVENTS, change)
+        change.events.append({"type": f"plan_{final}", "state": self.current_state})
 
     async def pause(self, reason: str) -> bool:
         """Pause a running plan until :meth:`resume`; True when it was running.

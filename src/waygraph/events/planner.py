@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -60,6 +61,8 @@ GoalHandler = Callable[[Envelope, PlannerContext], Awaitable[Any]]
 EventHandler = Callable[[Envelope, PlannerContext], Awaitable[Any]]
 TransitionHandler = Callable[["Transition", PlannerContext], Awaitable[Any]]
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+#: Seconds between the planner's recovery rounds (see Planner.recover).
+RECOVERY_INTERVAL = 30.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,10 @@ def default_plan_store_url() -> str:
     return default_store_url()
 
 
+def _default_result(plan: PlanContext) -> dict[str, Any]:
+    return {"state": plan.current_state, "results": plan.results}
+
+
 def _group(*parts: str) -> str:
     # Queue groups name NATS durable consumers: letters, digits, '-' and '_' only.
     return re.sub(r"[^A-Za-z0-9_-]", "_", "-".join(parts))
@@ -94,7 +101,9 @@ class Planner:
     (default ``$WAYGRAPH_DATABASE_URL``, else the Navigator's SQLite file).
     ``llm``: the model :meth:`create_plan` and :meth:`reason_next_action` ask
     (any :class:`waygraph.planning.LLM`). Envelopes the planner sends have
-    the source ``<bus source>/planners/<name>``.
+    the source ``<bus source>/planners/<name>``. ``recovery_interval``:
+    seconds between :meth:`recover` rounds while the planner runs (None:
+    only at :meth:`start`).
 
     Example:
         >>> from waygraph.events import InProcessBus
@@ -114,6 +123,7 @@ class Planner:
         *,
         llm: LLM | None = None,
         source: str | None = None,
+        recovery_interval: float | None = RECOVERY_INTERVAL,
     ) -> None:
         if not name or not isinstance(name, str):
             raise ValueError(f"a planner needs a name (got {name!r})")
@@ -143,6 +153,8 @@ class Planner:
         self._started = False
         self._closing = False
         self._inflight: set[asyncio.Task[Any]] = set()
+        self.recovery_interval = recovery_interval
+        self._recovery: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"Planner({self.name!r}, store={self.store.url!r})"
@@ -210,19 +222,53 @@ class Planner:
             group = _group(self.name, "after", event_type)
             dependency = self._tracked(self._dependency)
             subs.append(await subscribe(Topic.PLAN_EVENTS, event_type, dependency, group))
+        await self.recover()
+        for plan in await PlanContext.find(self.context, status="pending", planner=self.name):
+            if plan.depends_on:
+                await plan.execute_next()
+        if self.recovery_interval:
+            self._recovery = asyncio.create_task(self._recover_every(self.recovery_interval))
+
+    async def recover(self) -> int:
+        """Send what a stopped process left unsent; answer plans left on a terminal state.
+
+        Called by :meth:`start` and then every ``recovery_interval`` seconds.
+        Outbox entries are published again (receivers drop duplicates by
+        event id); a running plan that stands on a terminal state without an
+        answer (left so by a custom ``on_transition`` that died, or that
+        never called ``finalize``) is finalized with the default result
+        ``{"state", "results"}``. Returns how many of each it handled.
+        """
         sent = await PlanContext.publish_all_pending(self.context)
         if sent:
             log.info(
                 "planner %s: re-sent %d outbox entries left by a stopped process", self.name, sent
             )
-        for plan in await PlanContext.find(self.context, status="pending", planner=self.name):
-            if plan.depends_on:
-                await plan.execute_next()
+        answered = 0
+        for plan in await PlanContext.find(self.context, status="running", planner=self.name):
+            if plan.is_complete() and await plan.finalize(_default_result(plan)):
+                answered += 1
+        if answered:
+            log.info("planner %s: answered %d goals left unanswered", self.name, answered)
+        return sent + answered
+
+    async def _recover_every(self, seconds: float) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await self.recover()
+            except Exception:  # the next round tries again; the planner keeps running
+                log.warning("planner %s: recovery failed", self.name, exc_info=True)
 
     async def close(self, timeout: float = 10.0) -> None:
         """Unsubscribe, let handlers that are running finish (up to ``timeout`` seconds),
         then close the store and bus the planner opened itself. Idempotent."""
         self._closing = True
+        if self._recovery is not None:
+            self._recovery.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._recovery
+            self._recovery = None
         subs, self._subscriptions = self._subscriptions, []
         for sub in subs:
             await sub.unsubscribe()
@@ -340,14 +386,12 @@ class Planner:
 
     @staticmethod
     async def advance(transition: Transition) -> None:
-        """The default ``on_transition``: take the event; finalize on a terminal state.
+        """The default ``on_transition``: take the event; on a terminal state answer the goal.
 
-        The result is ``{"state": <terminal state>, "results": plan.results}``.
+        Both in one commit. The result is ``{"state": <terminal state>,
+        "results": plan.results}``.
         """
-        plan = transition.plan
-        await plan.execute_next(transition.event)
-        if plan.is_complete():
-            await plan.finalize({"state": plan.current_state, "results": plan.results})
+        await transition.plan.execute_next(transition.event, finalize=_default_result)
 
     async def _dependency(self, event: Envelope) -> None:
         finished = event.data.get("plan_id") or event.plan_id
