@@ -55,6 +55,12 @@ from waygraph.integrations.agent_zero.config import (
     LIBRARY_DIR,
     AgentZeroConfig,
 )
+from waygraph.integrations.agent_zero.manifest import (
+    MANIFEST_FORMAT,
+    MANIFEST_PATH,
+    read_manifest,
+    refuse_symlinks,
+)
 from waygraph.integrations.agent_zero.templates import (
     COMPAT_HOOK,
     HOOKS,
@@ -73,9 +79,7 @@ __all__ = [
     "uninstall",
 ]
 
-MANIFEST_PATH = f"{DATA_DIR}/manifest.json"
 BACKUP_DIR = f"{DATA_DIR}/backup"
-MANIFEST_FORMAT = 1
 PYCACHE = "__pycache__"
 
 
@@ -206,10 +210,11 @@ def install(
     """
     base = _check_root(Path(root))
     chosen = _layout(base, layout)
+    refuse_symlinks(base)
     library_files, library_setting = _library_plan(library, link_library)
     if store is not None:
         _check_store(store)
-    old = _read_manifest(base)
+    old = read_manifest(base)
 
     config = AgentZeroConfig(
         layout=chosen.name,
@@ -346,7 +351,7 @@ def uninstall(root: str | os.PathLike[str]) -> UninstallReport:
     reported. All or nothing, like install.
     """
     base = _check_root(Path(root))
-    manifest = _read_manifest(base)
+    manifest = read_manifest(base)
     report = UninstallReport(root=base, installed=manifest is not None)
     if manifest is None:
         return report
@@ -395,26 +400,6 @@ def _only_empty_dirs(path: Path) -> bool:
 
 
 # ---------------------------------------------------------------- manifest
-
-
-def _read_manifest(root: Path) -> dict[str, Any] | None:
-    path = root / MANIFEST_PATH
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a readable waygraph manifest ({exc})") from None
-    if (
-        not isinstance(data, dict)
-        or data.get("format") != MANIFEST_FORMAT
-        or not isinstance(data.get("files"), dict)
-    ):
-        raise ConfigError(
-            f"{path}: not a waygraph manifest this version understands; "
-            "restore the files listed in it by hand, then delete it"
-        )
-    return data
 
 
 def _read_bytes(path: Path) -> bytes | None:
