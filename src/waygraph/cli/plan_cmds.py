@@ -228,6 +228,14 @@ def plan_command(
             "--no-workspace-tools", help="Offer only the --tools functions (no shell and files)."
         ),
     ] = False,
+    unconfined: Annotated[
+        bool,
+        typer.Option(
+            "--unconfined",
+            help="Run shell commands without kernel confinement (Landlock) where the kernel "
+            "has none; without it the shell tool refuses there.",
+        ),
+    ] = False,
     mode: Annotated[
         ExecutionMode,
         typer.Option(
@@ -303,7 +311,9 @@ def plan_command(
     interrupted_event = threading.Event()
     functions: list[Callable[..., Any]] = []
     if not no_workspace_tools:
-        functions += workspace_tools(root, timeout=step_timeout, stop=interrupted_event)
+        functions += workspace_tools(
+            root, timeout=step_timeout, stop=interrupted_event, unconfined=unconfined
+        )
     for target in tools or []:
         functions += load_tools(target)
     if not functions:

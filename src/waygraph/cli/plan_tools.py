@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from waygraph import landlock
 from waygraph.cli.user_code import load_user_module
 from waygraph.errors import ConfigError
 from waygraph.eval.loop import COMMAND_TIMEOUT, inside, run_shell
@@ -35,20 +36,37 @@ READ_LIMIT = 1_000_000
 WORKSPACE_TOOLS = ("shell", "write_file", "read_file")
 
 
+#: Why the shell tool refuses to run where the kernel cannot confine it.
+NO_CONFINEMENT = (
+    "not run: this kernel cannot confine commands to the workspace (Landlock needs Linux "
+    "5.13 or newer with Landlock enabled); run waygraph plan with --unconfined to run "
+    "commands without kernel confinement"
+)
+
+
 class CommandFailed(RuntimeError):
     """A ``shell`` command exited with a non-zero code, which fails its step."""
 
 
 def workspace_tools(
-    workspace: Path, *, timeout: float = COMMAND_TIMEOUT, stop: threading.Event | None = None
+    workspace: Path,
+    *,
+    timeout: float = COMMAND_TIMEOUT,
+    stop: threading.Event | None = None,
+    unconfined: bool = False,
 ) -> list[Callable[..., str]]:
     """The ``shell``, ``write_file`` and ``read_file`` tools, confined to ``workspace``.
 
-    They use the eval loop's confinement (``waygraph.eval.loop``): commands run
-    in the folder with a minimal environment and ``timeout``, and commands or
-    paths that leave it are refused. That keeps an honest model inside; it is
-    not a sandbox against a hostile one. A refused or failing call raises, so
-    the step fails (and is retried, falls back or triggers a revision). Setting
+    ``shell`` runs each command under the kernel's confinement
+    (:mod:`waygraph.landlock`): it may write only in the workspace and a
+    private temporary folder, and read only those, the system and the Python
+    installation, whatever paths, links or globs the command uses. Where the
+    kernel has no Landlock the tool refuses to run commands, saying why,
+    unless ``unconfined`` (then only the plain checks below apply). Commands
+    run with a minimal environment and ``timeout``. ``read_file`` and
+    ``write_file`` resolve real paths (symbolic links included) and refuse
+    any outside the workspace. A refused or failing call raises, so the step
+    fails (and is retried, falls back or triggers a revision). Setting
     ``stop`` kills the commands running then and refuses new ones.
 
     Example:
@@ -69,7 +87,9 @@ def workspace_tools(
         workspace."""
         if stop is not None and stop.is_set():
             raise CommandFailed("not run: the run was interrupted")
-        output, code = run_shell(command, root, timeout, stop=stop)
+        if not unconfined and landlock.abi_version() < 1:
+            raise CommandFailed(NO_CONFINEMENT)
+        output, code = run_shell(command, root, timeout, stop=stop, sandboxed=not unconfined)
         if code != 0:
             raise CommandFailed(f"exit code {code}: {_tail(output)}")
         return output

@@ -27,6 +27,8 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -180,18 +182,24 @@ def run_shell(
     timeout: float = COMMAND_TIMEOUT,
     *,
     stop: threading.Event | None = None,
+    sandboxed: bool = False,
 ) -> tuple[str, int]:
     """Run ``command`` in ``workspace``; return (output, exit code).
 
     Exit code 126: refused (it leaves the workspace); 124: timed out; 130:
     stopped because ``stop`` was set (the command and its children are killed).
+    With ``sandboxed``, the kernel confines the command to the workspace and a
+    private temporary folder (:mod:`waygraph.landlock`); the caller checks
+    first that confinement is available.
 
     Example:
         >>> import tempfile
         >>> run_shell("echo hi", Path(tempfile.gettempdir()))
         ('hi\\n', 0)
     """
-    refusal = confine(command, workspace)
+    # Under the kernel's confinement its rules decide (reading /usr is fine);
+    # without it, a command that names a place outside is refused up front.
+    refusal = None if sandboxed else confine(command, workspace)
     if refusal is not None:
         return refusal, 126
     env = {
@@ -201,10 +209,30 @@ def run_shell(
         # Commits made by the agent must not pick up the host's git settings.
         "GIT_CONFIG_NOSYSTEM": "1",
     }
+    if not sandboxed:
+        return _run(command, workspace, env, timeout, stop)
+    from waygraph import landlock
+
+    with tempfile.TemporaryDirectory(prefix="waygraph-sandbox-") as tmp:
+        # `python3` is the interpreter waygraph runs on (shims in the home
+        # folder are out of reach), and temporary files go to the private folder.
+        env["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), env["PATH"]))
+        env["TMPDIR"] = tmp
+        argv = landlock.command_line(str(workspace.resolve()), tmp, command)
+        return _run(argv, workspace, env, timeout, stop)
+
+
+def _run(
+    command: str | list[str],
+    workspace: Path,
+    env: dict[str, str],
+    timeout: float,
+    stop: threading.Event | None,
+) -> tuple[str, int]:
     # A session of its own, so a timeout kills the command's children too.
     process = subprocess.Popen(
         command,
-        shell=True,
+        shell=isinstance(command, str),
         cwd=workspace,
         env=env,
         stdin=subprocess.DEVNULL,
