@@ -450,6 +450,12 @@ CASES = [
         id="on-fail-ignored",
     ),
     pytest.param(
+        "regex-backtracking",
+        with_verify({"type": "regex", "value": "(a+)+$"}),
+        with_verify({"type": "regex", "value": "a+$"}),
+        id="regex-backtracking",
+    ),
+    pytest.param(
         "verify-needs-run",
         with_verify({"type": "command", "run": "  "}),
         with_verify({"type": "exit_code_zero"}),

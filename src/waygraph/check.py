@@ -34,13 +34,15 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+import regex
+
 from waygraph.errors import PlanFormatError
 from waygraph.model import NODE_TYPES, Edge, Node, Verify
+from waygraph.patterns import FLAGS, MATCH_TIMEOUT, compile_pattern, nested_quantifier
 
 if TYPE_CHECKING:
     from waygraph.library import Library
@@ -93,6 +95,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "duplicate-trigger": ("warning", "a trigger listed twice (case and spacing ignored)"),
     "no-plans": ("warning", "a folder given to `waygraph check` holds no plan files"),
     "command-gate": ("warning", "a command gate: waygraph runs it only when commands are allowed"),
+    "regex-backtracking": ("warning", "a regex with nested quantifiers can backtrack for long"),
 }
 
 
@@ -176,7 +179,7 @@ def check_library(library: Library) -> list[Problem]:
 
 # ---------------------------------------------------------------- internals
 
-_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+_REGEX_FLAGS = FLAGS
 _TEXT_VALUE_TYPES = {
     "output_contains": "the text the output must contain",
     "output_not_contains": "the text the output must not contain",
@@ -528,14 +531,21 @@ class _PlanChecker:
                 f"{at}.flags",
             )
             return
-        bits = 0
-        for letter in flags or "":
-            bits |= _REGEX_FLAGS[letter]
         try:
-            re.compile(pattern, bits)
-        except re.error as exc:
+            compile_pattern(pattern, flags)
+        except regex.error as exc:
             where = f" at position {exc.pos}" if exc.pos is not None else ""
             report("bad-regex", f"the regex does not compile: {exc.msg}{where}", f"{at}.value")
+            return
+        if nested_quantifier(pattern):
+            report(
+                "regex-backtracking",
+                "the regex repeats a group that itself repeats (like (a+)+), which can take "
+                "exponential time on output that almost matches; waygraph stops such a match "
+                f"after {MATCH_TIMEOUT:g}s and the check is then unknown. Make the inner part "
+                "match one way only (for example (a+)+ -> a+)",
+                f"{at}.value",
+            )
 
     # -------------------------------------------------------------- edges
 

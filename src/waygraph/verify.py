@@ -40,10 +40,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from regex import error as regex_error
+
+from waygraph import patterns
 from waygraph.model import BUILTIN_VERIFY_TYPES, Verify, register_verify_type
 
 __all__ = [
@@ -257,21 +259,15 @@ def _not_contains(v: Verify, o: Observation, c: VerifyContext) -> bool:
     return not _contains(v, o, c)
 
 
-@lru_cache(maxsize=512)
-def _compiled(pattern: str, flags: str | None) -> re.Pattern[str]:
-    bits = 0
-    for letter in flags or "":
-        bits |= {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}.get(
-            letter, 0
-        )
-    return re.compile(pattern, bits)
-
-
-def _regex(v: Verify, o: Observation, c: VerifyContext) -> bool:
+def _regex(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
     try:
-        return _compiled(str(v.value or ""), v.flags).search(o.text) is not None
-    except re.error:
-        return False
+        found = patterns.search(str(v.value or ""), v.flags, o.text)
+    except patterns.PatternTimeout as exc:
+        # Neither a match nor a miss: "not regex" must not pass on a timeout.
+        return Verdict("unknown", f"{exc}; the plan's pattern needs simplifying")
+    except regex_error as exc:
+        return Verdict("fail", f"the pattern /{v.value}/ does not compile: {exc}")
+    return SUCCESS if found else FAIL
 
 
 def _exit_code(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
