@@ -190,6 +190,25 @@ class StoreContract:
         store.commit("run_1", {"later": True}, 1, [], session="s1")
         assert store.current("s1") == "run_2", "a commit without make_current moves nothing"
 
+    # ------------------------------------------------------------ paging
+
+    def test_out_of_range_paging_is_the_same_on_every_backend(self, store: Store) -> None:
+        store.commit("k", {}, 0, [{"i": 1}, {"i": 2}])
+        huge = 2**64
+        assert store.events("k", after_seq=huge) == []
+        assert store.events("k", after_seq=2**63 - 1) == []
+        assert [e.seq for e in store.events("k", after_seq=-7)] == [1, 2]
+        assert [e.seq for e in store.events("k", limit=huge)] == [1, 2]
+        assert [e.seq for e in store.events("k", after_seq=1, limit=huge)] == [2]
+        assert len(store.list(limit=huge)) == 1
+        for bad in (-1, 1.5, "2", True):
+            with pytest.raises((ValueError, TypeError)):
+                store.events("k", limit=bad)  # type: ignore[arg-type]
+            with pytest.raises((ValueError, TypeError)):
+                store.list(limit=bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            store.events("k", after_seq="1")  # type: ignore[arg-type]
+
     # ------------------------------------------------------------ commit_all
 
     def test_commit_all_writes_every_record_event_and_pointer(self, store: Store) -> None:

@@ -61,6 +61,7 @@ def serve(
         raise typer.Exit(2) from None
     from waygraph.navigator import Navigator, default_store_url
     from waygraph.server import create_app
+    from waygraph.server.protocol import connection_limit, guarded_protocol
     from waygraph.server.security import LOOPBACK_HOSTS, is_loopback
 
     if not is_loopback(host) and not token:
@@ -87,6 +88,16 @@ def serve(
         soft_wrap=True,
     )
     try:
-        uvicorn.run(application, host=host, port=port, log_level="warning", server_header=False)
+        uvicorn.run(
+            application,
+            host=host,
+            port=port,
+            log_level="warning",
+            server_header=False,
+            # Slow clients cannot lock others out (see waygraph.server.protocol).
+            http=guarded_protocol(max_connections=connection_limit()),
+            timeout_keep_alive=5,
+            timeout_graceful_shutdown=5,
+        )
     finally:
         navigator.close()

@@ -30,6 +30,7 @@ from waygraph.server.models import (
     TurnResponse,
 )
 from waygraph.server.service import MAX_ROWS, Service
+from waygraph.store.base import MAX_SEQ
 
 __all__ = ["router"]
 
@@ -158,7 +159,9 @@ def get_session(request: Request, session_id: SessionId) -> dict[str, Any]:
 def get_events(
     request: Request,
     session_id: SessionId,
-    after: Annotated[int, Query(ge=0, description="Only events with a larger seq.")] = 0,
+    after: Annotated[
+        int, Query(ge=0, le=MAX_SEQ, description="Only events with a larger seq.")
+    ] = 0,
     limit: Annotated[int | None, Query(ge=1, le=100_000)] = None,
 ) -> dict[str, Any]:
     """Every stored event of the session's run, oldest first, each with its ``seq``."""
@@ -220,9 +223,14 @@ def reset_session(request: Request, session_id: SessionId) -> dict[str, Any]:
 async def stream(
     request: Request,
     session_id: SessionId,
-    after: Annotated[int, Query(ge=0, description="Start after this seq (first connect).")] = 0,
+    after: Annotated[
+        int, Query(ge=0, le=MAX_SEQ, description="Start after this seq (first connect).")
+    ] = 0,
     last_event_id: Annotated[
-        int | None, Header(alias="Last-Event-ID", ge=0, description="Set by a reconnecting client.")
+        int | None,
+        Header(
+            alias="Last-Event-ID", ge=0, le=MAX_SEQ, description="Set by a reconnecting client."
+        ),
     ] = None,
 ) -> StreamingResponse:
     """Live events of the session (``id:`` is the event's seq; see docs/server.md)."""

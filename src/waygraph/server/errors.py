@@ -9,6 +9,7 @@ for a request that failed validation), so clients handle one shape:
 401    ``unauthorized``      the bearer token is missing or wrong
 404    ``*_not_found``       unknown session, plan or route
 409    ``conflict``          other writers kept winning the race for the session
+408    ``request_timeout``   the body did not arrive within 30 s
 413    ``body_too_large``    the body is over ``--max-body``
 415    ``unsupported_media_type``  a body that is not ``application/json``
 422    ``invalid_request``   a field has the wrong type, range or shape
@@ -30,6 +31,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match
 
 from waygraph.errors import Conflict, PlanNotFoundError, StoreError, WaygraphError
 from waygraph.server.models import ErrorBody
@@ -44,6 +46,7 @@ _CODES = {
     404: "not_found",
     405: "method_not_allowed",
     406: "not_acceptable",
+    408: "request_timeout",
     409: "conflict",
     413: "body_too_large",
     415: "unsupported_media_type",
@@ -130,13 +133,21 @@ async def _http(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, code, message, headers=headers)
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
 def _methods_of(request: Request) -> set[str]:
+    """The methods some route serves at this path, asked of the router itself.
+
+    Routers included in others are matched lazily by newer FastAPI versions,
+    so their routes cannot be listed; asking each method's match works on all.
+    """
     methods: set[str] = set()
-    for route in request.app.router.routes:
-        regex = getattr(route, "path_regex", None)
-        if regex is not None and regex.match(request.url.path):
-            methods |= set(getattr(route, "methods", None) or ())
-    return methods - {"HEAD"} if "GET" not in methods else methods
+    for method in _METHODS:
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes):
+            methods.add(method)
+    return methods
 
 
 async def _api(request: Request, exc: Exception) -> Response:

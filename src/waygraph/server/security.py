@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from html import escape
@@ -93,6 +94,7 @@ class Gate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        send = _with_security_headers(send)
         headers = _headers(scope)
         refusal = self._refuse_host(headers) or self._refuse_token(scope, headers)
         if refusal is not None:
@@ -107,18 +109,27 @@ class Gate:
             return
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                await self._too_large()(scope, receive, send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            # A body trickled in byte by byte must not hold the connection forever.
+            async with asyncio.timeout(BODY_TIMEOUT):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_body:
+                        await self._too_large()(scope, receive, send)
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            late = error_response(
+                408, "request_timeout", f"the request body took over {BODY_TIMEOUT:g}s to arrive"
+            )
+            await late(scope, receive, send)
+            return
         body = b"".join(chunks)
         replayed = False
 
@@ -194,3 +205,33 @@ class Gate:
             f"{why}: send Authorization: Bearer TOKEN (the server's --token)",
             headers={"WWW-Authenticate": "Bearer"},
         )
+
+
+#: Seconds a client has to send a whole request body.
+BODY_TIMEOUT = 30.0
+
+#: What pages may load: their own scripts only (no inline script, no eval);
+#: inline styles stay allowed because every SVG drawing embeds its stylesheet.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'; form-action 'self'"
+)
+_SECURITY_HEADERS = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode("ascii")),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
+
+
+def _with_security_headers(send: Send) -> Send:
+    """``send`` that adds the security headers to every response's start."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            present = {name.lower() for name, _ in message.get("headers", [])}
+            extra = [(n, v) for n, v in _SECURITY_HEADERS if n not in present]
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+
+    return sending

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 from waygraph.errors import Conflict
 
 __all__ = [
+    "MAX_SEQ",
     "Commit",
     "MonotonicClock",
     "Store",
@@ -42,6 +43,7 @@ __all__ = [
     "decode",
     "encode",
     "normalise_commit",
+    "paging",
     "redact_url",
     "sql_filters",
 ]
@@ -501,8 +503,32 @@ def commit_writes(
 
 def check_limit(limit: int | None) -> None:
     """Refuse a negative ``limit`` (None means no limit)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise TypeError(f"limit must be an int or None (got {limit!r})")
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be 0 or more, or None (got {limit})")
+
+
+#: The largest event number and limit a store takes (SQL's BIGINT); beyond it,
+#: ``after_seq`` finds nothing and ``limit`` is no limit, on every backend.
+MAX_SEQ = 2**63 - 1
+
+
+def paging(after_seq: int, limit: int | None) -> tuple[int, int | None]:
+    """``after_seq`` and ``limit`` as every store applies them.
+
+    A negative ``after_seq`` reads from the first event; one past
+    :data:`MAX_SEQ` finds nothing; a ``limit`` past it means no limit.
+
+    Example:
+        >>> paging(-5, None), paging(2**64, 2**64)
+        ((0, None), (9223372036854775807, None))
+    """
+    if isinstance(after_seq, bool) or not isinstance(after_seq, int):
+        raise TypeError(f"after_seq must be an int (got {after_seq!r})")
+    check_limit(limit)
+    after = min(max(after_seq, 0), MAX_SEQ)
+    return after, (None if limit is not None and limit > MAX_SEQ else limit)
 
 
 def redact_url(url: str) -> str:

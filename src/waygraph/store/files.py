@@ -67,10 +67,10 @@ from waygraph.store.base import (
     Store,
     StoredEvent,
     StoredRecord,
-    check_limit,
     conflict,
     decode,
     encode,
+    paging,
 )
 
 __all__ = ["FileStore", "file_name"]
@@ -502,7 +502,7 @@ class FileStore(Store):
         correlation_id: str | None = None,
         limit: int | None = None,
     ) -> list[StoredRecord]:
-        check_limit(limit)
+        _, limit = paging(0, limit)
         self._check_open()
         with self._errors("listing records"):
             docs = [
@@ -521,7 +521,7 @@ class FileStore(Store):
         return [_to_record(doc) for doc in docs]
 
     def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
-        check_limit(limit)
+        after_seq, limit = paging(after_seq, limit)
         self._check_open()
         _, events_path = self._paths(key)
         with self._errors(f"reading the events of {key!r}"):

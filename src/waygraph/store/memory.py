@@ -29,9 +29,9 @@ from waygraph.store.base import (
     Store,
     StoredEvent,
     StoredRecord,
-    check_limit,
     conflict,
     decode,
+    paging,
 )
 
 __all__ = ["MemoryStore"]
@@ -139,7 +139,7 @@ class MemoryStore(Store):
         correlation_id: str | None = None,
         limit: int | None = None,
     ) -> list[StoredRecord]:
-        check_limit(limit)
+        _, limit = paging(0, limit)
         with self._lock:
             self._check_open()
             rows = [
@@ -158,7 +158,7 @@ class MemoryStore(Store):
         return [row.to_record(key) for key, row in rows]
 
     def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
-        check_limit(limit)
+        after_seq, limit = paging(after_seq, limit)
         start = max(after_seq, 0)
         with self._lock:
             self._check_open()

@@ -45,9 +45,9 @@ from waygraph.store.base import (
     Store,
     StoredEvent,
     StoredRecord,
-    check_limit,
     commit_writes,
     conflict,
+    paging,
     redact_url,
     sql_filters,
 )
@@ -380,7 +380,7 @@ class PostgresStore(Store):
         correlation_id: str | None = None,
         limit: int | None = None,
     ) -> list[StoredRecord]:
-        check_limit(limit)
+        _, limit = paging(0, limit)
         where, params = sql_filters(
             "%s",
             kind=kind,
@@ -396,7 +396,7 @@ class PostgresStore(Store):
         return [_row_to_record(row) for row in self._fetch("listing records", query, params)]
 
     def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
-        check_limit(limit)
+        after_seq, limit = paging(after_seq, limit)
         rows = self._fetch(
             f"reading the events of {key!r}",
             "SELECT seq, data FROM events WHERE key = %s AND seq > %s ORDER BY seq LIMIT %s",

@@ -39,11 +39,11 @@ from waygraph.store.base import (
     Store,
     StoredEvent,
     StoredRecord,
-    check_limit,
     commit_writes,
     conflict,
     decode,
     encode,
+    paging,
     sql_filters,
 )
 
@@ -343,7 +343,7 @@ class SQLiteStore(Store):
         correlation_id: str | None = None,
         limit: int | None = None,
     ) -> list[StoredRecord]:
-        check_limit(limit)
+        _, limit = paging(0, limit)
         where, params = sql_filters(
             "?", kind=kind, session=session, status=status, plan=plan, correlation_id=None
         )
@@ -366,7 +366,7 @@ class SQLiteStore(Store):
         return [_row_to_record(row) for row in rows]
 
     def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
-        check_limit(limit)
+        after_seq, limit = paging(after_seq, limit)
         with self._lock, self._errors(f"reading the events of {key!r}"):
             rows = (
                 self._conn()
