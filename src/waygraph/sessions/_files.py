@@ -25,6 +25,7 @@ import logging
 import os
 import re
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,14 +143,19 @@ def _peek(path: Path) -> tuple[str, dict[str, Any] | None, str]:
 
 
 def locate(workspace: str | os.PathLike[str], session_id: str) -> Slot:
-    """Find (without changing anything) the folder and plan of ``session_id``.
+    """Find the folder and plan of ``session_id``.
 
-    Raises :class:`OSError` when a plan file exists but cannot be read.
+    It changes nothing but temporary files a killed writer left behind in
+    the session's folders (:func:`clean_stale_temps`). Raises
+    :class:`OSError` when a plan file exists but cannot be read.
     """
     root = sessions_root(workspace)
     base = safe_name(session_id)
     own = root / base
     hashed = root / f"{base}-{_digest(session_id)[:8]}"
+    for folder in (own, hashed):
+        if folder.is_dir():
+            clean_stale_temps(folder)
     own_state, own_plan, own_why = _peek(own / PLAN_FILE)
     if own_plan is not None and own_plan["session_id"] == session_id:
         return Slot(session_id, own, own_plan)
@@ -191,31 +197,64 @@ def save(
 ) -> None:
     """Write ``plan`` as the slot's plan.json atomically.
 
-    A corrupt file there is first moved aside as ``plan.json.corrupt-<stamp>``;
+    A corrupt file there is first copied aside as ``plan.json.corrupt-<stamp>``;
     ``archive`` (the finished plan being replaced) is kept as
-    ``plan-<id>.json``. The new content is written to a temporary file in the
-    same folder and renamed over plan.json, so a crash leaves the old file or
-    the new one, never half of either. Raises :class:`OSError` on failure.
+    ``plan-<id>.json``, also as a copy. Then the new content is written to a
+    temporary file in the same folder, fsynced, and renamed over plan.json in
+    one step, and the folder is fsynced: a crash at any point leaves the old
+    plan.json or the new one, never half of either and never none. Raises
+    :class:`OSError` on failure.
     """
     slot.folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".plan-", suffix=".tmp", dir=slot.folder)
+    if slot.corrupt and slot.path.exists():
+        aside = _free_name(slot.folder / f"{PLAN_FILE}.corrupt-{stamp}")
+        _write_atomically(aside, slot.path.read_bytes())
+        log.warning("moved corrupt session plan %s aside to %s", slot.path, aside.name)
+    elif archive is not None and slot.path.exists():
+        keep = _free_name(slot.folder / f"plan-{archive['id']}.json")
+        _write_atomically(keep, slot.path.read_bytes())
+    text = json.dumps(plan, ensure_ascii=False, indent=2) + "\n"
+    _write_atomically(slot.path, text.encode("utf-8"))
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Temp file, fsync, one rename, fsync the folder."""
+    fd, tmp = tempfile.mkstemp(prefix=".plan-", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(plan, fh, ensure_ascii=False, indent=2)
-            fh.write("\n")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if slot.corrupt and slot.path.exists():
-            aside = _free_name(slot.folder / f"{PLAN_FILE}.corrupt-{stamp}")
-            os.replace(slot.path, aside)
-            log.warning("moved corrupt session plan %s aside to %s", slot.path, aside.name)
-        elif archive is not None and slot.path.exists():
-            os.replace(slot.path, _free_name(slot.folder / f"plan-{archive['id']}.json"))
-        os.replace(tmp, slot.path)
+        os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+#: A temporary file older than this is what a killed writer left behind.
+STALE_TEMP_SECONDS = 60.0
+
+
+def clean_stale_temps(folder: Path) -> int:
+    """Remove ``.plan-*.tmp`` files a killed writer left in ``folder``; how many.
+
+    A live writer renames its temporary file within milliseconds, so only
+    files older than :data:`STALE_TEMP_SECONDS` are touched.
+    """
+    removed = 0
+    now = time.time()
+    for leftover in folder.glob(".plan-*.tmp"):
+        with contextlib.suppress(OSError):
+            if now - leftover.stat().st_mtime > STALE_TEMP_SECONDS:
+                leftover.unlink()
+                removed += 1
+    return removed
 
 
 # ---------------------------------------------------------------- for the CLI
