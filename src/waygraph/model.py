@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from waygraph.ids import id_problem
+
 __all__ = [
     "BUILTIN_VERIFY_TYPES",
     "CONDITIONS",
@@ -204,6 +206,8 @@ class Graph(_Frozen):
         if isinstance(data, dict) and isinstance(data.get("nodes"), dict):
             nodes = {}
             for key, node in data["nodes"].items():
+                if isinstance(key, str) and (problem := id_problem(key)) is not None:
+                    raise ValueError(f"node id {key[:40]!r} {problem}")
                 if isinstance(node, dict):
                     node_id = node.get("id", key)
                     if node_id != key:
@@ -348,6 +352,14 @@ class Plan(_Frozen):
     graph: Graph
     linear: bool = False
     meta: dict[str, Any] | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _valid_id(cls, v: str) -> str:
+        problem = id_problem(v)
+        if problem is not None:
+            raise ValueError(f"the plan id {v[:40]!r} {problem}")
+        return v
 
     @model_validator(mode="before")
     @classmethod

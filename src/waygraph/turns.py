@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any, TypeVar
 
 from waygraph import engine
 from waygraph.errors import Conflict, InputError
+from waygraph.ids import MAX_ID_CHARS, id_problem
 from waygraph.verify import Observation
 
 __all__ = [
@@ -36,11 +36,7 @@ T = TypeVar("T")
 #: Backoff between retries: full jitter, doubling from the first to the last bound.
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.002, 0.1
 
-#: Longest session id, observation id, tool name and domain (characters); the
-#: HTTP API's id pattern says the same (server.models.ID_PATTERN).
-MAX_ID_CHARS = 200
-#: Characters no id may hold: C0 and C1 controls and DEL.
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+
 #: A user message is matched on its first this many characters.
 MAX_MESSAGE_CHARS = 100_000
 
@@ -114,16 +110,11 @@ def _check_id(name: str, value: Any, *, required: bool) -> None:
         return
     if not isinstance(value, str):
         raise InputError(f"{name} must be a string, not {type(value).__name__}")
-    if required and not value.strip():
-        raise InputError(f"{name} must not be empty")
-    if len(value) > MAX_ID_CHARS:
-        raise InputError(f"{name} is {len(value)} characters long; the limit is {MAX_ID_CHARS}")
-    if _CONTROLS.search(value):
-        raise InputError(f"{name} must be text without control characters: {value[:40]!r}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputError(f"{name} must be valid Unicode text (it has a lone surrogate)") from None
+    if not value and not required:
+        return  # an empty tool name or call id says nothing, and harms nothing
+    problem = id_problem(value)
+    if problem is not None:
+        raise InputError(f"{name} {problem}: {value[:40]!r}")
 
 
 #: Argument names whose value says best what a tool call did.

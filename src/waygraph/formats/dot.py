@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from waygraph.errors import PlanFormatError, PlanSyntaxError
-from waygraph.formats.json_library import validation_error, verify_to_data
+from waygraph.formats.json_library import FILE_BUDGETS, validation_error, verify_to_data
 from waygraph.model import CONDITIONS, Edge, Node, Plan, Verify
 from waygraph.predicates import (
     MAX_CONDITION_CHARS,
@@ -63,7 +63,7 @@ __all__ = [
 
 #: DOT text longer than this is refused before tokenizing: one file is one plan,
 #: and real plans are kilobytes; the bound keeps hostile input to seconds.
-MAX_DOT_CHARS = 4 * 1024 * 1024
+MAX_DOT_CHARS = FILE_BUDGETS["dot"]
 
 #: Node type written for each shape (shape names are matched case-insensitively).
 TYPE_OF_SHAPE: dict[str, str] = {
@@ -868,7 +868,7 @@ def parse_dot(text: str, *, file: str | None = None) -> Plan:
         raise PlanSyntaxError("DOT text must be a str", file=file, value=type(text).__name__)
     if len(text) > MAX_DOT_CHARS:
         raise PlanSyntaxError(
-            f"file is larger than {MAX_DOT_CHARS // (1024 * 1024)} MiB; a DOT file holds one plan",
+            f"file is larger than {MAX_DOT_CHARS / (1024 * 1024):g} MiB; a DOT file holds one plan",
             file=file,
         )
     tokens = _tokenize(text, file)

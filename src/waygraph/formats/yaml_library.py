@@ -18,12 +18,15 @@ from waygraph.formats.json_library import _check_size
 
 __all__ = ["parse_yaml", "to_yaml"]
 
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def parse_yaml(text: str, *, file: str | None = None) -> Any:
     """Parse YAML text, raising :class:`PlanSyntaxError` with the line on failure."""
-    _check_size(text, file)
+    _check_size(text, file, "yaml")
     try:
-        return yaml.safe_load(text)
+        # libyaml's safe loader when present: several times faster, same rules.
+        return yaml.load(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from waygraph.errors import LibraryError, PlanFormatError, PlanNotFoundError
 from waygraph.formats import format_of
-from waygraph.formats.json_library import library_to_data, parse_json, plans_from_data
+from waygraph.formats.json_library import (
+    check_file_size,
+    library_to_data,
+    parse_json,
+    plans_from_data,
+)
 from waygraph.formats.yaml_library import parse_yaml
 from waygraph.model import Plan
 
@@ -131,6 +136,8 @@ def load_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Plan]]
             "not a plan file; use .json, .yaml, .yml, .dot or .gv", file=name, value=p.suffix
         )
     try:
+        # Refused before anything is read or parsed.
+        check_file_size(p.stat().st_size, fmt, name)
         raw = p.read_bytes()
     except OSError as exc:
         raise PlanFormatError(f"cannot read: {exc.strerror or exc}", file=name) from None
