@@ -670,9 +670,7 @@ _verifies = st.one_of(
 @st.composite
 def rich_plans(draw: st.DrawFn) -> Plan:
     """Small plans that use every field, with awkward ids and text."""
-    ids = draw(
-        st.lists(st.one_of(field_paths, _ids), min_size=1, max_size=5, unique=True)
-    )
+    ids = draw(st.lists(st.one_of(field_paths, _ids), min_size=1, max_size=5, unique=True))
     optional = st.none() | _texts
     nodes: dict[str, dict[str, Any]] = {}
     for node_id in ids:

@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from waygraph.cli.app import AllowCommandsOption, LibraryOption, app, console, friendly_errors
+from waygraph.errors import ConfigError
 
 __all__ = ["install", "mcp", "uninstall"]
 
@@ -114,6 +115,14 @@ def mcp(
     library: LibraryOption = None,
     store: ServeStoreOption = None,
     allow_commands: AllowCommandsOption = False,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            help="Folder where relative file checks and command gates run "
+            "(default: the current folder).",
+        ),
+    ] = None,
 ) -> None:
     """Serve waygraph over the Model Context Protocol on stdio (for any MCP client).
 
@@ -123,4 +132,6 @@ def mcp(
     """
     from waygraph.integrations.mcp_server import serve
 
-    serve(library=library, store=store, allow_commands=allow_commands)
+    if workspace is not None and not workspace.expanduser().is_dir():
+        raise ConfigError(f"--workspace {workspace}: no such folder")
+    serve(library=library, store=store, allow_commands=allow_commands, workspace=workspace)

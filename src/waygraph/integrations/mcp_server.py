@@ -148,10 +148,13 @@ def build_server(
     *,
     navigator: Navigator | None = None,
     allow_commands: bool = False,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> Any:
     """An ``mcp`` server (``MCPServer``; ``FastMCP`` before mcp 2) for ``navigator``.
 
-    Without ``navigator``, one is built from ``library`` and ``store``.
+    Without ``navigator``, one is built from ``library`` and ``store``;
+    ``workspace`` is the folder relative ``file_exists`` paths and command
+    gates resolve against (default: the server's working folder).
 
     Raises a :class:`~waygraph.errors.WaygraphError` when the library or the
     store does not load.
@@ -160,7 +163,13 @@ def build_server(
     nav = (
         navigator
         if navigator is not None
-        else Navigator(library, store=store, strict=True, allow_commands=allow_commands)
+        else Navigator(
+            library,
+            store=store,
+            strict=True,
+            allow_commands=allow_commands,
+            workspace=workspace,
+        )
     )
 
     MCPServer, _, ResourceError = _mcp_api()
@@ -343,11 +352,12 @@ def serve(
     store: str | None = None,
     *,
     allow_commands: bool = False,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> None:
     """Run the MCP server on stdio until the client disconnects.
 
     The library and store are opened first, so a broken one raises a
     :class:`~waygraph.errors.WaygraphError` before anything is served.
     """
-    server = build_server(library, store, allow_commands=allow_commands)
+    server = build_server(library, store, allow_commands=allow_commands, workspace=workspace)
     server.run("stdio")

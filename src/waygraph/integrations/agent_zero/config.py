@@ -12,9 +12,14 @@ the host keeps working when it is mounted into a container at ``/a0``::
       "layout": "1.x",
       "library": "usr/waygraph/library",   // null: the plans shipped with waygraph
       "store": null,                        // null: sqlite at usr/waygraph/waygraph.db
-      "workspace": null,                    // root for file_exists checks (null: none)
+      "workspace": null,                    // null: Agent-Zero's work dir (its settings)
       "compat": false,                      // the HTN selector's side effects too
-      "extras_key": "waygraph_plan"         // the loop_data.extras_temporary key
+      "extras_key": "waygraph_plan",        // the loop_data.extras_temporary key
+      "reply_tools": ["response"],          // tools whose text is the model's own words
+      "exit_codes": true,                   // real exit codes of terminal commands
+      "allow_commands": false,              // plans' command gates may run
+      "confine": false,                     // file checks stay inside the workspace
+      "tools_run_elsewhere": false          // tools run on another machine
     }
 
 Example:
@@ -29,7 +34,7 @@ Example:
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +70,18 @@ class AgentZeroConfig:
     workspace: str | None = None
     compat: bool = False
     extras_key: str = DEFAULT_EXTRAS_KEY
+    #: Tools whose "result" is text the model wrote to the user: claims, not evidence.
+    reply_tools: tuple[str, ...] = ("response",)
+    #: Append a status marker to terminal commands to learn their real exit code.
+    exit_codes: bool = True
+    allow_commands: bool = False
+    confine: bool = False
+    tools_run_elsewhere: bool = False
 
     def to_data(self) -> dict[str, Any]:
-        return {"format": FORMAT, **asdict(self)}
+        data = asdict(self)
+        data["reply_tools"] = list(self.reply_tools)
+        return {"format": FORMAT, **data}
 
     def to_json(self) -> str:
         return json.dumps(self.to_data(), indent=2) + "\n"
@@ -94,9 +108,16 @@ class AgentZeroConfig:
                 raise ConfigError(
                     f"{file}: field {name!r} must be a non-empty string or null (got {value!r})"
                 )
-        compat = data.get("compat", False)
-        if not isinstance(compat, bool):
-            raise ConfigError(f"{file}: field 'compat' must be true or false (got {compat!r})")
+        defaults = {f.name: f.default for f in fields(cls)}
+        flags = {}
+        for name in ("compat", "exit_codes", "allow_commands", "confine", "tools_run_elsewhere"):
+            value = data.get(name, defaults[name])
+            if not isinstance(value, bool):
+                raise ConfigError(f"{file}: field {name!r} must be true or false (got {value!r})")
+            flags[name] = value
+        replies = data.get("reply_tools", list(defaults["reply_tools"]))
+        if not isinstance(replies, list) or not all(isinstance(t, str) and t for t in replies):
+            raise ConfigError(f"{file}: field 'reply_tools' must be a list of tool names")
         key = data.get("extras_key", DEFAULT_EXTRAS_KEY)
         if not isinstance(key, str) or not key.strip():
             raise ConfigError(f"{file}: field 'extras_key' must be a non-empty string")
@@ -105,8 +126,9 @@ class AgentZeroConfig:
             library=data.get("library"),
             store=data.get("store"),
             workspace=data.get("workspace"),
-            compat=compat,
             extras_key=key,
+            reply_tools=tuple(replies),
+            **flags,
         )
 
     @classmethod
@@ -137,4 +159,29 @@ class AgentZeroConfig:
         return f"sqlite:///{(root / STORE_PATH).as_posix()}"
 
     def workspace_path(self, root: Path) -> Path | None:
-        return None if self.workspace is None else root / self.workspace
+        """The configured workspace, else Agent-Zero's work dir, else None (the cwd)."""
+        if self.workspace is not None:
+            return root / self.workspace
+        return agent_zero_workdir(root)
+
+
+def agent_zero_workdir(root: Path) -> Path | None:
+    """The work dir Agent-Zero's settings name (``workdir_path``), found in this tree.
+
+    Settings written inside the Docker image say ``/a0/...``; a tree used
+    from the host finds the same folder under ``root``. Without settings, the
+    default ``usr/workdir`` when it exists.
+    """
+    for settings in (root / "usr" / "settings.json", root / "tmp" / "settings.json"):
+        try:
+            value = json.loads(settings.read_text(encoding="utf-8")).get("workdir_path")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, str) and value.strip():
+            path = Path(value)
+            if path.is_dir():
+                return path
+            if value.startswith("/a0/") and (root / value[4:]).is_dir():
+                return root / value[4:]
+    default = root / "usr" / "workdir"
+    return default if default.is_dir() else None

@@ -29,7 +29,7 @@ Example:
     >>> install(root).changed
     False
     >>> len(uninstall(root).removed)
-    3
+    4
     >>> sorted(p.name for p in root.rglob("*"))
     ['extensions', 'python']
 """

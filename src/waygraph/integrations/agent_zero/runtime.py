@@ -3,8 +3,15 @@
 Each installed file passes its extension instance, its own ``__file__`` and
 its ``execute`` keyword arguments to one function here:
 
-- :func:`verify_tool_result` (``tool_execute_after``): reports the tool
-  result (exact tool name and ``response.message``) to the Navigator, once;
+- :func:`prepare_tool_call` (``tool_execute_before``): remembers the call's
+  arguments (shown back to the model in the list of what it tried) and, for
+  ``code_execution_tool`` terminal commands, appends ``echo
+  "__waygraph_exit__=$?"`` so the command's real exit status is printed;
+- :func:`verify_tool_result` (``tool_execute_after``): takes that status out
+  of ``response.message`` (before the model or anything else reads it) and
+  reports the result with its exit code to the Navigator, once. The text of
+  the ``response`` tool (and any tool in ``reply_tools``) is the model's own
+  words: reported as a claim (``source="model"``), never as evidence;
 - :func:`inject_guidance` (``message_loop_prompts_after``): with no plan
   running, matches the user's message to a plan (once per message); puts
   the guidance into ``loop_data.extras_temporary`` under the configured key,
@@ -36,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 import time
 import uuid
@@ -48,13 +56,26 @@ from waygraph.integrations.agent_zero import reading
 from waygraph.integrations.agent_zero.config import CONFIG_PATH, AgentZeroConfig
 from waygraph.navigator import Guidance, Navigator
 
-__all__ = ["RETRY_SECONDS", "htn_compat", "inject_guidance", "reset", "verify_tool_result"]
+__all__ = [
+    "EXIT_MARKER",
+    "RETRY_SECONDS",
+    "htn_compat",
+    "inject_guidance",
+    "prepare_tool_call",
+    "reset",
+    "verify_tool_result",
+]
 
 log = logging.getLogger("waygraph.agent_zero")
 
 #: After a config, library or store fails to load, how long the extensions
 #: stay quiet before trying (and, if it still fails, warning) again.
 RETRY_SECONDS = 30.0
+
+#: What a terminal command prints last (and is stripped again): its exit status.
+EXIT_MARKER = "__waygraph_exit__"
+_EXIT_LINE = re.compile(rf"^{EXIT_MARKER}=(-?\d+)\s*$", re.M)
+_ARGS_KEY = "_waygraph_tool_args"
 
 HTN_STATE_ATTR = "_htn_state"
 PACE_LEVEL_ATTR = "_org_pace_level"
@@ -103,6 +124,11 @@ def reset() -> None:
 # ---------------------------------------------------------------- the three hooks
 
 
+def prepare_tool_call(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> None:
+    """``tool_execute_before``: remember the arguments; mark terminal commands."""
+    _guarded(extension, hook_file, _prepare, kwargs)
+
+
 def verify_tool_result(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> None:
     """``tool_execute_after``: verify ``kwargs["response"].message`` against the current node."""
     _guarded(extension, hook_file, _verify, kwargs)
@@ -118,17 +144,68 @@ def htn_compat(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> None:
     _guarded(extension, hook_file, _compat, kwargs)
 
 
+def _prepare(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
+    tool_args = kwargs.get("tool_args")
+    if not isinstance(tool_args, dict):
+        return
+    _remember_args(agent, dict(tool_args))
+    code = tool_args.get("code")
+    if (
+        setup.config.exit_codes
+        and kwargs.get("tool_name") == "code_execution_tool"
+        and tool_args.get("runtime") == "terminal"
+        and isinstance(code, str)
+        and code.strip()
+        and EXIT_MARKER not in code
+    ):
+        # The same dict is what the tool runs with: the status prints last.
+        tool_args["code"] = f'{code.rstrip()}\necho "{EXIT_MARKER}=$?"'
+
+
+def _remember_args(agent: Any, tool_args: dict[str, Any] | None) -> None:
+    data = getattr(agent, "data", None)
+    if isinstance(data, dict):
+        data[_ARGS_KEY] = tool_args
+
+
+def _take_exit_code(response: Any, output: str) -> tuple[str, int | None]:
+    """The output without the status marker, and the status it printed (None: none)."""
+    if EXIT_MARKER not in output:
+        return output, None
+    found = _EXIT_LINE.findall(output)
+    # Drop every line that mentions the marker (a terminal echoes the typed line too).
+    kept = "\n".join(line for line in output.split("\n") if EXIT_MARKER not in line)
+    if isinstance(response, dict):
+        response["message"] = kept
+    else:
+        with contextlib.suppress(AttributeError, TypeError):
+            response.message = kept
+    return kept, int(found[-1]) if found else None
+
+
 def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
-    output = reading.tool_output(kwargs.get("response"))
+    response = kwargs.get("response")
+    output = reading.tool_output(response)
     if output is None:
         return
     tool_name = kwargs.get("tool_name")
+    name = str(tool_name) if tool_name else None
+    data = getattr(agent, "data", None)
+    tool_args = data.pop(_ARGS_KEY, None) if isinstance(data, dict) else None
+    if name in setup.config.reply_tools:
+        # The model's own words to the user: a claim, never evidence. The
+        # response tool ends the model's work: a final claim.
+        turn: dict[str, Any] = {"source": "model", "final": name == "response"}
+    else:
+        output, exit_code = _take_exit_code(response, output)
+        turn = {"exit_code": exit_code, "tool_args": tool_args}
     guidance = setup.navigator.turn(
         reading.session_id(agent),
         tool_output=output,
-        tool_name=str(tool_name) if tool_name else None,
+        tool_name=name,
         # One call of this hook is one result: a fresh id can never be counted twice.
         observation_id=f"a0-{uuid.uuid4().hex}",
+        **turn,
     )
     if guidance.text and guidance.run is not None and guidance.run.get("status") != "running":
         # The next prompt must say the plan ended; the guidance hook only
@@ -357,5 +434,8 @@ def _build(config_path: Path, stamp: tuple[int, int]) -> _Setup:
         store=config.store_url(root),
         workspace=config.workspace_path(root),
         strict=True,
+        allow_commands=config.allow_commands,
+        confine=config.confine,
+        tools_run_elsewhere=config.tools_run_elsewhere,
     )
     return _Setup(root=root, config=config, navigator=navigator, stamp=stamp)

@@ -22,7 +22,7 @@ Example:
     >>> "from helpers.extension import Extension" in text
     True
     >>> hook_path(HOOKS[0], LAYOUTS["0.9"])
-    'python/extensions/tool_execute_after/_50_waygraph_verify.py'
+    'python/extensions/tool_execute_before/_50_waygraph_prepare.py'
 """
 
 from __future__ import annotations
@@ -67,6 +67,16 @@ class HookFile:
 #: counted twice); matching and guidance in ``message_loop_prompts_after``,
 #: where extras still reach the model in the same iteration.
 HOOKS: tuple[HookFile, ...] = (
+    HookFile(
+        hook="tool_execute_before",
+        filename="_50_waygraph_prepare.py",
+        class_name="WaygraphPrepare",
+        function="prepare_tool_call",
+        purpose=(
+            "remember each tool call's arguments, and add a status marker to terminal "
+            "commands so their real exit code can be verified."
+        ),
+    ),
     HookFile(
         hook="tool_execute_after",
         filename="_50_waygraph_verify.py",
