@@ -207,3 +207,30 @@ def test_a_plan_added_after_start_up_is_readable(library: Path):
     library.write_text(LIBRARY + "  late:\n    name: Late\n    steps: [{name: Late step}]\n")
     assert "Late step" in asyncio.run(read(mermaid_uri("late")))
     assert mermaid_uri("a b/c") == "waygraph://plans/a%20b%2Fc/mermaid"
+
+
+def test_arguments_may_be_json_text_or_an_object(library: Path, tmp_path: Path):
+    """MCP frameworks decode JSON-looking strings: both forms are accepted and shown back."""
+
+    async def body(session: ClientSession) -> dict[str, Any]:
+        await call(session, "user_message", session_id="s", message="cut a release")
+        await call(
+            session,
+            "report_tool_result",
+            session_id="s",
+            output="boom",
+            exit_code=1,
+            arguments='{"command": "make build"}',
+        )
+        return await call(
+            session,
+            "report_tool_result",
+            session_id="s",
+            output="boom",
+            exit_code=1,
+            arguments={"command": "make build"},
+        )
+
+    seen = with_server(["--library", str(library), "--store", "memory://"], body, tmp_path)
+    assert seen.get("error") is None, seen
+    assert seen["run"]["status"] == "escalated"

@@ -263,7 +263,8 @@ def build_server(
         exit_code: int | None = None,
         call_id: str | None = None,
         source: str = "tool",
-        arguments: str | None = None,
+        # A JSON object as well as text: MCP frameworks decode JSON-looking strings.
+        arguments: str | dict[str, Any] | None = None,
         final: bool = False,
     ) -> dict[str, Any]:
         """Report a tool's output: it is verified against the current node and the run moves on.
