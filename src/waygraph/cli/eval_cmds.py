@@ -76,6 +76,14 @@ def eval_command(
         typer.Option("--fixtures", help="Compliance fixtures file (JSON or YAML list)."),
     ] = None,
     library: LibraryOption = None,
+    scripted: Annotated[
+        str | None,
+        typer.Option(
+            "--scripted",
+            help="Run a scripted model instead of a real one: diligent, sloppy, mixed or "
+            "liars (six ways to claim work not done; the report counts false completions).",
+        ),
+    ] = None,
 ) -> None:
     """Run the eval task suite against a model and report success per mode."""
     from waygraph.eval.suite import select_tasks
@@ -83,6 +91,9 @@ def eval_command(
     if list_tasks:
         for task in select_tasks(tasks):
             typer.echo(task.id)
+        return
+    if scripted is not None:
+        _scripted(scripted, mode, select_tasks(tasks), repeat, out, jobs, library, compliance)
         return
     if not llm or not model:
         raise ConfigError(
@@ -143,6 +154,38 @@ def _suite(
     console.print(terminal_table(records))
     typer.echo(summary_line(records))
     err_console.print(f"wrote {results} and {report}", highlight=False, soft_wrap=True)
+
+
+def _scripted(
+    kind: str,
+    mode: str,
+    chosen: list,
+    repeat: int,
+    out: Path,
+    jobs: int,
+    library: Path | None,
+    compliance: bool,
+) -> None:
+    """The suite against a scripted model served on a local port (no model needed)."""
+    from waygraph.eval.runner import parse_modes
+    from waygraph.eval.scripted import KINDS, ScriptedModel
+    from waygraph.testing import ScriptedChatServer
+
+    if kind not in KINDS:
+        raise ConfigError(f"--scripted: no scripted model {kind!r}; choose {', '.join(KINDS)}")
+    if compliance:
+        raise ConfigError("--scripted runs the task suite; --compliance needs a real model")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot create the folder: {exc.strerror or exc}") from None
+    modes = parse_modes(mode)
+    # Enough replies for every model call any run can make (steps, pushbacks, plans).
+    calls = sum(task.max_steps + 8 for task in chosen) * len(modes) * repeat
+    name = f"scripted-{kind}"
+    policy = ScriptedModel(kind, chosen)  # type: ignore[arg-type]
+    with ScriptedChatServer([policy] * calls, model=name) as server:
+        _suite(server.base_url, name, "not-needed", 60.0, mode, chosen, repeat, out, jobs, library)
 
 
 def _compliance(

@@ -108,6 +108,8 @@ class ModeSummary:
     mean_verification_failures: float | None
     escalations: int
     errors: int
+    #: Runs the mode declared done while the checker says they are not.
+    false_completions: int = 0
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -138,6 +140,7 @@ def summarize_modes(records: Iterable[Record]) -> list[ModeSummary]:
                 mean_verification_failures=_mean(failures) if failures else None,
                 escalations=sum(r.escalated for r in runs),
                 errors=sum(r.error is not None for r in runs),
+                false_completions=sum(r.false_completion for r in runs),
             )
         )
     return summaries

@@ -60,6 +60,9 @@ class Outcome:
     plan: str | None = None
     plan_status: str | None = None
     answer: str | None = None
+    #: The mode declared the work done: the guiding plan completed, the planned
+    #: run succeeded, or (no plan guiding) the model gave its final answer.
+    completed: bool = False
 
 
 def run_mode(
@@ -103,9 +106,12 @@ def run_mode(
             tokens=result.tokens,
             model_calls=result.model_calls,
             answer=result.answer,
+            completed=result.answer is not None,
         )
         if hooks is not None and hooks.navigator is not None:
             run = result.run or {}
+            if result.run is not None:  # a plan guided the run: its status decides
+                outcome.completed = run.get("status") == "completed"
             outcome.verification_failures = _task_failures(hooks.navigator, session, run)
             outcome.escalated = run.get("status") == "escalated"
             outcome.plan = run.get("plan_id")
@@ -181,5 +187,6 @@ def _planned(task: Task, workspace: Path, settings: ModelSettings) -> Outcome:
     outcome.escalated = not result.success
     outcome.plan = "generated" if result.plan is not None else None
     outcome.plan_status = "completed" if result.success else "failed"
+    outcome.completed = result.success
     outcome.answer = str(result.final_output)[:500] if result.final_output is not None else None
     return outcome

@@ -55,6 +55,7 @@ def terminal_table(records: Sequence[Record]) -> Table:
         *(_failures(s.mean_verification_failures) for s in summaries),
     )
     table.add_row("escalated", *(str(s.escalations) for s in summaries))
+    table.add_row("false completions", *(str(s.false_completions) for s in summaries))
     if any(s.errors for s in summaries):
         table.add_row("errors", *(str(s.errors) for s in summaries), style="red")
     return table
@@ -180,6 +181,7 @@ def _summary_table(summaries: Sequence[ModeSummary]) -> str:
             ],
         ),
         ("escalated", [str(s.escalations) for s in summaries]),
+        ("false completions", [str(s.false_completions) for s in summaries]),
         ("errors", [str(s.errors) for s in summaries]),
     ]
     body = "".join(
@@ -193,7 +195,7 @@ def _runs_table(records: Sequence[Record]) -> str:
     head = (
         "<tr><th>task</th><th>mode</th><th>repeat</th><th>success</th><th>tool calls</th>"
         "<th>tokens</th><th>wall time (s)</th><th>verification failures</th><th>escalated</th>"
-        "<th>why it failed</th></tr>"
+        "<th>declared done</th><th>why it failed</th></tr>"
     )
     rows = []
     for r in records:
@@ -204,6 +206,8 @@ def _runs_table(records: Sequence[Record]) -> str:
             f"{'yes' if r.success else 'no'}</td><td>{r.tool_calls}</td><td>{r.tokens:,}</td>"
             f"<td>{r.wall_time:.1f}</td><td>{_failures(r.verification_failures, 0)}</td>"
             f"<td>{'yes' if r.escalated else 'no'}</td>"
+            f'<td class="{"bad" if r.false_completion else ""}">'
+            f"{'yes' if r.completed else 'no'}</td>"
             f'<td style="text-align:left">{html.escape(why[:300])}</td></tr>'
         )
     return f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"

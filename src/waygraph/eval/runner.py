@@ -53,6 +53,10 @@ class Record(BaseModel):
     model_calls: int = 0
     plan: str | None = None
     plan_status: str | None = None
+    #: The mode declared the work done (see ``Outcome.completed``).
+    completed: bool = False
+    #: Declared done while the checker says it is not.
+    false_completion: bool = False
     problems: list[str] = Field(default_factory=list)
     error: str | None = None
 
@@ -121,6 +125,8 @@ def _one_run(
         model_calls=outcome.model_calls,
         plan=outcome.plan,
         plan_status=outcome.plan_status,
+        completed=outcome.completed,
+        false_completion=outcome.completed and not verdict.success,
         problems=list(verdict.problems),
         error=error,
     )

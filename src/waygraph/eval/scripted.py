@@ -15,6 +15,9 @@ serves any number of parallel runs.
 - ``mixed`` is sloppy on ``sloppy_share`` of the unguided runs and on a fifth
   of that share of the guided and planned runs, diligent otherwise: a
   stand-in for a model that guidance helps, used to make the demo report.
+- ``liars`` plays one of the six liars of :mod:`waygraph.eval.liars` per run,
+  taking turns per task and mode (``--repeat 6`` gives every task every
+  liar), ignores guidance and claims success; its plans are its tool calls.
 
 Example:
     >>> from openai import OpenAI
@@ -36,11 +39,15 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from waygraph.eval.suite import Action, Task, all_tasks
+from waygraph.eval.liars import LIARS, Liar, liar_moves
+from waygraph.eval.suite import Action, Task, all_tasks, sh
 
-__all__ = ["ScriptedModel"]
+__all__ = ["KINDS", "ScriptedModel"]
 
-Kind = Literal["diligent", "sloppy", "mixed"]
+Kind = Literal["diligent", "sloppy", "mixed", "liars"]
+
+#: Every kind of scripted model.
+KINDS: tuple[Kind, ...] = ("diligent", "sloppy", "mixed", "liars")
 
 #: The line every running plan's guidance ends with; it names the current node.
 _NODE = re.compile(r"^\[waygraph\] Plan: .* · node (\S+) · ", re.M)
@@ -60,8 +67,8 @@ class ScriptedModel:
         *,
         sloppy_share: float = 0.5,
     ) -> None:
-        if kind not in ("diligent", "sloppy", "mixed"):
-            raise ValueError(f"kind must be diligent, sloppy or mixed, not {kind!r}")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         self.kind = kind
         self.sloppy_share = sloppy_share
         self.tasks = {t.id: t for t in (tasks if tasks is not None else all_tasks())}
@@ -86,6 +93,8 @@ class ScriptedModel:
             for call in m.get("tool_calls") or []
         ]
         guidance = _guidance(messages)
+        if self.kind == "liars":
+            return self._lie(task, messages, guided=guidance is not None)
         sloppy = self._is_sloppy(task, past, guided=guidance is not None)
         script = task.wrong_solution if sloppy else task.solution
         if sloppy:
@@ -113,27 +122,67 @@ class ScriptedModel:
         digest = hashlib.sha256(f"{key}/{n}".encode()).digest()
         return digest[0] / 256 < share
 
+    def _lie(self, task: Task, messages: list[dict[str, Any]], *, guided: bool) -> Any:
+        """The next move of this run's liar; after its last, the claim again."""
+        said = [m for m in messages if m.get("role") == "assistant"]
+        liar = _liar_in(said) if said else self._next_liar(task, "guided" if guided else "baseline")
+        moves = liar_moves(task, liar)
+        move = moves[min(len(said), len(moves) - 1)]
+        if isinstance(move, str):
+            return move
+        # The call id carries the liar, so the next request (stateless) knows which one plays.
+        call = _call(move)["tool_calls"][0]
+        return {"tool_calls": [{**call, "id": f"call_{liar}_{len(said)}"}]}
+
+    def _next_liar(self, task: Task, mode: str) -> Liar:
+        key = f"{task.id}/{mode}"
+        with self._lock:
+            n = self._started.get(key, 0)
+            self._started[key] = n + 1
+        offset = list(self.tasks).index(task.id)
+        return LIARS[(offset + n) % len(LIARS)]
+
     def _plan(self, goal: str) -> str:
         task = self._by_request.get(goal)
         if task is None or "The plan so far" in goal:
             return "I cannot plan this."
+        if self.kind == "liars":
+            moves = liar_moves(task, self._next_liar(task, "planned"))
+            calls = tuple(m for m in moves if not isinstance(m, str))
+            script = calls or (sh(f"echo {json.dumps(moves[-1])}"),)
+            return _plan_json(goal, script)
         sloppy = self.kind == "sloppy" or (self.kind == "mixed" and self._draw(task, "planned"))
         script = task.wrong_solution if sloppy else task.solution
-        steps = []
-        for i, action in enumerate(script, 1):
-            parameters = dict(action.args)
-            if action.expect_failure:
-                parameters["expect_failure"] = True
-            steps.append(
-                {
-                    "id": f"s{i}",
-                    "description": action.node or "do the work",
-                    "action": action.tool,
-                    "parameters": parameters,
-                    "dependencies": [f"s{i - 1}"] if i > 1 else [],
-                }
-            )
-        return json.dumps({"goal": goal, "steps": steps})
+        return _plan_json(goal, script)
+
+
+def _plan_json(goal: str, script: tuple[Action, ...]) -> str:
+    """A plan whose steps are ``script``'s calls, one after another."""
+    steps = []
+    for i, action in enumerate(script, 1):
+        parameters = dict(action.args)
+        if action.expect_failure:
+            parameters["expect_failure"] = True
+        steps.append(
+            {
+                "id": f"s{i}",
+                "description": action.node or "do the work",
+                "action": action.tool,
+                "parameters": parameters,
+                "dependencies": [f"s{i - 1}"] if i > 1 else [],
+            }
+        )
+    return json.dumps({"goal": goal, "steps": steps})
+
+
+def _liar_in(said: list[dict[str, Any]]) -> Liar:
+    """The liar playing this conversation, read back from its call ids."""
+    for message in said:
+        for call in message.get("tool_calls") or []:
+            name = str(call.get("id", "")).split("_")[1:2]
+            if name and name[0] in LIARS:
+                return name[0]  # type: ignore[return-value]
+    return "prose"  # no call yet: every reply so far was the claim
 
 
 def _guidance(messages: list[dict[str, Any]]) -> str | None:

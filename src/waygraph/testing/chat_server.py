@@ -8,7 +8,8 @@ Each ``POST /v1/chat/completions`` pops the next scripted reply. A reply is:
 
 - a ``str``: the assistant message content;
 - a ``dict`` with ``content`` and/or ``tool_calls`` (``[{"name", "arguments"}]``,
-  arguments a dict or a JSON string), optionally ``usage`` (a dict that
+  arguments a dict or a JSON string, and an ``id`` when the script picks
+  the call's id), optionally ``usage`` (a dict that
   replaces the counted usage) or ``status`` plus ``error`` (an HTTP error
   reply, e.g. a 400 for a server that rejects ``response_format``);
 - a callable ``(request_json) -> reply`` for scripted policies.
@@ -250,7 +251,7 @@ def _completion(
         completion_words += _words(arguments)
         tool_calls.append(
             {
-                "id": f"call_{number}_{i}",
+                "id": str(call.get("id") or f"call_{number}_{i}"),
                 "type": "function",
                 "function": {"name": call["name"], "arguments": arguments},
             }
