@@ -39,7 +39,7 @@ from waygraph.integrations.agent_zero import (
     runtime,
     uninstall,
 )
-from waygraph.integrations.agent_zero.templates import COMPAT_HOOK, HOOKS, hook_path, render
+from waygraph.integrations.agent_zero.templates import HOOKS, hook_path, render
 from waygraph.navigator import Navigator
 
 LIBRARY = """\
@@ -233,8 +233,12 @@ class FakeAgentZero:
 # ---------------------------------------------------------------- trees
 
 
-def make_tree(root: Path, layout: str) -> Path:
-    """A small Agent-Zero folder: a few extensions of its own, a cache, user data."""
+def make_tree(root: Path, layout: str, *, bst: bool = False) -> Path:
+    """A small Agent-Zero folder: a few extensions of its own, a cache, user data.
+
+    With ``bst``, a belief-state tracker in ``before_main_llm_call`` too
+    (``_11_``), which makes waygraph start plans after it.
+    """
     hooks = root / LAYOUTS[layout].hooks_root
     base = BASE_MODULES[layout]
     (root / "usr").mkdir(parents=True)
@@ -251,10 +255,14 @@ def make_tree(root: Path, layout: str) -> Path:
     cache = recall.parent / "__pycache__"
     cache.mkdir()
     (cache / "_50_recall_memories.cpython-311.pyc").write_bytes(b"\x00old cache\x00")
-    bst = hooks / "before_main_llm_call" / "_11_belief_state_tracker.py"
-    bst.parent.mkdir(parents=True)
+    tracker = hooks / "before_main_llm_call" / "_11_belief_state_tracker.py"
+    tracker.parent.mkdir(parents=True)
+    if not bst:
+        (root / "plans").mkdir()
+        (root / "plans" / "library.yaml").write_text(LIBRARY)
+        return root
     # A belief-state tracker: classifies the message as the test tells it to.
-    bst.write_text(
+    tracker.write_text(
         f"from {base} import Extension\n\n\n"
         "class BeliefStateTracker(Extension):\n"
         "    async def execute(self, loop_data=None, **kwargs):\n"
@@ -313,7 +321,7 @@ def test_layout_is_detected_from_the_hook_folders_alone(tmp_path: Path):
 
 
 def test_each_installed_file_has_one_extension_class_and_imports_only_its_base(layout: str):
-    for hook in (*HOOKS, COMPAT_HOOK):
+    for hook in HOOKS:
         text = render(hook, LAYOUTS[layout])
         compile(text, hook.filename, "exec")
         imports = [line.strip() for line in text.splitlines() if "import " in line]
@@ -322,8 +330,9 @@ def test_each_installed_file_has_one_extension_class_and_imports_only_its_base(l
             "from waygraph.integrations.agent_zero import runtime",
         ]
         assert text.count("(Extension):") == 1
-    assert hook_path(COMPAT_HOOK, LAYOUTS[layout]).endswith(
-        "before_main_llm_call/_15_htn_plan_selector.py"
+    # The plan selector sits where the HTN selector did, after the classifiers.
+    assert hook_path(HOOKS[-1], LAYOUTS[layout]).endswith(
+        "before_main_llm_call/_15_waygraph_plan_selector.py"
     )
 
 
@@ -337,7 +346,7 @@ def test_install_then_uninstall_leaves_the_tree_byte_for_byte(tree: Path, layout
     hooks = tree / LAYOUTS[layout].hooks_root
     assert (hooks / "tool_execute_after" / "_50_waygraph_verify.py").is_file()
     assert (hooks / "message_loop_prompts_after" / "_80_waygraph_guidance.py").is_file()
-    assert (hooks / "before_main_llm_call" / "_15_htn_plan_selector.py").is_file()
+    assert (hooks / "before_main_llm_call" / "_15_waygraph_plan_selector.py").is_file()
     assert (tree / "usr" / "waygraph" / "library" / "library.yaml").read_text() == LIBRARY
     # The hook folders' caches are cleared (kept in the backup for uninstall).
     assert not (hooks / "message_loop_prompts_after" / "__pycache__").exists()
@@ -362,20 +371,15 @@ def test_install_is_idempotent(tree: Path):
 
 
 def test_a_replaced_file_is_backed_up_and_restored(tree: Path, layout: str):
-    seed = tree / LAYOUTS[layout].hooks_root / "before_main_llm_call" / "_15_htn_plan_selector.py"
-    seed.write_text("# the seed's HTN plan selector\n")
-    (seed.parent / "htn_plan_library.json").write_text('{"plans": {}}\n')
+    seed = (
+        tree / LAYOUTS[layout].hooks_root / "before_main_llm_call" / "_15_waygraph_plan_selector.py"
+    )
+    seed.write_text("# somebody's file under waygraph's name\n")
     before = snapshot(tree)
 
-    report = install(tree, compat=True)
-    assert report.replaced == [hook_path(COMPAT_HOOK, LAYOUTS[report.layout])]
-    assert "HTNPlanSelector" in seed.read_text()
-    # Dropping --compat puts the seed's file back; adding it again replaces it again.
-    dropped = install(tree)
-    assert dropped.removed == report.replaced
-    assert seed.read_text() == "# the seed's HTN plan selector\n"
-    install(tree, compat=True)
-
+    report = install(tree)
+    assert report.replaced == [hook_path(HOOKS[-1], LAYOUTS[report.layout])]
+    assert "WaygraphPlanSelector" in seed.read_text()
     result = uninstall(tree)
     assert result.restored == report.replaced
     assert snapshot(tree) == before
@@ -473,7 +477,7 @@ def test_a_broken_library_stops_the_install(tree: Path):
 
 def test_install_is_all_or_nothing(tree: Path, monkeypatch: pytest.MonkeyPatch):
     before = snapshot(tree)
-    real_write = installer._Transaction.write
+    real_write = installer.Transaction.write
     calls = []
 
     def failing_write(self: Any, rel: str, content: bytes) -> None:
@@ -482,7 +486,7 @@ def test_install_is_all_or_nothing(tree: Path, monkeypatch: pytest.MonkeyPatch):
             raise OSError(28, "No space left on device", str(self.root / rel))
         real_write(self, rel, content)
 
-    monkeypatch.setattr(installer._Transaction, "write", failing_write)
+    monkeypatch.setattr(installer.Transaction, "write", failing_write)
     with pytest.raises(ConfigError, match="No space left on device; nothing was changed"):
         install(tree, library=tree / "plans", compat=True)
     assert snapshot(tree) == before
@@ -492,16 +496,16 @@ def test_uninstall_is_all_or_nothing(tree: Path, monkeypatch: pytest.MonkeyPatch
     before = snapshot(tree)
     install(tree, compat=True)
     installed = snapshot(tree)
-    real_move = installer._Transaction.move
+    real_move = installer.Transaction.move
 
     def failing_move(self: Any, src: str, dst: str) -> None:
         raise OSError(13, "Permission denied", str(self.root / src))
 
-    monkeypatch.setattr(installer._Transaction, "move", failing_move)
+    monkeypatch.setattr(installer.Transaction, "move", failing_move)
     with pytest.raises(ConfigError, match="Permission denied; nothing was changed"):
         uninstall(tree)
     assert snapshot(tree) == installed
-    monkeypatch.setattr(installer._Transaction, "move", real_move)
+    monkeypatch.setattr(installer.Transaction, "move", real_move)
     uninstall(tree)
     assert snapshot(tree) == before
 
@@ -578,9 +582,9 @@ def test_a_whole_bugfix_run_through_the_installed_hooks(tree: Path, layout: str)
     assert record is not None and record["status"] == "completed"
     assert record["path"][-1] == "done"
     log = a0.log.text("info")
-    assert "[waygraph] Graph plan activated: Bug fix" in log
-    assert "[waygraph] Step failed verification: test" in log
-    assert "[waygraph] Plan 'Bug fix' completed!" in log
+    assert "[HTN] Plan activated: Bug fix (3 nodes, graph)" in log
+    assert "[HTN] Step failed verification: test" in log
+    assert "[HTN] Plan 'Bug fix' completed!" in log
     assert not a0.log.text("warning")
 
 
@@ -596,8 +600,9 @@ def test_each_tool_result_counts_once(tree: Path, layout: str):
     record = session_state(tree)
     assert record["current_node"] == "fix"
     assert [e["type"] for e in record["events"]].count("node_verified") == 1
-    # Staleness counts tool results (one per iteration), as the HTN selector did.
-    assert record["turns_since_transition"] == 0
+    # Every iteration is one turn: the one with a result counts once, and the
+    # second prompt without one counts as a turn of its own.
+    assert record["turns_since_transition"] == 1
 
 
 def test_run_state_survives_a_restart(tree: Path, layout: str):
@@ -624,7 +629,7 @@ def test_domain_and_allow_list_are_read_as_plain_data(tree: Path, layout: str):
     a0.agent._bst_store = {"__bst_belief_state__": {"domain": "ops"}}  # type: ignore[attr-defined]
     a0.user("fix bug in production")
     assert "Hotfix" in a0.prompt()[KEY]
-    assert "[waygraph] Linear plan activated: Hotfix (2 steps)" in a0.log.text()
+    assert "[HTN] Plan activated: Hotfix (2 steps)" in a0.log.text()
 
     other = FakeAgentZero(tree, layout, context_id="chat2")
     other.agent.data["_org_htn_allowed_plans"] = ["nothing_allowed"]
@@ -655,8 +660,6 @@ def test_compat_mode_keeps_the_htn_selector_side_effects(tree: Path, layout: str
     seen = a0.prompt()
     assert list(k for k in seen if k != "memories") == [HTN_KEY]  # one key, no duplicate text
     assert "reproduce << CURRENT" in seen[HTN_KEY]
-    # before_main_llm_call wrote the selector's extras and mirrored the run record.
-    assert "reproduce << CURRENT" in agent.loop_data.extras_temporary[HTN_KEY]
     assert agent._htn_state["current_node"] == "reproduce"
     assert agent._htn_state["total_steps"] == 3
 
@@ -668,18 +671,20 @@ def test_compat_mode_keeps_the_htn_selector_side_effects(tree: Path, layout: str
     assert agent._org_pace_level == "contingent"
     assert not hasattr(agent, "_htn_state")
     log = a0.log.text()
-    assert "[HTN] Graph plan activated: Bug fix (3 nodes)" in log
+    assert "[HTN] Plan activated: Bug fix (3 nodes, graph)" in log
     assert "[HTN] Plan 'Bug fix' escalated to PACE contingent: fix attempts exhausted" in (
         a0.log.text("warning")
     )
 
 
-def test_compat_matches_after_the_belief_state_tracker(tree: Path, layout: str):
+def test_plans_start_after_the_belief_state_tracker(tmp_path: Path, layout: str):
+    tree = make_tree(tmp_path / "a0", layout, bst=True)
     install(tree, library=tree / "plans", compat=True)
     a0 = FakeAgentZero(tree, layout)
-    # A stale domain from the previous message hides the bugfix plan from the
-    # guidance hook; the tracker (_11_) then classifies this message and the
-    # selector (_15_) matches with the fresh domain, as the seed did.
+    # A stale domain from the previous message would hide the bugfix plan; the
+    # tracker (_11_) classifies this message and the selector (_15_) matches
+    # with the fresh domain; the prompt is built by then, so the guidance
+    # reaches the next iteration.
     a0.agent._bst_store = {"__bst_belief_state__": {"domain": "git"}}  # type: ignore[attr-defined]
     a0.agent.data["next_domain"] = "bugfix"
     a0.user("Please fix the login bug")
@@ -740,9 +745,7 @@ def test_failures_inside_a_hook_never_reach_the_agent(
 
     monkeypatch.setattr(Navigator, "turn", broken_turn)
     a0.tool("AssertionError")
-    assert "[waygraph] Error (passthrough): StoreError: database is locked" in a0.log.text(
-        "warning"
-    )
+    assert "[HTN] Error (passthrough): StoreError: database is locked" in a0.log.text("warning")
 
     def crash(*args: Any) -> None:
         raise RuntimeError("boom")

@@ -132,6 +132,9 @@ class Navigator:
         self._cache: OrderedDict[str, tuple[engine.Run, int]] = OrderedDict()
         self._index_library(self.library)
         self._mtimes = self.library.mtimes()
+        #: Why the library on disk does not load (the last good one keeps
+        #: guiding); None while it loads. Hosts show it where people look.
+        self.library_error: str | None = None
         self._next_reload_check = time.monotonic() + RELOAD_CHECK_SECONDS
 
     # ------------------------------------------------------------ library
@@ -153,10 +156,12 @@ class Navigator:
         except WaygraphError as exc:
             # Keep guiding with the last good library rather than stopping.
             log.warning("library changed on disk but does not load; keeping the old one: %s", exc)
+            self.library_error = str(exc)
             return
         with self._lock:
             self.library = library
             self._index_library(library)
+            self.library_error = None
         log.info("reloaded plan library from %s (%d plans)", library.path, len(library))
 
     def reload(self) -> None:

@@ -85,8 +85,8 @@ def install(
         bool,
         typer.Option(
             "--compat",
-            help="Also install the HTN plan selector's behaviour "
-            "(before_main_llm_call/_15_htn_plan_selector.py).",
+            help="Write the guidance under the HTN plan selector's extras key "
+            "(htn_active_plan) instead of waygraph_plan.",
         ),
     ] = False,
 ) -> None:

@@ -1,16 +1,18 @@
 """waygraph inside Agent-Zero: installed extension files that guide the agent with plans.
 
-``waygraph install agent-zero PATH`` (or :func:`install`) copies two extension
-files into the Agent-Zero folder ``PATH`` — three with ``--compat`` — plus a
-config and, when given, a copy of the plan library under ``usr/waygraph/``:
+``waygraph install agent-zero PATH`` (or :func:`install`) copies four extension
+files into the Agent-Zero folder ``PATH``, plus a config and, when given, a
+copy of the plan library under ``usr/waygraph/``. An established HTN plan
+selector is disabled (kept in the install backup) and its plans carried over:
 
 =================================  ===================================================
 hook folder                        what the file does
 =================================  ===================================================
+``tool_execute_before``            remembers the call, marks terminal commands' status
 ``tool_execute_after``             verifies each tool result against the current node
-``message_loop_prompts_after``     matches the user's message, injects the guidance
-``before_main_llm_call`` (compat)  the HTN plan selector's ``htn_active_plan`` extras,
-                                   ``agent._htn_state``, ``agent._org_pace_level``
+``message_loop_prompts_after``     counts the iteration, injects the guidance
+``before_main_llm_call`` (``_15_``)  starts plans after the BST and the org dispatcher,
+                                   mirrors ``agent._htn_state``
 =================================  ===================================================
 
 The files are thin: they import only Agent-Zero's ``Extension`` base class

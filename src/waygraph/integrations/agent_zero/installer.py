@@ -15,6 +15,12 @@ added, and moves each backup back where it came from, again undoing itself
 on failure. The one thing it keeps is what the extensions wrote at run time
 (the default SQLite store with the run history), and it says so.
 
+An established plan selector in the tree (document 000's
+``_15_htn_plan_selector.py``, or any extension writing ``htn_active_plan``)
+is disabled the same way: moved into the backup, and put back by
+``uninstall``; without ``--library`` its ``htn_plan_library.json`` becomes
+the installed library, with the starter plans whose ids it lacks.
+
 Both clear the ``__pycache__`` of the hook folders they change, so Agent-Zero
 cannot run stale bytecode; install keeps the cleared caches in the backup and
 uninstall puts them back.
@@ -29,24 +35,22 @@ Example:
     >>> install(root).changed
     False
     >>> len(uninstall(root).removed)
-    4
+    5
     >>> sorted(p.name for p in root.rglob("*"))
     ['extensions', 'python']
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from waygraph.errors import ConfigError
+from waygraph.errors import ConfigError, WaygraphError
 from waygraph.integrations.agent_zero.config import (
     COMPAT_EXTRAS_KEY,
     CONFIG_PATH,
@@ -61,14 +65,15 @@ from waygraph.integrations.agent_zero.manifest import (
     read_manifest,
     refuse_symlinks,
 )
+from waygraph.integrations.agent_zero.neighbours import LIBRARY_NAME, find_selectors
 from waygraph.integrations.agent_zero.templates import (
-    COMPAT_HOOK,
     HOOKS,
     LAYOUTS,
     Layout,
     hook_path,
     render,
 )
+from waygraph.integrations.agent_zero.transaction import Transaction
 
 __all__ = [
     "MANIFEST_PATH",
@@ -80,6 +85,8 @@ __all__ = [
 ]
 
 BACKUP_DIR = f"{DATA_DIR}/backup"
+#: The starter plans shipped with waygraph, one file per plan.
+SHIPPED_LIBRARY = Path(__file__).resolve().parents[2] / "library"
 PYCACHE = "__pycache__"
 
 
@@ -96,10 +103,16 @@ class InstallReport:
     updated: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    #: Established plan selectors taken out of the tree (kept in the backup).
+    disabled: list[str] = field(default_factory=list)
+    #: The established selector's library the installed one was made from.
+    library_source: str | None = None
+    #: Shipped starter plans added to it (ids it lacked).
+    starters_added: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.added or self.updated or self.replaced or self.removed)
+        return bool(self.added or self.updated or self.replaced or self.removed or self.disabled)
 
     def summary(self) -> str:
         """One line for people, e.g. for the CLI."""
@@ -115,10 +128,22 @@ class InstallReport:
             parts.append(f"{len(self.replaced)} replaced (backed up in {BACKUP_DIR}/)")
         if self.removed:
             parts.append(f"{len(self.removed)} removed")
-        return (
+        lines = [
             f"installed waygraph into {self.root} (Agent-Zero {self.layout}): "
             f"{', '.join(parts)}; config in {CONFIG_PATH}"
-        )
+        ]
+        for rel in self.disabled:
+            lines.append(
+                f"disabled the established plan selector {rel} (kept in {BACKUP_DIR}/; "
+                "uninstall puts it back)"
+            )
+        if self.library_source is not None:
+            lines.append(f"plans: yours from {self.library_source}, copied to {LIBRARY_DIR}/")
+            if self.starters_added:
+                lines.append(
+                    f"added starter plans your library lacks: {', '.join(self.starters_added)}"
+                )
+        return "\n".join(lines)
 
 
 @dataclass
@@ -200,9 +225,15 @@ def install(
     ``layout``: ``auto`` (from the hook folders), ``0.9`` or ``1.x``.
     ``library``: a plan file or folder to copy into ``usr/waygraph/library/``
     (or to reference where it is, with ``link_library``); None for the plans
-    shipped with waygraph. ``store``: a store URL; None for SQLite at
-    ``usr/waygraph/waygraph.db``. ``compat``: also install the HTN plan
-    selector's single-file behaviour.
+    shipped with waygraph, or, when the tree has an established HTN plan
+    selector, its ``htn_plan_library.json`` plus the starter plans whose ids
+    it lacks. ``store``: a store URL; None for SQLite at
+    ``usr/waygraph/waygraph.db``. ``compat``: write the guidance under the
+    HTN selector's extras key ``htn_active_plan``.
+
+    An established plan selector (``*_htn_plan_selector*.py``, or any
+    extension writing ``htn_active_plan``) is disabled: moved into the
+    install backup, and put back by :func:`uninstall`.
 
     All or nothing, and idempotent. Raises :class:`~waygraph.errors.ConfigError`
     (or another :class:`~waygraph.errors.WaygraphError`) with a one-line
@@ -211,10 +242,18 @@ def install(
     base = _check_root(Path(root))
     chosen = _layout(base, layout)
     refuse_symlinks(base)
-    library_files, library_setting = _library_plan(library, link_library)
+    old = read_manifest(base)
+    old_disabled: dict[str, str] = dict(old.get("disabled", {})) if old else {}
+    ours = set(old.get("files", {})) if old else set()
+    selectors = find_selectors(base, skip=ours)
+    carried = None if library is not None else _carried_library(base, [*old_disabled, *selectors])
+    if carried is not None:
+        library_files, library_setting, source, starters = carried
+    else:
+        library_files, library_setting = _library_plan(library, link_library)
+        source, starters = None, []
     if store is not None:
         _check_store(store)
-    old = read_manifest(base)
 
     config = AgentZeroConfig(
         layout=chosen.name,
@@ -224,13 +263,16 @@ def install(
         extras_key=COMPAT_EXTRAS_KEY if compat else DEFAULT_EXTRAS_KEY,
     )
     wanted: dict[str, bytes] = {}
-    for hook in (*HOOKS, COMPAT_HOOK) if compat else HOOKS:
+    for hook in HOOKS:
         wanted[hook_path(hook, chosen)] = render(hook, chosen).encode("utf-8")
     wanted[CONFIG_PATH] = config.to_json().encode("utf-8")
     wanted.update(library_files)
 
     old_files: dict[str, dict[str, Any]] = old.get("files", {}) if old else {}
-    report = InstallReport(root=base, layout=chosen.name)
+    report = InstallReport(root=base, layout=chosen.name, library_source=source)
+    report.disabled = [rel for rel in selectors if rel not in wanted]
+    if carried is not None and (old is None or old.get("carried") != source):
+        report.starters_added = starters
     for rel, content in wanted.items():
         current = _read_bytes(base / rel)
         if rel in old_files:
@@ -246,7 +288,7 @@ def install(
     if not report.changed:
         return report
 
-    with _Transaction(base) as tx:
+    with Transaction(base) as tx:
         files: dict[str, dict[str, Any]] = {
             rel: dict(info) for rel, info in old_files.items() if rel in wanted
         }
@@ -255,11 +297,17 @@ def install(
         hook_dirs = {str(Path(rel).parent.as_posix()) for rel in wanted if rel.endswith(".py")}
         hook_dirs |= set(old.get("hook_dirs", [])) if old else set()
 
+        disabled = dict(old_disabled)
         for rel in report.removed:
             info = old_files[rel]
             tx.discard(rel)
             if info.get("backup"):
                 tx.move(info["backup"], rel)
+        for rel in report.disabled:
+            backup = f"{BACKUP_DIR}/{rel}"
+            created += tx.makedirs(Path(backup).parent.as_posix())
+            tx.move(rel, backup)
+            disabled[rel] = backup
         for rel in sorted(hook_dirs):
             cache = f"{rel}/{PYCACHE}"
             if not (base / cache).exists():
@@ -295,6 +343,8 @@ def install(
             "pycache": pycache,
             "hook_dirs": sorted(hook_dirs),
             "created_dirs": created,
+            "disabled": disabled,
+            "carried": source,
         }
         if (base / MANIFEST_PATH).exists():
             tx.discard(MANIFEST_PATH)
@@ -334,6 +384,39 @@ def _library_plan(
     return files, LIBRARY_DIR
 
 
+def _carried_library(
+    base: Path, selectors: list[str]
+) -> tuple[dict[str, bytes], str, str, list[str]] | None:
+    """The established selector's ``htn_plan_library.json`` as the installed library.
+
+    Returns (files to write, the config's ``library``, the source, starter
+    plan ids added), or None when no selector has a library beside it.
+    """
+    from waygraph.library import load_library
+
+    for rel in selectors:
+        source = base / Path(rel).parent / LIBRARY_NAME
+        if not source.is_file():
+            continue
+        try:
+            theirs = load_library(source)
+        except WaygraphError as exc:
+            raise ConfigError(
+                f"{source}: the established selector's plans do not load ({exc}); fix the "
+                "file, or install with --library PATH to use other plans"
+            ) from None
+        files = {f"{LIBRARY_DIR}/{LIBRARY_NAME}": source.read_bytes()}
+        added = []
+        for path in sorted(SHIPPED_LIBRARY.glob("*.yaml")):
+            starter = load_library(path)
+            ids = [plan.id for plan in starter]
+            if ids and not any(plan_id in theirs for plan_id in ids):
+                files[f"{LIBRARY_DIR}/{path.name}"] = path.read_bytes()
+                added += ids
+        return files, LIBRARY_DIR, source.relative_to(base).as_posix(), added
+    return None
+
+
 def _check_store(url: str) -> None:
     from waygraph.store import open_store
 
@@ -356,7 +439,7 @@ def uninstall(root: str | os.PathLike[str]) -> UninstallReport:
     if manifest is None:
         return report
     files: dict[str, dict[str, Any]] = manifest.get("files", {})
-    with _Transaction(base) as tx:
+    with Transaction(base) as tx:
         for rel, info in files.items():
             if (base / rel).exists():
                 tx.discard(rel)
@@ -370,6 +453,14 @@ def uninstall(root: str | os.PathLike[str]) -> UninstallReport:
                     )
                 tx.move(backup, rel)
                 report.restored.append(rel)
+        for rel, backup in manifest.get("disabled", {}).items():
+            if not (base / backup).exists():
+                raise ConfigError(
+                    f"{base / backup}: the backup of the plan selector {rel} is missing; "
+                    f"restore it by hand or delete {MANIFEST_PATH} to forget the install"
+                )
+            tx.move(backup, rel)
+            report.restored.append(rel)
         pycache: dict[str, str] = manifest.get("pycache", {})
         for hook_dir in manifest.get("hook_dirs", []):
             cache = f"{hook_dir}/{PYCACHE}"
@@ -409,108 +500,3 @@ def _read_bytes(path: Path) -> bytes | None:
         return None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
-# ---------------------------------------------------------------- transaction
-
-
-class _Transaction:
-    """Changes to one tree with an undo journal: all of them happen, or none.
-
-    New content is written to a hidden file beside its target and renamed
-    into place; files leaving the tree are first renamed aside in their own
-    folder and deleted only when the transaction succeeds. Both stay on one
-    file system even when ``usr/`` is a separate volume (as in Agent-Zero's
-    Docker image); moves between folders that cross file systems (backups)
-    copy and then delete.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._undo: list[Callable[[], None]] = []
-        self._aside: list[Path] = []
-        self._count = 0
-
-    def __enter__(self) -> _Transaction:
-        return self
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        if exc is None:
-            for path in self._aside:
-                _remove(path)
-            return
-        for undo in reversed(self._undo):
-            try:
-                undo()
-            except OSError:
-                continue  # keep undoing the rest; the error below says what failed
-        if isinstance(exc, OSError):
-            name = exc.filename or self.root
-            raise ConfigError(f"{name}: {exc.strerror or exc}; nothing was changed") from None
-
-    def _beside(self, path: Path, kind: str) -> Path:
-        self._count += 1
-        return path.parent / f".{path.name}.waygraph-{os.getpid()}-{self._count}.{kind}"
-
-    def makedirs(self, rel: str) -> list[str]:
-        """Create ``rel`` and its missing parents; return the ones created, outermost first."""
-        missing: list[Path] = []
-        path = self.root / rel
-        while not path.exists():
-            missing.append(path)
-            path = path.parent
-        created = []
-        for path in reversed(missing):
-            path.mkdir()
-            self._undo.append(path.rmdir)
-            created.append(path.relative_to(self.root).as_posix())
-        return created
-
-    def move(self, src: str, dst: str) -> None:
-        source, target = self.root / src, self.root / dst
-        if target.exists():
-            raise ConfigError(f"{target}: already exists; cannot move {src} there")
-        _relocate(source, target)
-        self._undo.append(lambda: _relocate(target, source))
-
-    def write(self, rel: str, content: bytes) -> None:
-        target = self.root / rel
-        if target.exists():
-            raise ConfigError(f"{target}: already exists")
-        staged = self._beside(target, "new")
-        try:
-            staged.write_bytes(content)
-            os.rename(staged, target)
-        except OSError:
-            staged.unlink(missing_ok=True)
-            raise
-        self._undo.append(target.unlink)
-
-    def discard(self, rel: str) -> None:
-        """Take ``rel`` (file or folder) out of the tree; deleted when the transaction ends."""
-        source = self.root / rel
-        aside = self._beside(source, "old")
-        os.rename(source, aside)
-        self._aside.append(aside)
-        self._undo.append(lambda: (os.rename(aside, source), self._aside.remove(aside)))
-
-
-def _relocate(source: Path, target: Path) -> None:
-    """Rename ``source`` to ``target``, copying across file systems when it must."""
-    try:
-        os.rename(source, target)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        if source.is_dir():
-            shutil.copytree(source, target, symlinks=True)
-        else:
-            shutil.copy2(source, target)
-        _remove(source)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)

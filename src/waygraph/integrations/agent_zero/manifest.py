@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from waygraph.errors import ConfigError
 from waygraph.integrations.agent_zero.config import DATA_DIR
+from waygraph.integrations.agent_zero.neighbours import in_extension_folder
 from waygraph.integrations.agent_zero.templates import LAYOUTS
 
 __all__ = ["MANIFEST_FORMAT", "MANIFEST_PATH", "read_manifest", "refuse_symlinks"]
@@ -94,6 +95,13 @@ def _check_manifest_paths(root: Path, manifest_path: Path, data: dict[str, Any])
         if not isinstance(value, list):
             _bad_manifest(manifest_path, f"{name} is not a list")
         paths += [(name, p) for p in value]
+    disabled = data.get("disabled", {})
+    if not isinstance(disabled, dict):
+        _bad_manifest(manifest_path, "disabled is not an object")
+    for rel, backup in disabled.items():
+        if not isinstance(rel, str) or not in_extension_folder(rel):
+            _bad_manifest(manifest_path, f"disabled: {rel!r} is not an extension file")
+        paths.append((f"the backup of {rel!r}", backup))
     roots = _own_roots()
     # Parents of the own folders (``usr``, ``python``) may be listed as created.
     ancestors = {

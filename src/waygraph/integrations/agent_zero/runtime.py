@@ -12,15 +12,18 @@ its ``execute`` keyword arguments to one function here:
   reports the result with its exit code to the Navigator, once. The text of
   the ``response`` tool (and any tool in ``reply_tools``) is the model's own
   words: reported as a claim (``source="model"``), never as evidence;
-- :func:`inject_guidance` (``message_loop_prompts_after``): with no plan
-  running, matches the user's message to a plan (once per message); puts
+- :func:`inject_guidance` (``message_loop_prompts_after``): counts the
+  iteration as a turn of the running plan when no tool result did, and puts
   the guidance into ``loop_data.extras_temporary`` under the configured key,
-  in time for this iteration's prompt;
-- :func:`htn_compat` (``before_main_llm_call``, with ``--compat``): what the
-  single-file HTN plan selector did at that point, after a belief-state
-  tracker has classified the message: match with that domain, write
-  ``extras_temporary["htn_active_plan"]`` and mirror the run record on
-  ``agent._htn_state``.
+  in time for this iteration's prompt. With no plan running and no
+  classifier in the tree (see :mod:`.neighbours`), matches the user's
+  message to a plan here, so its guidance is in this iteration too;
+- :func:`select_plan` (``before_main_llm_call``, ``_15_``, where the HTN
+  selector ran): after a belief-state tracker and an org dispatcher have
+  written this message's domain and allow-list, matches with them (a plan
+  the allow-list forbids never starts); its guidance reaches the next
+  iteration's prompt, because Agent-Zero builds the prompt before this hook.
+  Mirrors the run on ``agent._htn_state``.
 
 The config is found by walking up from the extension file to
 ``usr/waygraph/config.json``; the Navigator built from it is cached per
@@ -28,9 +31,9 @@ process and rebuilt when the config file changes. Run state lives in the
 configured store under the session ``agent-zero:<context id>:<agent
 number>``, so it survives restarts. Every failure is logged as a warning in
 the agent's log (and Python's ``waygraph.agent_zero`` logger) and the agent
-goes on without guidance; nothing here raises into Agent-Zero. With
-``compat`` set, plan events are also logged as ``[HTN] ...`` lines and an
-escalation sets ``agent._org_pace_level``.
+goes on without guidance; nothing here raises into Agent-Zero. Plan events
+are logged as ``[HTN] ...`` lines, as the HTN selector logged them, and an
+escalation sets ``agent._org_pace_level`` for the org dispatcher's PACE.
 
 Example (with stand-ins for Agent-Zero's objects)::
 
@@ -52,17 +55,17 @@ from pathlib import Path
 from typing import Any
 
 from waygraph.errors import ConfigError
-from waygraph.integrations.agent_zero import reading
+from waygraph.integrations.agent_zero import neighbours, reading
 from waygraph.integrations.agent_zero.config import CONFIG_PATH, AgentZeroConfig
 from waygraph.navigator import Guidance, Navigator
 
 __all__ = [
     "EXIT_MARKER",
     "RETRY_SECONDS",
-    "htn_compat",
     "inject_guidance",
     "prepare_tool_call",
     "reset",
+    "select_plan",
     "verify_tool_result",
 ]
 
@@ -76,6 +79,10 @@ RETRY_SECONDS = 30.0
 EXIT_MARKER = "__waygraph_exit__"
 _EXIT_LINE = re.compile(rf"^{EXIT_MARKER}=(-?\d+)\s*$", re.M)
 _ARGS_KEY = "_waygraph_tool_args"
+#: In ``agent.data``: (run id, whether a result was reported since the last prompt).
+_TURNED_KEY = "_waygraph_turned"
+#: Log lines start as the HTN selector's did, so log readers keep working.
+PREFIX = "[HTN]"
 
 HTN_STATE_ATTR = "_htn_state"
 PACE_LEVEL_ATTR = "_org_pace_level"
@@ -87,10 +94,6 @@ class _Setup:
     config: AgentZeroConfig
     navigator: Navigator
     stamp: tuple[int, int]
-
-    @property
-    def prefix(self) -> str:
-        return "[HTN]" if self.config.compat else "[waygraph]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,8 @@ _failures: dict[Path, _Failure] = {}
 #: Per session, the user message that already activated a plan, so a plan
 #: that ends in the same monologue is not started again by the same message.
 _consumed: dict[str, Any] = {}
+#: Per config, the library error last written to an agent's log (reported once).
+_library_errors: dict[Path, str | None] = {}
 
 
 def reset() -> None:
@@ -119,9 +124,10 @@ def reset() -> None:
         _setups.clear()
         _failures.clear()
         _consumed.clear()
+        _library_errors.clear()
 
 
-# ---------------------------------------------------------------- the three hooks
+# ---------------------------------------------------------------- the four hooks
 
 
 def prepare_tool_call(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> None:
@@ -139,9 +145,9 @@ def inject_guidance(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> N
     _guarded(extension, hook_file, _inject, kwargs)
 
 
-def htn_compat(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> None:
-    """``before_main_llm_call`` (``--compat``): the HTN plan selector's side effects."""
-    _guarded(extension, hook_file, _compat, kwargs)
+def select_plan(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> None:
+    """``before_main_llm_call``: match after the classifiers; mirror ``agent._htn_state``."""
+    _guarded(extension, hook_file, _select, kwargs)
 
 
 def _prepare(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
@@ -212,55 +218,98 @@ def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
         # repeats text for running plans. Extras set after this iteration's
         # prompt was built reach the next one.
         _put_extras(getattr(agent, "loop_data", None), setup.config.extras_key, guidance.text)
+    if guidance.run is not None:
+        _note_turn(agent, guidance.run.get("run_id"), True)
     _after_turn(setup, agent, guidance)
 
 
 def _inject(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     loop_data = kwargs.get("loop_data")
-    _, text = _guide(setup, agent, loop_data)
+    key = setup.config.extras_key
+    session = reading.session_id(agent)
+    nav = setup.navigator
+    record = nav.state(session)
+    if record is not None and record.get("status") == "running":
+        ended = _count_iteration(setup, agent, session, record)
+        if ended is not None:
+            if ended.text:
+                _put_extras(loop_data, key, ended.text)
+            return
+        text = nav.context(session)
+        if text:
+            _put_extras(loop_data, key, text)
+        _mirror(agent, nav.state(session))  # after the iteration's turn, if one was taken
+        return
+    if neighbours.classifiers_present(setup.root):
+        return  # their values for this message exist only in before_main_llm_call
+    _, text = _activate(setup, agent, loop_data)
     if text:
-        _put_extras(loop_data, setup.config.extras_key, text)
+        _put_extras(loop_data, key, text)
 
 
-def _compat(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
-    # Runs after a belief-state tracker (before_main_llm_call _11_) may have
-    # classified the message, so a plan the guidance hook could not match
-    # with the old domain can start here, as it did with the HTN selector.
+def _select(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
+    # After the classifiers: the domain and allow-list are this message's. The
+    # prompt is built already, so a plan started here guides from the next iteration.
     loop_data = kwargs.get("loop_data")
-    record, text = _guide(setup, agent, loop_data)
-    if text:
-        _put_extras(loop_data, setup.config.extras_key, text)
+    session = reading.session_id(agent)
+    record = setup.navigator.state(session)
+    if record is None or record.get("status") != "running":
+        record, text = _activate(setup, agent, loop_data)
+        if text:
+            _put_extras(loop_data, setup.config.extras_key, text)
     _mirror(agent, record)
 
 
 # ---------------------------------------------------------------- shared steps
 
 
-def _guide(setup: _Setup, agent: Any, loop_data: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """The session's run record and the guidance for the prompt.
-
-    A running plan is only read: its turns are the tool results, one per
-    iteration, so ``stale_after_turns`` counts iterations as the HTN
-    selector did. With no plan running, a user message that has not
-    started one yet is matched.
-    """
+def _activate(
+    setup: _Setup, agent: Any, loop_data: Any
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Match the user's message (once per message) with the classifiers' values."""
     session = reading.session_id(agent)
-    nav = setup.navigator
-    record = nav.state(session)
-    if record is not None and record.get("status") == "running":
-        return record, nav.context(session)
     message, token = _fresh_message(session, loop_data)
     if message is None:
-        return record, None
-    guidance = nav.turn(
+        return setup.navigator.state(session), None
+    guidance = setup.navigator.turn(
         session,
         user_message=message,
         domain=reading.belief_domain(agent),
         allowed_plans=reading.allowed_plans(agent),
     )
     _note_activation(session, token, guidance)
+    if guidance.run is not None and guidance.active:
+        _note_turn(agent, guidance.run.get("run_id"), None)
     _after_turn(setup, agent, guidance)
-    return guidance.run or record, guidance.text if guidance.active else None
+    return guidance.run, guidance.text if guidance.active else None
+
+
+def _note_turn(agent: Any, run_id: Any, turned: bool | None) -> None:
+    data = getattr(agent, "data", None)
+    if isinstance(data, dict):
+        data[_TURNED_KEY] = (run_id, turned)
+
+
+def _count_iteration(
+    setup: _Setup, agent: Any, session: str, record: dict[str, Any]
+) -> Guidance | None:
+    """One message-loop iteration is one turn: take an empty one when no result came in.
+
+    Returns the turn's guidance when it ended the run (staleness), else None.
+    """
+    data = getattr(agent, "data", None)
+    if not isinstance(data, dict):
+        return None
+    run_id = record.get("run_id")
+    last = data.get(_TURNED_KEY)
+    data[_TURNED_KEY] = (run_id, False)
+    if last != (run_id, False):
+        return None  # the first prompt of this run, or a result was reported since the last
+    guidance = setup.navigator.turn(session)
+    _after_turn(setup, agent, guidance)
+    if guidance.run is not None and guidance.run.get("status") != "running":
+        return guidance
+    return None
 
 
 def _fresh_message(session: str, loop_data: Any) -> tuple[str | None, Any]:
@@ -288,22 +337,45 @@ def _put_extras(loop_data: Any, key: str, text: str) -> None:
 
 
 def _after_turn(setup: _Setup, agent: Any, guidance: Guidance) -> None:
-    """Log the turn's plan events; in compat mode also set the HTN attributes."""
+    """Log the turn's plan events, set the PACE level on escalation, mirror the run."""
     record = guidance.run or {}
     for event in guidance.events:
-        line = _event_line(setup.prefix, event, record)
+        line = _event_line(PREFIX, event, record)
         if line is not None:
             _agent_log(agent, *line)
-        if setup.config.compat and event.get("type") == "plan_escalated":
+        if event.get("type") == "plan_escalated":
             _set_attr(agent, PACE_LEVEL_ATTR, event.get("pace_level") or "contingent")
-    if setup.config.compat and guidance.run is not None:
+    if guidance.run is not None:
         _mirror(agent, guidance.run)
+    _report_library_error(setup, agent)
+
+
+def _report_library_error(setup: _Setup, agent: Any) -> None:
+    """A library that stopped loading is said once in the agent's log, and its repair too."""
+    error = setup.navigator.library_error
+    with _lock:
+        if _library_errors.get(setup.root) == error:
+            return
+        _library_errors[setup.root] = error
+    if error is not None:
+        _agent_log(
+            agent,
+            "warning",
+            f"{PREFIX} Plan library does not load; keeping the last good one: {error}",
+        )
+    else:
+        _agent_log(agent, "info", f"{PREFIX} Plan library loads again")
 
 
 def _mirror(agent: Any, record: dict[str, Any] | None) -> None:
-    """``agent._htn_state``: the run record while a plan runs, absent otherwise."""
+    """``agent._htn_state``: the run record while a plan runs, absent otherwise.
+
+    The record carries the fields documents 000 and 003 give the selector's
+    state (``current_step``, ``steps_completed``, ``turns_since_progress``,
+    ``current_node``, ``visited``, ...), which the supervisor and SALUTE read.
+    """
     if record is not None and record.get("status") == "running":
-        _set_attr(agent, HTN_STATE_ATTR, record)
+        _set_attr(agent, HTN_STATE_ATTR, dict(record))
     elif hasattr(agent, HTN_STATE_ATTR):
         with contextlib.suppress(AttributeError):
             delattr(agent, HTN_STATE_ATTR)
@@ -324,10 +396,11 @@ def _event_line(
     name = record.get("plan_name") or record.get("plan_id") or "plan"
     node = event.get("node")
     if kind == "plan_activated":
+        # Document 000's line, "[HTN] Plan activated: Bug Fix Workflow (5 steps)".
         if record.get("mode") == "linear":
-            size = f"{record.get('total_steps')} steps"
-            return "info", f"{prefix} Linear plan activated: {name} ({size})"
-        return "info", f"{prefix} Graph plan activated: {name} ({record.get('total_nodes')} nodes)"
+            return "info", f"{prefix} Plan activated: {name} ({record.get('total_steps')} steps)"
+        size = f"{record.get('total_nodes')} nodes, graph"
+        return "info", f"{prefix} Plan activated: {name} ({size})"
     if kind == "node_verified":
         if event.get("passed"):
             return "info", f"{prefix} Step verified: {node}"
@@ -376,7 +449,7 @@ def _guarded(extension: Any, hook_file: str, body: Any, kwargs: dict[str, Any]) 
         _agent_log(
             agent,
             "warning",
-            f"{setup.prefix} Error (passthrough): {type(exc).__name__}: {exc}",
+            f"{PREFIX} Error (passthrough): {type(exc).__name__}: {exc}",
         )
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["COMPAT_HOOK", "HOOKS", "LAYOUTS", "HookFile", "Layout", "hook_path", "render"]
+__all__ = ["HOOKS", "LAYOUTS", "HookFile", "Layout", "hook_path", "render"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +64,9 @@ class HookFile:
 
 #: Installed always. Verification sits in ``tool_execute_after`` (one call per
 #: tool result, with the exact tool name and message, so none is missed or
-#: counted twice); matching and guidance in ``message_loop_prompts_after``,
-#: where extras still reach the model in the same iteration.
+#: counted twice); guidance in ``message_loop_prompts_after``, where extras
+#: still reach the model in the same iteration; plan selection also in
+#: ``before_main_llm_call`` after the classifiers that govern it.
 HOOKS: tuple[HookFile, ...] = (
     HookFile(
         hook="tool_execute_before",
@@ -89,20 +90,19 @@ HOOKS: tuple[HookFile, ...] = (
         filename="_80_waygraph_guidance.py",
         class_name="WaygraphGuidance",
         function="inject_guidance",
-        purpose="match the user's message to a plan and put guidance in the prompt extras.",
+        purpose=(
+            "count each iteration as a turn and put the plan's guidance in the prompt extras."
+        ),
     ),
-)
-
-#: Installed with ``--compat``: the single-file HTN plan selector's place and
-#: side effects, for setups whose other extensions expect them.
-COMPAT_HOOK = HookFile(
-    hook="before_main_llm_call",
-    filename="_15_htn_plan_selector.py",
-    class_name="HTNPlanSelector",
-    function="htn_compat",
-    purpose=(
-        "the HTN plan selector's behaviour (htn_active_plan extras, agent._htn_state, "
-        "agent._org_pace_level, [HTN] log lines)."
+    HookFile(
+        hook="before_main_llm_call",
+        filename="_15_waygraph_plan_selector.py",
+        class_name="WaygraphPlanSelector",
+        function="select_plan",
+        purpose=(
+            "start plans after the belief-state tracker and the org dispatcher (the HTN "
+            "plan selector's place) and mirror the run on agent._htn_state."
+        ),
     ),
 )
 
