@@ -440,24 +440,20 @@ def uninstall(root: str | os.PathLike[str]) -> UninstallReport:
         return report
     files: dict[str, dict[str, Any]] = manifest.get("files", {})
     with Transaction(base) as tx:
+        backups: list[tuple[str, str]] = []
         for rel, info in files.items():
             if (base / rel).exists():
                 tx.discard(rel)
                 report.removed.append(rel)
-            backup = info.get("backup")
-            if backup:
-                if not (base / backup).exists():
-                    raise ConfigError(
-                        f"{base / backup}: the backup of {rel} is missing; restore it by hand "
-                        f"or delete {MANIFEST_PATH} to forget the install"
-                    )
-                tx.move(backup, rel)
-                report.restored.append(rel)
-        for rel, backup in manifest.get("disabled", {}).items():
+            if info.get("backup"):
+                backups.append((rel, info["backup"]))
+        # Files install replaced, then plan selectors it disabled.
+        backups += manifest.get("disabled", {}).items()
+        for rel, backup in backups:
             if not (base / backup).exists():
                 raise ConfigError(
-                    f"{base / backup}: the backup of the plan selector {rel} is missing; "
-                    f"restore it by hand or delete {MANIFEST_PATH} to forget the install"
+                    f"{base / backup}: the backup of {rel} is missing; restore it by hand "
+                    f"or delete {MANIFEST_PATH} to forget the install"
                 )
             tx.move(backup, rel)
             report.restored.append(rel)
