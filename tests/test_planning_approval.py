@@ -113,6 +113,8 @@ def test_on_plan_generated_returning_nothing_keeps_the_plan():
     (False, "plan rejected by on_plan_approved"),
     (PlanRejectedError("too risky"), "too risky"),
     (KeyError("boom"), "plan not run: on_plan_approved raised KeyError('boom')"),
+    (None, "plan not run: on_plan_approved returned None, not True, False or a plan"),
+    ("yes", "plan not run: on_plan_approved returned 'yes', not True, False or a plan"),
 ])  # fmt: skip
 def test_on_plan_approved_may_reject_and_nothing_runs(verdict, reason):
     book = Notebook()

@@ -45,8 +45,10 @@ class PlanningAgent:
     ``tools`` are functions or :class:`Tool` objects; ``side_effect_tools``
     names tools whose identical calls must all run.
 
-    Callbacks are called with keyword arguments only, may be sync or async,
-    and should accept ``**future_kwargs``:
+    Callbacks may be sync or async. Each gets the arguments its signature
+    asks for: the Planning pattern document's positional ones (written as the
+    document writes them, ``on_step_complete(self, step, result)``, they
+    work unchanged) and, by name or through ``**kwargs``, the others below:
 
     - ``on_plan_generated(plan, goal)``: may return a modified plan (it is
       validated again);
@@ -148,7 +150,9 @@ class PlanningAgent:
         self._plan = plan
         if self.hooks.on_plan_generated is not None:
             try:
-                changed = await call_hook(self.hooks.on_plan_generated, plan=plan, goal=goal)
+                changed = await call_hook(
+                    self.hooks.on_plan_generated, "on_plan_generated", plan=plan, goal=goal
+                )
             except Exception as exc:
                 log.exception("on_plan_generated failed")
                 raise PlanRejectedError(f"plan not run: on_plan_generated raised {exc!r}") from exc
@@ -260,7 +264,7 @@ class PlanningAgent:
         if hook is None:
             return plan
         try:
-            verdict = await call_hook(hook, plan=plan, goal=goal)
+            verdict = await call_hook(hook, "on_plan_approved", plan=plan, goal=goal)
         except PlanRejectedError as exc:
             return str(exc)
         except Exception as exc:
@@ -268,7 +272,12 @@ class PlanningAgent:
             return f"plan not run: on_plan_approved raised {exc!r}"
         if verdict is False:
             return "plan rejected by on_plan_approved"
-        return verdict if isinstance(verdict, Plan) else plan
+        if isinstance(verdict, Plan):
+            return verdict
+        if verdict is not True:
+            # Fail closed: a callback that forgot to answer has not approved anything.
+            return f"plan not run: on_plan_approved returned {verdict!r}, not True, False or a plan"
+        return plan
 
     async def _execute(
         self, plan: Plan, goal: str, meter: Meter, clock: float

@@ -712,6 +712,7 @@ class PlanRun:
         try:
             decision = await call_hook(
                 hook,
+                "on_revision_needed",
                 trigger=request.trigger,
                 reason=request.reason,
                 step_id=request.step_id,

@@ -10,6 +10,7 @@ keeps one ``PlanningAgent`` per pattern it is driven with.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from waygraph.planning._tools import Tool
 if TYPE_CHECKING:
     from waygraph.planning._pattern import PlanningPattern
 
-__all__ = ["CALLBACK_NAMES", "Agent", "PlanningCallbacks"]
+__all__ = ["CALLBACK_NAMES", "Agent", "PlanningCallbacks", "model_from_environment"]
 
 #: The callbacks a :class:`PlanningCallbacks` may carry, in the order they fire.
 CALLBACK_NAMES = (
@@ -114,11 +115,40 @@ def _callbacks_keywords(callbacks: Any) -> dict[str, Callable[..., Any] | None]:
     return found
 
 
+def model_from_environment() -> LLM:
+    """An :class:`OpenAILLM` for ``$OPENAI_MODEL`` at ``$OPENAI_BASE_URL``.
+
+    The key is ``$OPENAI_API_KEY`` (local servers need none). Raises
+    :class:`ConfigError` saying what to set when there is no model.
+
+    Example:
+        >>> import os
+        >>> os.environ.update(OPENAI_MODEL="qwen2.5", OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+        >>> model_from_environment().model
+        'qwen2.5'
+        >>> for name in ("OPENAI_MODEL", "OPENAI_BASE_URL"):
+        ...     del os.environ[name]
+    """
+    from waygraph.planning._llm import OpenAILLM
+
+    model = os.environ.get("OPENAI_MODEL")
+    base_url = os.environ.get("OPENAI_BASE_URL")
+    key = os.environ.get("OPENAI_API_KEY")
+    if not model or not (base_url or key):
+        raise ConfigError(
+            "Agent needs a model: pass llm=OpenAILLM(model, base_url=...), or set "
+            "OPENAI_MODEL and OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI itself)"
+        )
+    return OpenAILLM(model, base_url=base_url, api_key=key or "not-needed")
+
+
 class Agent:
     """An agent that plans with ``pattern``: ``await agent.run(query)``.
 
     ``llm`` executes (tools reach it through their ``StepContext``) and, unless
-    ``planning_model`` is given, also plans. ``system_prompt`` is the agent's
+    ``planning_model`` is given, also plans; without it (as the Planning
+    pattern document's examples write ``Agent(...)``), the model comes from
+    the environment (:func:`model_from_environment`). ``system_prompt`` is the agent's
     standing instructions: the planning model reads them before waygraph's own
     planning instructions in every plan request (generation, repair,
     revision, decomposition). ``callbacks`` is a :class:`PlanningCallbacks`.
@@ -153,9 +183,7 @@ class Agent:
         from waygraph.planning._pattern import PlanningPattern
 
         if llm is None:
-            raise ConfigError(
-                "Agent needs a model: Agent(..., llm=OpenAILLM(base_url=..., model=...))"
-            )
+            llm = model_from_environment()
         if pattern is not None and not isinstance(pattern, PlanningPattern):
             raise ConfigError(f"pattern must be a PlanningPattern, not {type(pattern).__name__}")
         if system_prompt is not None and not isinstance(system_prompt, str):

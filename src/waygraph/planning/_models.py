@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -349,16 +349,34 @@ class RevisionDecision(_Frozen):
     """What ``on_revision_needed`` (or a person) decided.
 
     ``plan``, when given, replaces every step that has not completed (like
-    ``replan_remaining`` without asking the model).
+    ``replan_remaining`` without asking the model). The Planning pattern
+    document's members are ready-made decisions: ``RevisionDecision.REPLAN``
+    (replan the remaining steps), and one per strategy
+    (``REPLAN_REMAINING``, ``INSERT_RECOVERY``, ``SKIP_AND_CONTINUE``,
+    ``ABORT``, ``ASK_USER``).
 
     Example:
         >>> RevisionDecision(strategy="skip_and_continue").strategy
         <RevisionStrategy.SKIP_AND_CONTINUE: 'skip_and_continue'>
+        >>> RevisionDecision.REPLAN.strategy
+        <RevisionStrategy.REPLAN_REMAINING: 'replan_remaining'>
     """
 
     strategy: RevisionStrategy
     plan: Plan | None = None
     reason: str = ""
+
+    REPLAN: ClassVar[RevisionDecision]
+    REPLAN_REMAINING: ClassVar[RevisionDecision]
+    INSERT_RECOVERY: ClassVar[RevisionDecision]
+    SKIP_AND_CONTINUE: ClassVar[RevisionDecision]
+    ABORT: ClassVar[RevisionDecision]
+    ASK_USER: ClassVar[RevisionDecision]
+
+
+for _strategy in RevisionStrategy:
+    setattr(RevisionDecision, _strategy.name, RevisionDecision(strategy=_strategy))
+RevisionDecision.REPLAN = RevisionDecision.REPLAN_REMAINING
 
 
 class PlanExecutionState(_Frozen):
@@ -376,6 +394,33 @@ class PlanExecutionState(_Frozen):
     started_at: datetime = Field(default_factory=_now)
     finished_at: datetime | None = None
     stop_reason: str | None = None
+
+    # The Planning pattern document's names for the same data.
+
+    @property
+    def step_statuses(self) -> dict[str, StepStatus]:
+        """Every step's status (the document's name for :attr:`statuses`)."""
+        return self.statuses
+
+    @property
+    def step_results(self) -> dict[str, StepResult]:
+        """Every finished step's result (the document's name for :attr:`results`)."""
+        return self.results
+
+    @property
+    def current_step(self) -> str | None:
+        """The step running now (the first of :attr:`running` in parallel runs), or None."""
+        return self.running[0] if self.running else None
+
+    @property
+    def revision_history(self) -> list[PlanRevision]:
+        """The revisions considered so far (the document's name for :attr:`revisions`)."""
+        return list(self.revisions)
+
+    @property
+    def completed_at(self) -> datetime | None:
+        """When the run ended (the document's name for :attr:`finished_at`)."""
+        return self.finished_at
 
     def with_status(self, status: StepStatus) -> list[str]:
         """Ids of the steps with ``status``, in plan order."""

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from waygraph import callbacks
 from waygraph.planning._models import TokenUsage
 
 __all__ = ["Hook", "Hooks", "Meter"]
 
 log = logging.getLogger("waygraph.planning")
 
-#: A callback: called with keyword arguments only (accept ``**future_kwargs``),
-#: sync or async.
+#: A callback, sync or async: called with the arguments its signature names
+#: (see :func:`call_hook`).
 Hook = Callable[..., Any]
 
 
@@ -44,12 +44,25 @@ class Meter:
         return self if self.parent is None else self.parent.root
 
 
-async def call_hook(hook: Hook, **kwargs: Any) -> Any:
-    """Call ``hook`` with keyword arguments and await its result when it is awaitable."""
-    result = hook(**kwargs)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+#: Each callback's positional parameters, as the Planning pattern document writes them.
+POSITIONAL: dict[str, tuple[str, ...]] = {
+    "on_plan_generated": ("plan",),
+    "on_plan_approved": ("plan",),
+    "on_step_start": ("step",),
+    "on_step_complete": ("step", "result"),
+    "on_revision_needed": ("state", "reason"),
+    "on_plan_revised": ("revision",),
+}
+
+
+async def call_hook(hook: Hook, name: str, **values: Any) -> Any:
+    """Call the callback ``name`` as its signature asks (:mod:`waygraph.callbacks`).
+
+    The document's positional arguments reach a callback written as the
+    document shows it; the rest only reach callbacks that name them or
+    take ``**kwargs``.
+    """
+    return await callbacks.call(hook, POSITIONAL.get(name, ()), values)
 
 
 @dataclass
@@ -69,6 +82,6 @@ class Hooks:
         if hook is None:
             return
         try:
-            await call_hook(hook, **kwargs)
+            await call_hook(hook, name, **kwargs)
         except Exception:
             log.exception("%s callback failed; the run goes on", name)
