@@ -83,17 +83,28 @@ async def test_create_plan_validates_and_sends_problems_back() -> None:
     llm = ScriptedLLM(BROKEN, "```json\n" + states_json(SM) + "\n```")
     planner = Planner("p", bus=bus, store="memory://", llm=llm)
     goal = bus.envelope("research.goal", {"topic": "graphs"})
-    states = await planner.create_plan(goal, [research_worker(bus)], {"deadline": "today"})
-    assert states == validate_state_machine(SM).states
+    plan = await planner.create_plan(goal, [research_worker(bus)], {"deadline": "today"})
+    assert plan.state_machine == validate_state_machine(SM).states
+    assert (plan.status, plan.started, plan.goal_data) == ("running", False, {"topic": "graphs"})
+    assert (await PlanContext.restore(plan.plan_id, planner.context)).plan_id == plan.plan_id
     first, second = llm.calls
     assert "web.search.requested" in first[1]["content"]
     assert '"topic": "graphs"' in first[1]["content"] and "deadline" in first[1]["content"]
     problem = second[-1]["content"]
     assert "unknown target state 'finished'" in problem and "searching" in problem
     assert llm.schemas[0] == state_machine_schema()
+    # Code that passed create_plan's result on, as before, gets the same plan.
+    again = await PlanContext.create_from_goal(goal, state_machine=plan, context=planner.context)
+    assert again.plan_id == plan.plan_id
+    # A goal delivered twice is planned once.
+    assert (await planner.create_plan(goal, [research_worker(bus)])).plan_id == plan.plan_id
+    assert len(llm.calls) == 2
     # The plan it made runs like a hand-written one.
-    plan = await PlanContext.create_from_goal(goal, state_machine=states, context=planner.context)
-    assert plan.machine.start == "start"
+    assert await plan.execute_next()
+    assert (plan.current_state, plan.awaiting["event_type"]) == (
+        "searching",
+        "web.search.requested",
+    )
 
 
 @async_test()
@@ -123,13 +134,15 @@ async def test_create_plan_over_a_real_chat_completions_server() -> None:
     with ScriptedChatServer([states_json(SM)]) as server:
         llm = OpenAILLM("scripted", base_url=server.base_url, api_key="test")
         planner = Planner("p", bus=InProcessBus(), store="memory://", llm=llm)
-        states = await planner.create_plan("research graphs", ["researcher"])
-        assert list(states) == list(SM)
+        plan = await planner.create_plan("research graphs", ["researcher"])
+        assert list(plan.state_machine) == list(SM)
+        assert (plan.goal_event, plan.goal_data) == ("p.goal", {"goal": "research graphs"})
+        assert plan.correlation_id
         assert server.requests[0]["messages"][0]["role"] == "system"
 
 
 @async_test()
-async def test_reason_next_action_picks_from_the_options() -> None:
+async def test_choose_action_picks_from_the_options() -> None:
     bus = InProcessBus()
     llm = ScriptedLLM(
         '{"event_type": "web.delete.requested"}',
@@ -140,27 +153,52 @@ async def test_reason_next_action_picks_from_the_options() -> None:
     goal = bus.envelope("research.goal", {"topic": "graphs"})
     plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=planner.context)
     plan.results["searching"] = {"count": 3}
-    action = await planner.reason_next_action(plan, hint="Prefer finishing.")
+    action = await planner.choose_action(plan, hint="Prefer finishing.")
     assert action == StateAction(
         event_type="analysis.requested", response_event=None, data={"depth": 2}
     )
     assert "not one of" in llm.calls[1][-1]["content"]
     assert "Prefer finishing." in llm.calls[0][1]["content"]
     assert '"count": 3' in llm.calls[0][1]["content"]
-    kept = await planner.reason_next_action(plan)
+    kept = await planner.choose_action(plan)
     # Without data the option's own data is kept (templates included).
     assert kept.data == {"query": "{goal_data.topic}"}
 
 
 @async_test()
-async def test_reason_next_action_fails_after_repeated_bad_choices() -> None:
+async def test_choose_action_fails_after_repeated_bad_choices() -> None:
     bus = InProcessBus()
     llm = ScriptedLLM('{"event_type": "x"}', '{"event_type": "web.search.requested", "data": []}')
     planner = Planner("p", bus=bus, store="memory://", llm=llm)
     goal = bus.envelope("research.goal", {"topic": "graphs"})
     plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=planner.context)
     with pytest.raises(InvalidPlanError, match="data must be a JSON object"):
-        await planner.reason_next_action(plan, ["web.search.requested"])
+        await planner.choose_action(plan, ["web.search.requested"])
+
+
+@async_test()
+async def test_reason_next_action_returns_an_event_type_or_none_when_done() -> None:
+    bus = InProcessBus()
+    llm = ScriptedLLM(
+        '{"event_type": "analysis.requested", "reason": "enough hits"}',
+        '{"event_type": null, "reason": "the goal is reached"}',
+    )
+    planner = Planner("p", bus=bus, store="memory://", llm=llm)
+    goal = bus.envelope("research.goal", {"topic": "graphs"})
+    plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=planner.context)
+    event = bus.envelope("web.search.completed", {"count": 3})
+    assert await planner.reason_next_action(plan, event, planner.context) == "analysis.requested"
+    asked = llm.calls[0][1]["content"]
+    assert "web.search.completed" in asked and '"count": 3' in asked and "null" in asked
+    assert await planner.reason_next_action(plan, event, planner.context) is None
+    # dispatch takes the event type and sends the state's own action with it.
+    await plan.execute_next()
+    await plan.dispatch("analysis.requested")
+    assert plan.awaiting["event_type"] == "analysis.requested"
+    # A plan on a terminal state is complete: the model is not asked.
+    plan.current_state = "done"
+    assert await planner.reason_next_action(plan, event, planner.context) is None
+    assert len(llm.calls) == 2
 
 
 @async_test()

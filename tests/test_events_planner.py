@@ -313,7 +313,10 @@ async def test_finalize_publishes_on_the_explicit_response_event_once(stack: Sta
         assert answer.topic is Topic.ACTION_RESULTS
         assert answer.data["status"] == "completed"
         plan = await restore_settled(answer.data["plan_id"], r.planner.context)
-        assert answer.data["result"] == {"summary": plan.results} == plan.result
+        steps = {k: v for k, v in plan.results.items() if k != "final"}
+        assert answer.data["result"] == {"summary": steps} == plan.result
+        # Document 002: finalize keeps its result in results["final"] too.
+        assert plan.results["final"] == plan.result
         assert plan.status == "completed" and plan.outbox == []
         version = plan.version
         assert await plan.finalize({"again": True}) is False
@@ -445,6 +448,7 @@ async def test_a_plan_paused_mid_request_ignores_the_old_answer_and_asks_again(
         assert await plan.resume({"ok": True}) is True
         assert await plan.resume({"ok": True}) is False
         assert plan.status == "running" and plan.results["resume_input"] == {"ok": True}
+        assert plan.results["user_input"] == {"ok": True}  # document 002's name
         new_request = plan.awaiting["correlation_id"]
         assert new_request != "req-old" and new_request in plan.correlation_ids
         assert plan.accepts(late) is None  # still the old request's answer
@@ -454,7 +458,11 @@ async def test_a_plan_paused_mid_request_ignores_the_old_answer_and_asks_again(
         assert plan.current_state == "analyzing"
         await eventually(lambda: len(requests) == 1, timeout=10, what="the analysis request")
         assert requests[0].data == {
-            "found": {"searching": {"count": 1}, "resume_input": {"ok": True}}
+            "found": {
+                "searching": {"count": 1},
+                "user_input": {"ok": True},
+                "resume_input": {"ok": True},
+            }
         }
     finally:
         await planner.close()

@@ -208,6 +208,7 @@ def test_the_public_names() -> None:
     expected = {
         "Bus",
         "Envelope",
+        "GoalContext",
         "Handler",
         "InProcessBus",
         "NatsBus",
@@ -221,8 +222,10 @@ def test_the_public_names() -> None:
         "Task",
         "Topic",
         "Transition",
+        "TransitionContext",
         "Worker",
         "WorkerContext",
+        "current_planner_context",
         "open_bus",
         "to_plan",
         "validate_state_machine",

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from waygraph.errors import ConfigError
 from waygraph.events.bus import Bus, Handler, Subscription
-from waygraph.events.context import PlanContext, PlannerContext
+from waygraph.events.context import PlanContext, PlannerContext, current_planner_context
 from waygraph.events.envelope import Envelope, Topic
+from waygraph.events.goals import GoalContext, Transition, TransitionContext
 from waygraph.events.inprocess import InProcessBus
-from waygraph.events.planner import Planner, Transition
+from waygraph.events.planner import Planner
 from waygraph.events.statemachine import (
     StateAction,
     StateConfig,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Bus",
     "Envelope",
+    "GoalContext",
     "Handler",
     "InProcessBus",
     "NatsBus",
@@ -53,8 +55,10 @@ __all__ = [
     "Task",
     "Topic",
     "Transition",
+    "TransitionContext",
     "Worker",
     "WorkerContext",
+    "current_planner_context",
     "open_bus",
     "to_plan",
     "validate_state_machine",

@@ -33,6 +33,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import copy
 import logging
 import time
 import uuid
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
     from waygraph.events.bus import Bus
     from waygraph.events.planner import Planner
 
-__all__ = ["KIND", "PlanContext", "PlanStatus", "PlannerContext"]
+__all__ = ["KIND", "PlanContext", "PlanStatus", "PlannerContext", "current_planner_context"]
 
 log = logging.getLogger("waygraph.events")
 
@@ -138,6 +140,28 @@ class PlannerContext:
         if isinstance(self.store, MemoryStore | SQLiteStore):
             return fn(*args, **kwargs)
         return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+#: The context of the planner whose handler is running (set by Planner around
+#: each handler), so code written as document 002 writes it can call
+#: ``PlanContext.restore_by_correlation(cid)`` without passing a context.
+_CURRENT: contextvars.ContextVar[PlannerContext | None] = contextvars.ContextVar(
+    "waygraph_planner_context", default=None
+)
+
+
+def current_planner_context() -> PlannerContext | None:
+    """The context of the planner whose handler is running now, else None."""
+    return _CURRENT.get()
+
+
+def _context_or_current(context: PlannerContext | None, what: str) -> PlannerContext:
+    context = context if context is not None else _CURRENT.get()
+    if context is None:
+        raise PlanStateError(
+            f"{what} needs context=planner.context when called outside a planner's handler"
+        )
+    return context
 
 
 class _Change:
@@ -238,13 +262,17 @@ class PlanContext(BaseModel):
         self._reload_from(record)
 
     @classmethod
-    async def restore(cls, plan_id: str, context: PlannerContext) -> PlanContext:
+    async def restore(cls, plan_id: str, context: PlannerContext | None = None) -> PlanContext:
         """The stored plan ``plan_id``; PlanContextNotFoundError when there is none.
+
+        ``context`` may be left out inside a planner's handler (the running
+        planner's is used).
 
         Example::
 
             plan = await PlanContext.restore(answer.data["plan_id"], planner.context)
         """
+        context = _context_or_current(context, "PlanContext.restore")
         record = await context.call(context.store.get, plan_id)
         if record is None or record.kind != KIND:
             raise PlanContextNotFoundError(
@@ -255,14 +283,18 @@ class PlanContext(BaseModel):
 
     @classmethod
     async def restore_by_correlation(
-        cls, correlation_id: str, context: PlannerContext
+        cls, correlation_id: str | None, context: PlannerContext | None = None
     ) -> PlanContext | None:
         """The plan whose goal or one of whose requests had ``correlation_id``, or None.
+
+        ``context`` may be left out inside a planner's handler, as document
+        002's approval example does.
 
         When several plans know the id (a parent's request id is its child's
         goal id), the plan whose goal carried it wins, then plans of
         ``context``'s planner, then the most recently updated.
         """
+        context = _context_or_current(context, "PlanContext.restore_by_correlation")
         if not correlation_id or correlation_id.startswith("waygraph:"):
             return None
         records = await context.by_correlation(correlation_id)
@@ -310,7 +342,7 @@ class PlanContext(BaseModel):
         cls,
         goal: Envelope,
         *,
-        state_machine: Mapping[str, StateConfig | Mapping[str, Any]],
+        state_machine: Mapping[str, StateConfig | Mapping[str, Any]] | PlanContext,
         context: PlannerContext,
         plan_id: str | None = None,
         parent_plan_id: str | None = None,
@@ -324,7 +356,11 @@ class PlanContext(BaseModel):
         delivered twice finds the plan the first delivery made instead of
         making a second one. ``parent_plan_id`` defaults to the goal's
         ``planid`` attribute (a request sent by a parent plan carries it).
+        ``state_machine`` may be a plan (what :meth:`Planner.create_plan`
+        returns): its states are used.
         """
+        if isinstance(state_machine, PlanContext):
+            state_machine = state_machine.state_machine
         machine = validate_state_machine(state_machine, name=plan_id or goal.type)
         plan_id = plan_id or plan_id_for(goal)
         now = time.time()
@@ -572,9 +608,16 @@ class PlanContext(BaseModel):
             self.processed_event_ids.append(event_id)
             del self.processed_event_ids[:-MAX_PROCESSED_IDS]
 
-    async def dispatch(self, action: StateAction) -> None:
+    async def dispatch(self, action: StateAction | str) -> None:
         """Send ``action`` as the current state's request (dynamic plans, see
-        :meth:`Planner.reason_next_action`); the plan waits for its answer."""
+        :meth:`Planner.reason_next_action`); the plan waits for its answer.
+
+        An event type (what ``reason_next_action`` returns) sends the action
+        of the plan's state that has it (its data and response event), else
+        a bare request of that type.
+        """
+        if isinstance(action, str):
+            action = self._action_for(action)
         if self.status != "running":
             raise PlanStateError(f"plan {self.plan_id!r} is {self.status}; it sends no requests")
 
@@ -584,6 +627,16 @@ class PlanContext(BaseModel):
 
         await self._advance(apply)
 
+    def _action_for(self, event_type: str) -> StateAction:
+        if self.state_machine.get(self.current_state) is not None:
+            own = self.state_machine[self.current_state].action
+            if own is not None and own.event_type == event_type:
+                return own
+        for config in self.state_machine.values():
+            if config.action is not None and config.action.event_type == event_type:
+                return config.action
+        return StateAction(event_type=event_type)
+
     async def finalize(
         self, result: Any = None, *, status: Literal["completed", "failed"] | None = None
     ) -> bool:
@@ -591,7 +644,8 @@ class PlanContext(BaseModel):
 
         Stores the plan as ``completed`` (``failed`` when it stands on a
         terminal state named ``failed``, or when ``status`` says so) with
-        ``result``, and in the same commit puts in the outbox: the response
+        ``result`` (also kept as ``results["final"]``, as document 002
+        has it), and in the same commit puts in the outbox: the response
         on the goal's ``response_event`` (default ``<goal type>.completed``)
         and ``response_topic`` (default ``action-results``) with the goal's
         correlation id, or the parent plan's when the goal had none, data
@@ -626,6 +680,9 @@ class PlanContext(BaseModel):
         """Mark the plan finished and put the goal's answer and ``plan.<status>`` in the outbox."""
         final = status or ("failed" if self.current_state == "failed" else "completed")
         self.status = final
+        # A copy: a result built from self.results must not come to contain itself.
+        result = copy.deepcopy(result)
+        self.results["final"] = result
         self.result = result
         self.awaiting = None
         goal_id = self.goal.get("id")
@@ -658,7 +715,7 @@ class PlanContext(BaseModel):
         self._send(done, Topic.PLAN_EVENTS, change)
         change.events.append({"type": f"plan_{final}", "state": self.current_state})
 
-    async def pause(self, reason: str) -> bool:
+    async def pause(self, reason: str = "user_input_required") -> bool:
         """Pause a running plan until :meth:`resume`; True when it was running.
 
         A paused plan takes no events: an answer to its outstanding request
@@ -695,10 +752,11 @@ class PlanContext(BaseModel):
     async def resume(self, input: Any = None, *, event: Envelope | None = None) -> bool:
         """Resume a paused plan; True when it was paused (so a repeated approval is a no-op).
 
-        ``input`` is kept as ``results["resume_input"]`` (conditions and
-        templates see it). The current state's action is sent again, with a
-        new correlation id, so an answer to the request sent before the pause
-        is ignored; a state without an action follows its ``default_next``.
+        ``input`` is kept as ``results["user_input"]`` (document 002's name)
+        and ``results["resume_input"]`` (conditions and templates see both).
+        The current state's action is sent again, with a new correlation id,
+        so an answer to the request sent before the pause is ignored; a state
+        without an action follows its ``default_next``.
         ``event``, when given, is recorded as processed.
         """
 
@@ -711,6 +769,7 @@ class PlanContext(BaseModel):
                 plan._remember(event.id)
             plan.status = "running"
             plan.pause_reason = None
+            plan.results["user_input"] = input
             plan.results["resume_input"] = input
             change.events.append({"type": "plan_resumed", "state": plan.current_state})
             config = plan.machine[plan.current_state]

@@ -188,6 +188,10 @@ _ACTION_SCHEMA: dict[str, Any] = {
     },
     "required": ["event_type"],
 }
+_DONE_SCHEMA: dict[str, Any] = {
+    **_ACTION_SCHEMA,
+    "properties": {**_ACTION_SCHEMA["properties"], "event_type": {"type": ["string", "null"]}},
+}
 
 
 async def choose_next_action(
@@ -197,8 +201,14 @@ async def choose_next_action(
     *,
     hint: str | None = None,
     repair_attempts: int = 1,
-) -> StateAction:
-    """The model's choice of the next request (see :meth:`Planner.reason_next_action`)."""
+    event: Envelope | None = None,
+    allow_done: bool = False,
+) -> StateAction | None:
+    """The model's choice of the next request (see :meth:`Planner.reason_next_action`).
+
+    With ``allow_done`` the model may answer ``{"event_type": null}``: the
+    goal is reached, and None is returned.
+    """
     choices: dict[str, StateAction] = {}
     if options is None:
         options = [c.action for c in plan.state_machine.values() if c.action is not None]
@@ -206,6 +216,8 @@ async def choose_next_action(
         action = option if isinstance(option, StateAction) else StateAction(event_type=option)
         choices.setdefault(action.event_type, action)
     if not choices:
+        if allow_done:
+            return None
         raise ValueError(f"plan {plan.plan_id!r}: there are no actions to choose from")
     shown_results = json.dumps(plan.results, default=str)
     if len(shown_results) > _MAX_SHOWN:
@@ -216,28 +228,38 @@ async def choose_next_action(
     )
     user = (
         f"Goal: {json.dumps(plan.goal_data, default=str)}\n"
-        f"Current state: {plan.current_state}\nResults so far: {shown_results}\n\n"
-        f"Choose the next request from:\n{listed}"
+        f"Current state: {plan.current_state}\nResults so far: {shown_results}\n"
     )
+    if event is not None:
+        shown_event = json.dumps({"type": event.type, "data": event.data}, default=str)
+        user += f"Event just received: {shown_event[:_MAX_SHOWN]}\n"
+    user += f"\nChoose the next request from:\n{listed}"
+    done = ""
+    if allow_done:
+        done = ' When the goal is reached and nothing more is needed, reply {"event_type": null}.'
+        user += '\n\nOr, if the goal is reached, reply {"event_type": null}.'
     if hint:
         user += f"\n\n{hint}"
     messages: list[dict[str, str]] = [
         {
             "role": "system",
             "content": "You pick the next request of a plan. Reply with one JSON object: "
-            '{"event_type": "<one of the listed types>", "data": {...}, "reason": "..."}',
+            '{"event_type": "<one of the listed types>", "data": {...}, "reason": "..."}.' + done,
         },
         {"role": "user", "content": user},
     ]
+    schema = _DONE_SCHEMA if allow_done else _ACTION_SCHEMA
     problem = ""
     attempts = 1 + max(0, repair_attempts)
     for _ in range(attempts):
-        reply = await llm.complete(messages, json_schema=_ACTION_SCHEMA, schema_name="next_action")
+        reply = await llm.complete(messages, json_schema=schema, schema_name="next_action")
         try:
             data = extract_json(reply.text)
         except PlanParseError as exc:
             data, problem = None, str(exc)
         if isinstance(data, dict):
+            if allow_done and "event_type" in data and data["event_type"] is None:
+                return None
             chosen = choices.get(str(data.get("event_type")))
             payload = data.get("data")
             if chosen is not None and (payload is None or isinstance(payload, dict)):

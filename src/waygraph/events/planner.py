@@ -1,22 +1,29 @@
 """Planner: receives goals, routes events to plans by correlation id, starts dependent plans.
 
-Handlers are registered with decorators and take ``(event, context)``:
+Handlers are registered with decorators and take ``(event, context)`` as
+document 002 writes them (a handler may also take fewer arguments, or name
+``planner=``; see :mod:`waygraph.callbacks`):
 
 - ``@planner.on_goal("research.goal")``: a goal arrived (on ``action-requests``);
-  the handler usually creates a :class:`~waygraph.events.PlanContext` and calls
-  ``execute_next()``. A goal delivered again after its plan started is not
-  passed on.
+  the handler gets a :class:`~waygraph.events.GoalContext` (the goal
+  envelope) and usually creates a :class:`~waygraph.events.PlanContext` and
+  calls ``execute_next()``. A goal delivered again after its plan started
+  is not passed on.
 - ``@planner.on_transition()``: an event on ``action-requests`` or
   ``action-results`` whose correlation id belongs to one of this planner's
   plans and that the plan accepts (``plan.accepts(event)``: running, not a
   duplicate, answering the request it waits for, and some transition takes
-  it). The handler gets a :class:`Transition` (``.event``, ``.plan``,
-  ``.next_state``). A plan's own requests and responses, the goal event, and
-  events no transition accepts never arrive here. Without an
-  ``on_transition`` handler the planner advances plans itself
-  (``execute_next``, then ``finalize`` with the results on a terminal state).
+  it). The handler gets a :class:`~waygraph.events.TransitionContext`
+  (``.event``, ``.plan``, ``.next_state``). A plan's own requests and
+  responses, the goal event, and events no transition accepts never arrive
+  here. Without an ``on_transition`` handler the planner advances plans
+  itself (``execute_next``, then ``finalize`` with the results on a
+  terminal state).
 - ``@planner.on_event(topic, event_type)``: anything else, for example an
   approval that resumes a paused plan.
+
+While a handler runs, ``PlanContext.restore(...)`` and
+``restore_by_correlation(...)`` need no ``context``.
 
 Example:
     >>> import asyncio
@@ -30,48 +37,42 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from waygraph import callbacks
 from waygraph.errors import Conflict
 from waygraph.events.context import (
+    _CURRENT,
     MAX_CONFLICT_RETRIES,
     PlanContext,
     PlannerContext,
     PlanStatus,
     plan_id_for,
 )
-from waygraph.events.envelope import Envelope, Topic
-from waygraph.events.statemachine import StateAction, StateConfig
+from waygraph.events.envelope import Envelope, Topic, new_event_id
+from waygraph.events.goals import GoalContext, Transition, TransitionContext
+from waygraph.events.statemachine import StateAction
 from waygraph.store import open_store
 
 if TYPE_CHECKING:
     from waygraph.events.bus import Bus, Subscription
     from waygraph.planning import LLM
 
-__all__ = ["Planner", "Transition", "default_plan_store_url"]
+__all__ = ["Planner", "Transition", "TransitionContext", "default_plan_store_url"]
 
 log = logging.getLogger("waygraph.events")
 
-GoalHandler = Callable[[Envelope, PlannerContext], Awaitable[Any]]
+GoalHandler = Callable[[GoalContext, PlannerContext], Awaitable[Any]]
 EventHandler = Callable[[Envelope, PlannerContext], Awaitable[Any]]
-TransitionHandler = Callable[["Transition", PlannerContext], Awaitable[Any]]
+TransitionHandler = Callable[[TransitionContext, PlannerContext], Awaitable[Any]]
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 #: Seconds between the planner's recovery rounds (see Planner.recover).
 RECOVERY_INTERVAL = 30.0
-
-
-@dataclass(frozen=True)
-class Transition:
-    """An event a plan accepts: ``event`` moves ``plan`` to ``next_state``."""
-
-    event: Envelope
-    plan: PlanContext
-    next_state: str
 
 
 def default_plan_store_url() -> str:
@@ -85,7 +86,8 @@ def default_plan_store_url() -> str:
 
 
 def _default_result(plan: PlanContext) -> dict[str, Any]:
-    return {"state": plan.current_state, "results": plan.results}
+    # A copy taken before finalize adds results["final"], so the answer holds no copy of itself.
+    return {"state": plan.current_state, "results": dict(plan.results)}
 
 
 def _group(*parts: str) -> str:
@@ -324,9 +326,11 @@ class Planner:
             task = asyncio.current_task()
             if task is not None:
                 self._inflight.add(task)
+            token = _CURRENT.set(self.context)
             try:
                 await handler(event)
             finally:
+                _CURRENT.reset(token)
                 if task is not None:
                     self._inflight.discard(task)
 
@@ -341,14 +345,17 @@ class Planner:
             ):
                 log.debug("goal %s delivered again; its plan already started", goal.id)
                 return
-            await handler(goal, self.context)
+            context = self.context
+            values = {"goal": GoalContext.from_event(goal), "context": context, "planner": self}
+            await callbacks.call(handler, ("goal", "context"), values)
 
         return on_goal
 
     def _event_handler(self, handler: EventHandler) -> Callable[[Envelope], Awaitable[None]]:
         @self._tracked
         async def on_event(event: Envelope) -> None:
-            await handler(event, self.context)
+            values = {"event": event, "context": self.context, "planner": self}
+            await callbacks.call(handler, ("event", "context"), values)
 
         return on_event
 
@@ -367,13 +374,14 @@ class Planner:
                     continue  # the plan's own request or response
                 next_state = plan.accepts(event)
                 if next_state is not None:
-                    transition = Transition(event, plan, next_state)
+                    transition = TransitionContext(event, plan, next_state)
                     break
             if transition is None:
                 return
             try:
                 if self._transition is not None:
-                    await self._transition(transition, self.context)
+                    values = {"transition": transition, "context": self.context, "planner": self}
+                    await callbacks.call(self._transition, ("transition", "context"), values)
                 else:
                     await self.advance(transition)
                 return
@@ -385,11 +393,11 @@ class Planner:
                 )
 
     @staticmethod
-    async def advance(transition: Transition) -> None:
+    async def advance(transition: TransitionContext) -> None:
         """The default ``on_transition``: take the event; on a terminal state answer the goal.
 
         Both in one commit. The result is ``{"state": <terminal state>,
-        "results": plan.results}``.
+        "results": plan.results}`` (also kept as ``results["final"]``).
         """
         await transition.plan.execute_next(transition.event, finalize=_default_result)
 
@@ -407,33 +415,111 @@ class Planner:
         self,
         goal: Envelope | str | Mapping[str, Any],
         agents: Sequence[Any] = (),
-        context: str | Mapping[str, Any] | None = None,
+        context: PlannerContext | str | Mapping[str, Any] | None = None,
         *,
         repair_attempts: int = 2,
-    ) -> dict[str, StateConfig]:
-        """Ask the planning model for a state machine for ``goal``; validated before use.
+        plan_id: str | None = None,
+        parent_plan_id: str | None = None,
+    ) -> PlanContext:
+        """Ask the planning model for a state machine for ``goal`` and store it as a new plan.
 
+        Document 002's ``create_plan(goal, agents, context) -> PlanContext``.
+        ``goal``: the :class:`~waygraph.events.GoalContext` an ``on_goal``
+        handler got (or any goal envelope); text or a dict makes a goal
+        event ``<planner name>.goal`` with a new correlation id.
         ``agents`` describes who can do work: :class:`~waygraph.events.Worker`
         objects, or dicts with ``name``, ``description`` and ``tasks`` (the
-        request event types they answer). A reply that is not a valid state
-        machine, or whose actions ask for work no agent offers, is sent back
-        to the model with the problems, up to ``repair_attempts`` times; then
-        :class:`~waygraph.planning.InvalidPlanError` is raised.
+        request event types they answer). ``context``: the handler's
+        context, as the document passes it, or notes for the model (text
+        or a dict).
+
+        The reply is validated like a hand-written machine, and every action
+        must ask for work an agent offers; problems go back to the model up
+        to ``repair_attempts`` times, then
+        :class:`~waygraph.planning.InvalidPlanError` is raised and nothing
+        is stored. The plan is stored ``running`` and not started:
+        ``await plan.execute_next()`` sends its first request. A goal
+        delivered again gets the plan its first delivery made, without
+        asking the model twice.
+
+        Example::
+
+            @planner.on_goal("research.goal")
+            async def start(goal, context):
+                plan = await planner.create_plan(goal, [researcher], context)
+                await plan.execute_next()
         """
         from waygraph.events.modelplans import request_state_machine
 
-        return await request_state_machine(
-            self._model(), goal, agents, context, repair_attempts=repair_attempts, name=self.name
+        envelope = self._goal_envelope(goal)
+        plan_id = plan_id or plan_id_for(envelope)
+        existing = await self.context.call(self.store.get, plan_id)
+        if existing is not None:
+            return await PlanContext.restore(plan_id, self.context)
+        notes = None if isinstance(context, PlannerContext) else context
+        states = await request_state_machine(
+            self._model(), envelope, agents, notes, repair_attempts=repair_attempts, name=self.name
+        )
+        return await PlanContext.create_from_goal(
+            envelope,
+            state_machine=states,
+            context=self.context,
+            plan_id=plan_id,
+            parent_plan_id=parent_plan_id,
         )
 
+    def _goal_envelope(self, goal: Envelope | str | Mapping[str, Any]) -> Envelope:
+        if isinstance(goal, Envelope):
+            return goal
+        data = {"goal": goal} if isinstance(goal, str) else dict(goal)
+        return self.bus.envelope(f"{self.name}.goal", data, correlation_id=new_event_id())
+
     async def reason_next_action(
+        self,
+        plan: PlanContext,
+        event: Envelope | Sequence[str | StateAction] | None = None,
+        context: PlannerContext | str | Mapping[str, Any] | None = None,
+        *,
+        options: Sequence[str | StateAction] | None = None,
+        hint: str | None = None,
+    ) -> str | None:
+        """Ask the model for the next request of a dynamic plan: an event type, or None when done.
+
+        Document 002's ``reason_next_action(plan, event, context)``: returns
+        the event type to publish (send it with ``await plan.dispatch(...)``,
+        which uses the action of the plan's state that has it), or None when
+        the plan is complete (on a terminal state or finished, without asking
+        the model; or when the model says the goal is reached). ``event``: the
+        event that just arrived, shown to the model. ``options``: the event
+        types (or :class:`StateAction` objects) it may choose from; by
+        default the actions of the plan's states. A choice outside them is
+        sent back once, then :class:`~waygraph.planning.InvalidPlanError`.
+        :meth:`choose_action` returns the whole action, with the data the
+        model chose.
+        """
+        from waygraph.events.modelplans import choose_next_action
+
+        if isinstance(event, Sequence):  # the pre-document form: (plan, options)
+            event, options = None, event
+        if plan.is_complete():
+            return None
+        notes = None if isinstance(context, PlannerContext) else context
+        if notes:
+            extra = notes if isinstance(notes, str) else json.dumps(dict(notes), default=str)
+            hint = f"{hint}\n\nContext: {extra}" if hint else f"Context: {extra}"
+        action = await choose_next_action(
+            self._model(), plan, options, hint=hint, event=event, allow_done=True
+        )
+        return None if action is None else action.event_type
+
+    async def choose_action(
         self,
         plan: PlanContext,
         options: Sequence[str | StateAction] | None = None,
         *,
         hint: str | None = None,
     ) -> StateAction:
-        """Let the model pick the next request of a dynamic plan.
+        """Let the model pick the next request of a dynamic plan, with its data.
 
         ``options``: the event types (or ready :class:`StateAction` objects)
         the model may choose from; by default the actions of the plan's
@@ -443,7 +529,9 @@ class Planner:
         """
         from waygraph.events.modelplans import choose_next_action
 
-        return await choose_next_action(self._model(), plan, options, hint=hint)
+        action = await choose_next_action(self._model(), plan, options, hint=hint)
+        assert action is not None  # only allow_done=True may give None
+        return action
 
     def _model(self) -> LLM:
         if self.llm is None:
