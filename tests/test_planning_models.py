@@ -25,6 +25,7 @@ from waygraph.planning import (
 
 EXPORTS = {
     "DECOMPOSE", "LLM", "Agent", "PlanningCallbacks", "AgentBusyError", "ConsoleApproval",
+    "DryRunLayer", "DryRunReport",
     "ExecutionMode",
     "InvalidPlanError", "LLMError", "LLMResponse", "OpenAILLM", "Plan",
     "PlanExecutionResult", "PlanExecutionState", "PlanParseError", "PlanProblem",

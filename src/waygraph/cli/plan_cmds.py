@@ -7,6 +7,8 @@ names, optionally has a person approve the plan at the console
 (``--approve``), and shows the steps as they start and finish: a live table
 on a terminal, one line per event otherwise (so the output can be piped and
 tested). ``--json`` prints the :class:`~waygraph.planning.PlanExecutionResult`.
+``--dry-run`` plans and validates, then prints what would run instead of
+running it (:mod:`waygraph.cli.plan_dryrun`).
 
 Exit codes: 0 the plan succeeded; 1 it ran, or was refused or invalid, and
 did not succeed; 2 a usage or input error, including a model that cannot be
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
         PlanningAgent,
     )
 
+from waygraph.cli.plan_dryrun import run_dry
 from waygraph.cli.plan_tools import WORKSPACE_TOOLS, load_tools, workspace_context, workspace_tools
 from waygraph.cli.plan_view import LiveView, PlainView, as_text
 
@@ -273,10 +276,29 @@ def plan_command(
     timeout: Annotated[
         float, typer.Option("--timeout", min=0.001, help="Seconds to wait for one model reply.")
     ] = 120.0,
+    token_budget: Annotated[
+        int | None,
+        typer.Option(
+            "--token-budget",
+            min=1,
+            help="Tokens the whole call may use, planning included; the plan's estimate "
+            "must fit what is left (default: no budget).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Plan and validate, then show what would run (layers, parallel batches, "
+            "critical path, tokens) without running anything. Exit 0 when the plan is valid.",
+        ),
+    ] = False,
     as_json: Annotated[
         bool,
         typer.Option(
-            "--json", help="Print the execution result as JSON on stdout (progress on stderr)."
+            "--json",
+            help="Print the execution result (with --dry-run: the dry-run report) as JSON on "
+            "stdout (progress on stderr).",
         ),
     ] = False,
 ) -> None:
@@ -284,7 +306,8 @@ def plan_command(
 
     Exit code 0 when the plan succeeded, 1 when it did not (or was refused or
     invalid), 2 for usage or input errors (including a model that cannot be
-    reached), 130 when stopped with Ctrl-C.
+    reached), 130 when stopped with Ctrl-C. With --dry-run nothing runs: exit
+    code 0 when the plan is valid, 1 when it is not.
     """
     from waygraph.planning import (
         ConsoleApproval,
@@ -295,6 +318,11 @@ def plan_command(
         ToolDefinitionError,
     )
 
+    if dry_run and approve:
+        raise ConfigError(
+            "--approve and --dry-run exclude each other: a dry run runs nothing, "
+            "so there is nothing to approve"
+        )
     if not goal.strip():
         raise ConfigError('the goal is empty; say what to achieve: waygraph plan "GOAL" ...')
     if not llm or not model:
@@ -344,7 +372,30 @@ def plan_command(
         retry_failed_steps=retries,
         max_revisions=max_revisions,
         allow_revision=max_revisions > 0,
+        token_budget=token_budget,
+        dry_run=dry_run,
     )
+    side_effect_tools = [] if no_workspace_tools else ["shell", "write_file"]
+    context = None if no_workspace_tools else workspace_context(root)
+    planner_name = planning_model or model
+    if dry_run:
+        try:
+            dry_agent = PlanningAgent(
+                execution_llm,
+                tools=functions,
+                pattern=pattern,
+                planning_llm=planner_llm,
+                side_effect_tools=side_effect_tools,
+            )
+        except ToolDefinitionError as exc:
+            raise ConfigError(f"--tools: {exc}") from None
+        (err_console if as_json else console).print(
+            f"planning: asking {escape(planner_name)} at {escape(llm)} (dry run: nothing runs)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        hint = f"is {llm} an OpenAI-compatible server with model {planner_name}?"
+        raise typer.Exit(run_dry(dry_agent, goal, context, as_json=as_json, model_hint=hint))
 
     target = err_console if as_json else console
     view: PlainView | LiveView = LiveView(target) if target.is_terminal else PlainView(err=as_json)
@@ -376,7 +427,7 @@ def plan_command(
             tools=functions,
             pattern=pattern,
             planning_llm=planner_llm,
-            side_effect_tools=[] if no_workspace_tools else ["shell", "write_file"],
+            side_effect_tools=side_effect_tools,
             on_plan_generated=plan_generated,
             on_plan_approved=plan_approved if approval is not None else None,
             on_step_start=view.on_step_start,
@@ -387,8 +438,6 @@ def plan_command(
     except ToolDefinitionError as exc:
         raise ConfigError(f"--tools: {exc}") from None
 
-    context = None if no_workspace_tools else workspace_context(root)
-    planner_name = planning_model or model
     view.planning(f"asking {planner_name} at {llm}")
 
     def show(result: PlanExecutionResult, interrupted: bool) -> None:

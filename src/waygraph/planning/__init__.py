@@ -5,7 +5,8 @@ The second driver of the graph model (DESIGN.md, "Generated plans" and
 tools; waygraph validates the plan (sending problems back to the model),
 optionally has a person approve or edit it, then runs it as a DAG (independent
 steps in parallel), recovering with retries, fallbacks and plan revision.
-See docs/planning.md.
+A dry run (``PlanningPattern(dry_run=True)``, ``pattern.simulate``) shows what
+would run without running it. See docs/planning.md.
 
 Example:
     >>> from waygraph.planning import PlanningAgent, PlanningPattern, OpenAILLM
@@ -20,6 +21,7 @@ Example:
 
 from waygraph.planning._agent import PlanningAgent
 from waygraph.planning._approval import ConsoleApproval, render_plan
+from waygraph.planning._dryrun import DryRunLayer, DryRunReport
 from waygraph.planning._errors import (
     AgentBusyError,
     InvalidPlanError,
@@ -60,6 +62,8 @@ __all__ = [
     "Agent",
     "AgentBusyError",
     "ConsoleApproval",
+    "DryRunLayer",
+    "DryRunReport",
     "ExecutionMode",
     "InvalidPlanError",
     "LLMError",

@@ -10,6 +10,7 @@ from typing import Any
 
 from waygraph.errors import ConfigError
 from waygraph.planning._approval import ConsoleApproval
+from waygraph.planning._dryrun import dry_run_result, report_without_plan, simulate_plan
 from waygraph.planning._errors import (
     AgentBusyError,
     InvalidPlanError,
@@ -23,6 +24,7 @@ from waygraph.planning._models import (
     Plan,
     PlanExecutionResult,
     PlanExecutionState,
+    PlanProblem,
     RevisionStrategy,
     RevisionTrigger,
 )
@@ -205,15 +207,18 @@ class PlanningAgent:
             try:
                 plan = await self._generate(goal, context, meter)
             except InvalidPlanError as exc:
-                return self._not_run(exc.plan, str(exc), meter, clock, exc.problems)
+                return self._not_run(exc.plan, str(exc), meter, clock, exc.problems, goal=goal)
             except PlanRejectedError as exc:
-                return self._not_run(self._plan, str(exc), meter, clock)
+                return self._not_run(self._plan, str(exc), meter, clock, goal=goal)
             except LLMError as exc:
-                return self._not_run(None, f"planning failed: {exc}", meter, clock)
+                return self._not_run(None, f"planning failed: {exc}", meter, clock, goal=goal)
             except Exception as exc:
                 # A custom LLM's own error: the host agent gets a result, not a crash.
                 log.exception("planning failed")
-                return self._not_run(None, f"planning failed: {exc!r}", meter, clock)
+                return self._not_run(None, f"planning failed: {exc!r}", meter, clock, goal=goal)
+            if self.pattern.dry_run:
+                # Nothing will run, so there is nothing to approve: report and stop.
+                return await self._execute(plan, goal, meter, clock)
             verdict = await self._approve(plan, goal)
             if isinstance(verdict, str):
                 return self._not_run(plan, verdict, meter, clock)
@@ -285,6 +290,9 @@ class PlanningAgent:
         plan = self._planner.normalize(plan)
         self._plan = plan
         problems = self._planner.validate(plan, meter)
+        if self.pattern.dry_run:
+            # Every way into a run passes here, so a dry run never starts a step.
+            return self._dry_run(plan, goal, meter, clock, problems)
         if problems:
             return self._not_run(plan, str(InvalidPlanError(problems)), meter, clock, problems)
         run = PlanRun(
@@ -301,9 +309,49 @@ class PlanningAgent:
             update={"execution_time": time.perf_counter() - clock, "token_usage": meter.total}
         )
 
-    def _not_run(
-        self, plan: Plan | None, why: str, meter: Meter, clock: float, problems: Iterable[Any] = ()
+    def _dry_run(
+        self,
+        plan: Plan | None,
+        goal: str,
+        meter: Meter,
+        clock: float,
+        problems: Iterable[PlanProblem],
+        why: str | None = None,
     ) -> PlanExecutionResult:
+        """A dry run's result: the report on ``plan`` with the problems already found."""
+        spent = meter.root.total.total_tokens
+        if plan is None:
+            # Planning failed before any plan existed: the report says why.
+            found = list(problems) or [PlanProblem("no_plan", why or "no plan was made")]
+            report = report_without_plan(goal, self.pattern, found, tokens_spent=spent)
+        else:
+            report = simulate_plan(
+                plan, self.tools, self.pattern, tokens_spent=spent, problems=problems
+            )
+        return dry_run_result(
+            report,
+            plan=plan,
+            token_usage=meter.total,
+            execution_time=time.perf_counter() - clock,
+            why=why if plan is None else None,
+        )
+
+    def _not_run(
+        self,
+        plan: Plan | None,
+        why: str,
+        meter: Meter,
+        clock: float,
+        problems: Iterable[Any] = (),
+        *,
+        goal: str | None = None,
+    ) -> PlanExecutionResult:
+        if self.pattern.dry_run and goal is not None:
+            problems = list(problems)
+            if plan is not None and not problems:
+                # Rejected by on_plan_generated: the reason is the problem to report.
+                problems = [PlanProblem("rejected", why)]
+            return self._dry_run(plan, goal, meter, clock, problems, why)
         return PlanExecutionResult(
             success=False,
             plan=plan,

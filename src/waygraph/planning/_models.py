@@ -442,6 +442,9 @@ class PlanExecutionResult(_Frozen):
     ``final_output``: the output of the single final step, or a dict of the
     final steps' outputs by id; on failure, text naming what went wrong.
     ``problems`` lists validation problems when the plan never ran.
+    ``dry_run_report`` is set only by a dry run (``PlanningPattern(dry_run=True)``):
+    no step ran, ``success`` says whether the plan is valid, and the
+    :class:`~waygraph.planning.DryRunReport` shows what would have run.
     """
 
     success: bool
@@ -454,6 +457,7 @@ class PlanExecutionResult(_Frozen):
     token_usage: TokenUsage = TokenUsage()
     execution_time: float = 0.0
     problems: tuple[PlanProblem, ...] = ()
+    dry_run_report: DryRunReport | None = None
 
     @field_validator("problems", mode="before")
     @classmethod
@@ -461,8 +465,13 @@ class PlanExecutionResult(_Frozen):
         return tuple(PlanProblem(*p) if isinstance(p, list | tuple) else p for p in value)
 
 
+# The dry-run report lives with the dry-run logic (_dryrun) and builds on the
+# models above, so it can only be imported once they exist.
+from waygraph.planning._dryrun import DryRunReport  # noqa: E402
+
 PlanStep.model_rebuild()
 StepResult.model_rebuild()
+PlanExecutionResult.model_rebuild()
 
 
 # ------------------------------------------------------------------ JSON Schema

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -17,6 +18,7 @@ from waygraph.planning._models import (
 
 if TYPE_CHECKING:
     from waygraph.planning._agent import PlanningAgent
+    from waygraph.planning._dryrun import DryRunReport
     from waygraph.planning._facade import Agent
 
 __all__ = ["PlanningPattern"]
@@ -65,10 +67,17 @@ class PlanningPattern(BaseModel):
     ``revision_threshold`` (the failure rate that triggers a revision when
     ``continue_on_failure`` is on). Approval: ``require_plan_approval``.
 
+    Dry runs: with ``dry_run=True`` a run plans and validates as usual, then
+    stops before approval and before any step: the result's ``success`` is
+    the plan's validity and its ``dry_run_report`` shows what would have
+    run. ``await pattern.simulate(agent, plan)`` gives that report for a plan
+    you have, without any model call.
+
     The pattern also drives an :class:`~waygraph.planning.Agent`:
     ``await pattern.execute(agent, query)``, ``generate_plan(agent, query)``,
-    ``execute_plan(agent, plan)``, ``revise_plan(agent, state, reason)``, and
-    ``get_plan()`` / ``get_execution_state()`` for the latest of those runs.
+    ``execute_plan(agent, plan)``, ``revise_plan(agent, state, reason)``,
+    ``simulate(agent, plan)``, and ``get_plan()`` / ``get_execution_state()``
+    for the latest of those runs.
 
     Example:
         >>> PlanningPattern(execution_mode="parallel", max_parallel=4).execution_mode
@@ -98,12 +107,13 @@ class PlanningPattern(BaseModel):
     plan_repair_attempts: int = Field(default=2, ge=0)
     feasibility_review: bool = False
     check_expected_output: bool = False
+    dry_run: bool = False
 
     _last: _LastRun = PrivateAttr(default_factory=_LastRun)
 
     # ------------------------------------------------------------ driving an agent
 
-    def _engine(self, agent: Agent | PlanningAgent) -> PlanningAgent:
+    def _engine(self, agent: Agent | PlanningAgent, *, remember: bool = True) -> PlanningAgent:
         from waygraph.planning._agent import PlanningAgent
         from waygraph.planning._facade import Agent
 
@@ -118,7 +128,8 @@ class PlanningPattern(BaseModel):
             engine = agent
         else:
             raise ConfigError(f"expected an Agent, got {type(agent).__name__}")
-        self._last.engine = engine
+        if remember:
+            self._last.engine = engine
         return engine
 
     async def generate_plan(self, agent: Agent | PlanningAgent, query: str) -> Plan:
@@ -136,6 +147,40 @@ class PlanningPattern(BaseModel):
     async def execute(self, agent: Agent | PlanningAgent, query: str) -> PlanExecutionResult:
         """Plan, approve and run ``query``; never raises for an invalid or rejected plan."""
         return await self._engine(agent).execute(query)
+
+    async def simulate(
+        self, agent: Agent | PlanningAgent, plan: Plan | Mapping[str, Any]
+    ) -> DryRunReport:
+        """Validate ``plan`` and show what would run with ``agent``'s tools; nothing runs.
+
+        No tool and no model is called, and the pattern's latest run
+        (``get_plan``) is left as it was. ``plan`` may also be a plan's JSON
+        object (its problems are reported). The report lists the dependency
+        layers, the batches each would run in under ``max_parallel``, the
+        critical path and the estimated tokens against ``token_budget``.
+
+        Example:
+            >>> import asyncio
+            >>> from waygraph.planning import Agent, OpenAILLM
+            >>> def fetch(url: str) -> str:
+            ...     return url
+            >>> agent = Agent(tools=[fetch], llm=OpenAILLM("m", base_url="http://127.0.0.1:9/v1"))
+            >>> plan = Plan(goal="g", steps=[
+            ...     {"id": "a", "action": "fetch", "parameters": {"url": "x"}},
+            ...     {"id": "b", "action": "fetch", "parameters": {"url": "y"}}])
+            >>> pattern = PlanningPattern(execution_mode="parallel")
+            >>> report = asyncio.run(pattern.simulate(agent, plan))
+            >>> report.valid, report.layers[0].batches
+            (True, (('a', 'b'),))
+        """
+        from waygraph.planning._dryrun import simulate_plan
+
+        if not isinstance(plan, Plan | Mapping):
+            raise ConfigError(
+                f"simulate: plan must be a Plan or a plan's JSON object, not {type(plan).__name__}"
+            )
+        engine = self._engine(agent, remember=False)
+        return simulate_plan(plan, engine.tools, engine.pattern)
 
     async def revise_plan(
         self,
