@@ -61,7 +61,8 @@ def test_linear_block_keeps_the_step_across_three_failures():
     assert run.status == "running"
     assert run.visited["step_4"] == {"outcome": "fail", "attempts": 4}
     text = render.context(plan, run)
-    assert "FAILED verification" in text and "blocked" in text
+    # Document 000's words for a blocked step: "Step X failed verification".
+    assert "Step 4 failed verification" in text and "blocked" in text
     assert "Step 4/5: Test the fix << CURRENT (attempt 4)" in text
     assert "Execute Step 4 now. Do not skip ahead." in text
     run, _ = engine.observe(plan, run, judge_output("all fixed"), turn=20)

@@ -32,11 +32,14 @@ Example:
 
 from __future__ import annotations
 
+import re
+from typing import Protocol
+
 from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
 from waygraph.model import Node, Plan
 from waygraph.verify import describe
 
-__all__ = ["context", "evidence_lines", "finished_message", "progress_summary"]
+__all__ = ["context", "evidence_lines", "failed_step", "finished_message", "progress_summary"]
 
 HEADER = "[waygraph]"
 #: The documents' closing instruction, for graphs; linear plans name the step.
@@ -45,6 +48,10 @@ INSTRUCTION = (
     "make one tool call for this node, then wait for its result. Claims are not "
     "evidence: only tool results verify a node."
 )
+#: The closing instruction when ``max_tokens`` leaves no room for the whole one.
+SHORT_INSTRUCTION = "one tool call, then wait for its result."
+ELLIPSIS = "…"
+STEP_ELLIPSIS = "  …"
 FAILURE_CONDITIONS = {"on_fail", "on_retry", "on_exhaust"}
 SUCCESS_CONDITIONS = {"on_success"}
 ARROW = " → "
@@ -53,8 +60,10 @@ ARROW = " → "
 def context(plan: Plan, run: Run, *, max_tokens: int | None = None) -> str:
     """The guidance text for ``run``'s current state.
 
-    ``max_tokens`` (about four characters each) shortens the path display
-    first; the current node's instructions are never dropped.
+    ``max_tokens`` (about four characters each) drops the oldest path entries
+    (for linear plans: the steps farthest from the current one) first, then
+    shortens waygraph's own closing line; the current node's lines are never
+    dropped.
     """
     if run.status != "running":
         return finished_message(plan, run)
@@ -64,34 +73,87 @@ def context(plan: Plan, run: Run, *, max_tokens: int | None = None) -> str:
     details = _cached_block(plan, run, node) + tuple(
         "    " + line for line in evidence_lines(plan, run, node)
     )
-    footer = (
-        "",
-        _execute_line(plan, node),
-        f"{HEADER} Plan: {plan.title} ({plan.id}) · node {node.id} · {INSTRUCTION}",
-    )
-    decided = tuple(_decided_lines(plan, run))
     if plan.linear:
         head = f"[ACTIVE PLAN: {plan.title}]"
-        before, after = _linear_lines(plan, run, node)
-        return "\n".join([head, *decided, *before, *details, *after, *footer])
-    head = f"[WORKFLOW: {plan.title}]"
-    path = _path_marks(plan, run, node)
+        overview: _Overview = _LinearOverview(*_linear_lines(plan, run, node))
+    else:
+        head = f"[WORKFLOW: {plan.title}]"
+        overview = _PathOverview(_path_marks(plan, run, node))
+    decided = _decided_lines(plan, run)
+    execute = _execute_line(plan, node)
+    short = False
+
+    def assemble() -> str:
+        top, bottom = overview.lines()
+        closing = _closing_line(plan, node, short=short)
+        return "\n".join([head, *decided, *top, *details, *bottom, "", execute, closing])
+
+    text = assemble()
     budget = None if max_tokens is None else max_tokens * 4
-    text = _assemble(head, decided, path, details, footer)
-    while budget is not None and len(text) > budget and len(path) > 2:
-        path = ["…", *path[2:]] if path[0] == "…" else ["…", *path[1:]]
-        text = _assemble(head, decided, path, details, footer)
+    if budget is None:
+        return text
+    while len(text) > budget and overview.shrink():
+        text = assemble()
+    if len(text) > budget:
+        short = True
+        text = assemble()
     return text
 
 
-def _assemble(
-    head: str,
-    decided: tuple[str, ...],
-    path: list[str],
-    details: tuple[str, ...],
-    footer: tuple[str, ...],
-) -> str:
-    return "\n".join([head, *decided, "  " + ARROW.join(path), *details, *footer])
+def _closing_line(plan: Plan, node: Node, *, short: bool) -> str:
+    # waygraph's own line, below the documents' format; it names plan and node
+    # (the scripted eval models read the node from it).
+    tail = SHORT_INSTRUCTION if short else INSTRUCTION
+    return f"{HEADER} Plan: {plan.title} ({plan.id}) · node {node.id} · {tail}"
+
+
+class _Overview(Protocol):
+    def lines(self) -> tuple[list[str], list[str]]:
+        """The lines above the current node's details, and those below them."""
+        ...
+
+    def shrink(self) -> bool:
+        """Drop the least useful entry; False when nothing more may go."""
+        ...
+
+
+class _PathOverview:
+    """Document 003's path line: ``reproduce [DONE] → fix << CURRENT (attempt 2/3)``."""
+
+    def __init__(self, marks: list[str]) -> None:
+        self.marks = marks
+
+    def lines(self) -> tuple[list[str], list[str]]:
+        return ["  " + ARROW.join(self.marks)], []
+
+    def shrink(self) -> bool:
+        marks = self.marks
+        if len(marks) <= 2:
+            return False
+        self.marks = [ELLIPSIS, *marks[2:]] if marks[0] == ELLIPSIS else [ELLIPSIS, *marks[1:]]
+        return True
+
+
+class _LinearOverview:
+    """Document 000's step lines: those before the current step, it, and those after."""
+
+    def __init__(self, before: list[str], current: str, after: list[str]) -> None:
+        self.before, self.current, self.after = before, current, after
+
+    def lines(self) -> tuple[list[str], list[str]]:
+        return [*self.before, self.current], self.after
+
+    def shrink(self) -> bool:
+        # Finished steps go first, oldest first; then pending ones, last first.
+        done = [line for line in self.before if line != STEP_ELLIPSIS]
+        if done:
+            self.before = [STEP_ELLIPSIS, *done[1:]]
+            return True
+        pending = [line for line in self.after if line != STEP_ELLIPSIS]
+        if pending:
+            self.after = [*pending[:-1], STEP_ELLIPSIS]
+            return True
+        return False
 
 
 def _execute_line(plan: Plan, node: Node) -> str:
@@ -186,22 +248,24 @@ def _notice_text(plan: Plan, node: Node, notice: dict[str, object]) -> str:
     return ""
 
 
-def _linear_lines(plan: Plan, run: Run, current: Node) -> tuple[list[str], list[str]]:
-    """The step lines before the current step's details, and those after."""
+def _linear_lines(plan: Plan, run: Run, current: Node) -> tuple[list[str], str, list[str]]:
+    """The step lines before the current step, the current step's, and those after."""
     order = plan.graph.task_order
     total = len(order)
     before: list[str] = []
     after: list[str] = []
     lines = before
+    current_line = f"  {current.name or current.id} << CURRENT"
     for node_id, index in order.items():
         node = plan.graph.nodes[node_id]
         state = run.visited.get(node_id)
         name = node.name or node_id
         if node_id == current.id:
-            attempt = (
-                f" ({_attempt_text(node, run.attempts(node_id))})" if node.type == "task" else ""
-            )
-            before.append(f"  Step {index + 1}/{total}: {name} << CURRENT{attempt}")
+            # Document 000 writes "<< CURRENT"; the attempt is worth saying once
+            # the step is being tried again.
+            attempts = run.attempts(node_id)
+            attempt = f" ({_attempt_text(node, attempts)})" if attempts > 1 else ""
+            current_line = f"  Step {index + 1}/{total}: {name} << CURRENT{attempt}"
             lines = after
             continue
         if state and state["outcome"] == "success":
@@ -211,7 +275,7 @@ def _linear_lines(plan: Plan, run: Run, current: Node) -> tuple[list[str], list[
         else:
             mark = "[PENDING]"
         lines.append(f"  Step {index + 1}/{total}: {name} {mark}")
-    return before, after
+    return before, current_line, after
 
 
 def _path_marks(plan: Plan, run: Run, current: Node) -> list[str]:
@@ -248,26 +312,25 @@ def _mark(plan: Plan, run: Run, node_id: str, following: list[str]) -> str:
 
 
 def _decided_lines(plan: Plan, run: Run) -> list[str]:
-    """Decisions that routed the run this turn, described, so the model knows why."""
-    lines = []
-    for event in run.events:
-        if event.get("turn") != run.turn or event.get("type") != "node_verified":
+    """Decisions that routed the run in this turn, described, so the model knows why.
+
+    Read from the turn's ``edge_followed`` events out of decision nodes, so a
+    decision passed through on the way to the current node counts, and one
+    that found no route does not. A rewind undoes the routing before it.
+    """
+    lines: list[str] = []
+    for event in reversed(run.events):
+        if event.get("turn") != run.turn or event.get("type") == "rewound":
+            break
+        if event.get("type") != "edge_followed":
             continue
-        node = plan.graph.nodes.get(event.get("node") or "")
-        if node is None or node.type != "decision" or event.get("outcome") == "unknown":
+        # Records written before the document's keys have only "node".
+        node = plan.graph.nodes.get(event.get("from") or event.get("node") or "")
+        if node is None or node.type != "decision":
             continue
-        to = event.get("when")
-        if to is None:
-            edge = pick_edge(
-                plan,
-                node.id,
-                SUCCESS_EDGES if event.get("outcome") == "success" else EXHAUST_EDGES,
-                plain=True,
-            )
-            to = edge.to if edge is not None else None
         question = node.description or node.name or node.id
-        lines.append(f"  Decided at {node.id} ({question}): → {to}")
-    return lines
+        lines.append(f"  Decided at {node.id} ({question}): → {event.get('to')}")
+    return lines[::-1]
 
 
 def _attempt_text(node: Node, attempts: int) -> str:
@@ -277,17 +340,29 @@ def _attempt_text(node: Node, attempts: int) -> str:
 
 
 def _target(plan: Plan, node_id: str) -> str:
-    """Where an edge leads, as the documents write it (``escalate: reason``, ``finish``)."""
+    """Where an edge leads, as document 003 writes it (``test``, ``escalate: unable to fix``)."""
     node = plan.graph.nodes.get(node_id)
     if node is None:
         return node_id
     if node.type == "exit":
         return f"finish ({node_id})" if node.exit_status == "completed" else f"abort ({node_id})"
     if node.type == "escalate":
-        return f"escalate: {node.reason or node.name or node_id}"
-    if node.name and node.name != node_id:
-        return f"{node_id} — {node.name}"
+        return f"escalate: {_escalation_label(node)}"
     return node_id
+
+
+_ESCALATE_WORD = re.compile(r"^escalate\b[\s:—–-]*", re.IGNORECASE)
+
+
+def _escalation_label(node: Node) -> str:
+    """A short why: the node's name without a leading "Escalate", else its reason.
+
+    Document 003's node named "Escalate — unable to fix" reads "escalate:
+    unable to fix"; the longer ``reason`` is what the model is told when the
+    escalation happens.
+    """
+    label = _ESCALATE_WORD.sub("", (node.name or "").strip()).strip()
+    return label or node.reason or node.id
 
 
 def _first(plan: Plan, node: Node, conditions: tuple[str, ...]) -> str | None:
@@ -310,52 +385,74 @@ def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
             "command); waygraph routes on its result."
         )
         return lines
+    # The documents' lines first, in their order; waygraph's own below them.
     lines = []
-    if not plan.linear and node.name and node.name != node.id:
-        lines.append(f"Node: {node.title}")
     if node.action:
         lines.append(f"Action: {node.action}")
-    if node.description and node.description != node.action:
-        lines.append(f"About: {node.description}")
     if node.tool:
         lines.append(f"Tool: {node.tool}")
     if node.tool_hint:
         lines.append(f"Hint: {node.tool_hint}")
     lines.append(f"Verify: {describe(node.verify)}")
-    lines.extend(_routes(plan, node, run.attempts(node.id)))
+    attempts = run.attempts(node.id)
+    lines.extend(_routes(plan, node, attempts))
+    if not plan.linear and node.name and node.name != node.id:
+        lines.append(f"Node: {node.title}")
+    if node.description and node.description != node.action:
+        lines.append(f"About: {node.description}")
+    limit = None if node.max_retries is None else 1 + node.max_retries
+    if limit is not None and attempts < limit:
+        left = limit - attempts
+        lines.append(
+            f"Attempt {attempts} of {limit} ({left} {'attempt' if left == 1 else 'attempts'} left)."
+        )
     state = run.visited.get(node.id)
     if state and state["outcome"] == "fail":
-        failed = "Your last result FAILED verification"
         if node.on_fail == "block":
-            lines.append(f"{failed}; this step is blocked until it passes. Fix the cause first.")
+            # Document 000's words for a blocked step: "Step X failed verification".
+            step = f"Step {plan.graph.task_order.get(node.id, 0) + 1}" if plan.linear else node.id
+            lines.append(
+                f"{step} failed verification; it is blocked until it passes. Fix the cause first."
+            )
         else:
-            lines.append(f"{failed}; try a different approach, not the same command again.")
+            lines.append(
+                "Your last result FAILED verification; try a different approach, "
+                "not the same command again."
+            )
     return lines
 
 
 def _routes(plan: Plan, node: Node, attempts: int) -> list[str]:
-    """The documents' "On success → / On fail (...) →" lines."""
+    """Document 003's "On success → / On fail (retries left) → / On fail (exhausted) →" lines."""
     lines = []
     success = _first(plan, node, SUCCESS_EDGES)
     if success:
         lines.append(f"On success{ARROW}{success}")
     limit = None if node.max_retries is None else 1 + node.max_retries
-    has_left = limit is None or attempts < limit
-    retry = _first(plan, node, RETRY_EDGES)
-    exhaust = _first(plan, node, EXHAUST_EDGES)
-    if has_left:
-        target = retry or f"retry {node.id}"
-        if limit is not None:
-            n = limit - attempts
-            target += f" ({n} {'attempt' if n == 1 else 'attempts'} left)"
-        lines.append(f"On fail (retries left){ARROW}{target}")
+    if limit is None or attempts < limit:
+        retry = _first(plan, node, RETRY_EDGES)
+        lines.append(f"On fail (retries left){ARROW}{retry or f'retry {node.id}'}")
     if limit is not None:
+        exhaust = _first(plan, node, EXHAUST_EDGES)
         lines.append(f"On fail (exhausted){ARROW}{exhaust or 'stays here (no route out)'}")
     return lines
 
 
 def finished_message(plan: Plan | None, run: Run) -> str:
-    """The short message for a run that ended (completed, escalated, expired, aborted)."""
+    """The short message for a run that ended (completed, escalated, expired, aborted).
+
+    A decision that routed the run to its end in this turn is described
+    under the first line, as on a running plan.
+    """
+    text = _finished_text(plan, run)
+    decided = _decided_lines(plan, run) if plan is not None else []
+    if not decided:
+        return text
+    first, _, rest = text.partition("\n")
+    return "\n".join([first, *decided, *([rest] if rest else [])])
+
+
+def _finished_text(plan: Plan | None, run: Run) -> str:
     title = plan.title if plan is not None else run.plan_name
     if run.status == "escalated":
         text = f"Plan escalated: {run.reason or 'no reason given'}"
@@ -371,7 +468,7 @@ def finished_message(plan: Plan | None, run: Run) -> str:
             "guiding you; ask the user how to continue if the task is unfinished."
         )
     if run.status == "aborted":
-        step = _failed_step(plan, run)
+        step = failed_step(plan, run)
         if step is not None:
             # Document 000's words for a step whose on_fail is abort.
             return (
@@ -387,8 +484,19 @@ def finished_message(plan: Plan | None, run: Run) -> str:
     )
 
 
-def _failed_step(plan: Plan | None, run: Run) -> str | None:
-    """The task whose failure led to an ``aborted`` exit node, or None."""
+def failed_step(plan: Plan | None, run: Run) -> str | None:
+    """The name of the task whose failure led the run to an ``aborted`` exit, or None.
+
+    Example:
+        >>> from waygraph.model import Plan
+        >>> from waygraph import engine
+        >>> plan = Plan.model_validate({"id": "p", "steps": [{"name": "Deploy", "on_fail": "abort",
+        ...     "verify": {"type": "output_contains", "value": "ok"}}]})
+        >>> run, _ = engine.start(plan, run_id="r", turn=1)
+        >>> run, _ = engine.observe(plan, run, lambda verify: False, turn=2)
+        >>> failed_step(plan, run)
+        'Deploy'
+    """
     node = plan.graph.nodes.get(run.current_node or "") if plan is not None else None
     if plan is None or node is None or node.type != "exit":
         return None

@@ -471,7 +471,8 @@ def describe(verify: Verify | None) -> str:
         expect = describe(verify.expect) if verify.expect else "exit code 0"
         return f"waygraph runs `{verify.run}` and checks: {expect}"
     if t == "any_output":
-        return "the tool must produce some output"
+        # Document 003's words ("Verify: any non-empty output").
+        return "any non-empty output"
     if t == "manual":
         return f"confirm with {val!r}" if val else "report the result for confirmation"
     if t in ("all", "any"):

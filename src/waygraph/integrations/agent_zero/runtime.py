@@ -54,10 +54,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from waygraph.engine import from_record
 from waygraph.errors import ConfigError
 from waygraph.integrations.agent_zero import neighbours, reading
 from waygraph.integrations.agent_zero.config import CONFIG_PATH, AgentZeroConfig
+from waygraph.model import Plan
 from waygraph.navigator import Guidance, Navigator
+from waygraph.render import failed_step
 
 __all__ = [
     "EXIT_MARKER",
@@ -339,8 +342,10 @@ def _put_extras(loop_data: Any, key: str, text: str) -> None:
 def _after_turn(setup: _Setup, agent: Any, guidance: Guidance) -> None:
     """Log the turn's plan events, set the PACE level on escalation, mirror the run."""
     record = guidance.run or {}
+    # The plan gives the step names document 000's log lines use.
+    plan = setup.navigator.plan_for(record) if guidance.events and record else None
     for event in guidance.events:
-        line = _event_line(PREFIX, event, record)
+        line = _event_line(PREFIX, event, record, plan)
         if line is not None:
             _agent_log(agent, *line)
         if event.get("type") == "plan_escalated":
@@ -389,19 +394,29 @@ def _set_attr(agent: Any, name: str, value: Any) -> None:
 
 
 def _event_line(
-    prefix: str, event: dict[str, Any], record: dict[str, Any]
+    prefix: str, event: dict[str, Any], record: dict[str, Any], plan: Plan | None = None
 ) -> tuple[str, str] | None:
-    """The (log type, text) for a plan event worth showing, or None."""
+    """The (log type, text) for a plan event worth showing, or None.
+
+    Document 000's lines where it has one ("[HTN] Step 1 verified: Reproduce
+    the issue", "[HTN] Plan 'X' expired (no progress for 15 turns)", "[HTN]
+    Plan aborted: step 'X' failed verification"); ``plan`` gives step names.
+    """
     kind = event.get("type")
     name = record.get("plan_name") or record.get("plan_id") or "plan"
     node = event.get("node")
+    linear = record.get("mode") == "linear"
     if kind == "plan_activated":
         # Document 000's line, "[HTN] Plan activated: Bug Fix Workflow (5 steps)".
-        if record.get("mode") == "linear":
+        if linear:
             return "info", f"{prefix} Plan activated: {name} ({record.get('total_steps')} steps)"
         size = f"{record.get('total_nodes')} nodes, graph"
         return "info", f"{prefix} Plan activated: {name} ({size})"
     if kind == "node_verified":
+        step = plan.graph.nodes.get(str(node)) if plan is not None and linear else None
+        if event.get("passed") and step is not None and plan is not None:
+            index = plan.graph.task_order.get(step.id, 0) + 1
+            return "info", f"{prefix} Step {index} verified: {step.name or step.id}"
         if event.get("passed"):
             return "info", f"{prefix} Step verified: {node}"
         return "info", f"{prefix} Step failed verification: {node} (attempt {event.get('attempt')})"
@@ -412,9 +427,12 @@ def _event_line(
         pace = event.get("pace_level") or "contingent"
         return "warning", f"{prefix} Plan '{name}' escalated to PACE {pace}: {event.get('reason')}"
     if kind == "plan_expired":
-        turns = event.get("turns")
-        return "info", f"{prefix} Plan '{name}' expired (no transition for {turns} turns)"
+        turns = record.get("stale_after_turns") or event.get("turns")
+        return "info", f"{prefix} Plan '{name}' expired (no progress for {turns} turns)"
     if kind == "plan_aborted":
+        failed = failed_step(plan, from_record(record)) if plan is not None and record else None
+        if failed is not None:
+            return "warning", f"{prefix} Plan aborted: step '{failed}' failed verification"
         return "warning", f"{prefix} Plan '{name}' aborted at {node}: {event.get('reason')}"
     if kind == "stall":
         return "warning", f"{prefix} Plan '{name}' stalled at {node}: {event.get('reason')}"
