@@ -16,6 +16,7 @@ from waygraph.sessions import (
     SessionPlanner,
     _files,
     _rules,
+    detect_language,
     is_continue_intent,
     is_correction,
     list_session_plans,
@@ -25,8 +26,9 @@ from waygraph.sessions import (
 )
 
 S = "telegram:42"
-LIMIT_EN = "Task in progress ({}/{} steps done). Say 'continue' to resume."
-LIMIT_ZH = "任务进行中（已完成 {}/{} 步）。回复“继续”即可恢复。"
+# Document 001's pause message, and its English equivalent.
+LIMIT_EN = "Task in progress ({}/{} steps completed). Type 'continue' to resume."
+LIMIT_ZH = "任务执行中（{}/{} 步已完成）。输入'继续'以恢复执行。"
 
 
 class Clock:
@@ -324,7 +326,7 @@ def test_progress_updates_the_current_step(planner: SessionPlanner):
     plan = planner.plan(S)
     assert plan["steps"][0]["progress"] == {"current": 12, "total": 40}
     assert plan["steps"][0]["status"] == "running"
-    assert "progress 12/40" in planner.context(S)
+    assert "- Step progress: 12/40" in planner.context(S).splitlines()
     assert "progress" not in plan["steps"][1]
 
 
@@ -416,12 +418,12 @@ def test_iteration_limit_language_comes_from_the_goal_after_a_restart(tmp_path: 
     first.after_model_reply(S, "[Step] 导出文章\n导出中。", 1)
     assert SessionPlanner(tmp_path).on_iteration_limit(S) == LIMIT_ZH.format(0, 1)
     assert SessionPlanner(tmp_path / "other", language="zh").on_iteration_limit(S) == (
-        "任务进行中。回复“继续”即可恢复。"
+        "任务执行中。输入'继续'以恢复执行。"
     )
 
 
 def test_iteration_limit_without_a_plan_still_answers(planner: SessionPlanner):
-    assert planner.on_iteration_limit(S) == "Task in progress. Say 'continue' to resume."
+    assert planner.on_iteration_limit(S) == "Task in progress. Type 'continue' to resume."
 
 
 def test_iteration_limit_on_a_completed_plan_says_so(planner: SessionPlanner):
@@ -436,7 +438,18 @@ def test_iteration_limit_on_a_completed_plan_says_so(planner: SessionPlanner):
 
 @pytest.mark.parametrize(
     "text",
-    ["continue", "  Go   On! ", "RESUME", "keep going", "Continue.", "继续", "继续执行", " 继续。"],
+    [
+        "continue",
+        "  Go   On! ",
+        "RESUME",
+        "keep going",
+        "Continue.",
+        "继续",
+        "继续执行",
+        " 继续。",
+        "请继续执行任务",  # document 001: any message containing 继续执行
+        "好的，继续执行吧",
+    ],
 )
 def test_continue_intents(text: str):
     assert is_continue_intent(text)
@@ -444,7 +457,18 @@ def test_continue_intents(text: str):
 
 @pytest.mark.parametrize(
     "text",
-    ["please continue", "continue the essay", "go on holiday", "继续写文档", "", None, "resumes"],
+    [
+        "please continue",
+        "continue the essay",
+        "go on holiday",
+        "继续写文档",
+        "",
+        None,
+        "resumes",
+        "不要继续执行",
+        "先别继续执行了",
+        "暂停，不再继续执行",
+    ],
 )
 def test_sentences_containing_the_word_are_not_continue_intents(text: str | None):
     assert not is_continue_intent(text)
@@ -459,16 +483,19 @@ def test_continue_resumes_a_paused_plan_with_a_summary(planner: SessionPlanner):
     message = planner.on_user_message(S, "continue")
     assert planner.plan(S)["status"] == "running"
     assert message == (
-        "[waygraph] Session plan (running)\n"
-        "Goal: Migrate the blog\n"
-        "Progress: 1/3 steps done, 3 iterations used\n"
-        "Current step 2/3: Convert (progress 3/10)\n"
-        "  ✓ 1. Export posts\n"
-        "  ⏳ 2. Convert (3/10)\n"
-        "  ⏸ 3. Deploy\n"
+        "[Resuming task] Current task: Migrate the blog\n"
+        "Progress: 1/3 steps completed\n"
+        "Current step: Convert (3/10)\n"
+        "Iterations used: 3/20\n"
+        "\n"
+        "Step history:\n"
+        "1. ✓ Export posts\n"
+        "2. ⏳ Convert (in progress)\n"
+        "3. ⏸ Deploy (pending)\n"
+        "\n"
         "Resume from the current step; do not redo completed steps.\n"
         "\n"
-        "continue"
+        "User instruction: continue"
     )
 
 
@@ -477,11 +504,52 @@ def test_continue_in_chinese_gives_a_chinese_summary(planner: SessionPlanner):
     planner.after_model_reply(S, "导出完毕 [完成]", 1)
     planner.on_iteration_limit(S)
     message = planner.on_user_message(S, "继续")
-    assert message.startswith("[waygraph] 会话计划（进行中）\n目标：迁移博客\n")
-    assert "进度：已完成 1/2 步，已用 2 次迭代" in message
-    assert "当前步骤 2/2：转换格式" in message
-    assert "  ✓ 1. 导出文章\n  ⏳ 2. 转换格式" in message
-    assert message.endswith("\n\n继续")
+    assert message.startswith("[恢复任务] 当前任务: 迁移博客\n进度: 1/2 步已完成\n")
+    assert "\n当前步骤: 转换格式\n已用迭代: 2/20\n\n历史步骤:\n" in message
+    assert "1. ✓ 导出文章\n2. ⏳ 转换格式 (进行中)" in message
+    assert message.endswith("\n\n用户指令: 继续")
+
+
+def test_the_language_follows_the_goal_not_an_english_continue(planner: SessionPlanner):
+    start(planner, "导出文章", message="迁移博客到 Hugo")
+    assert planner.on_iteration_limit(S) == LIMIT_ZH.format(0, 1)
+    message = planner.on_user_message(S, "continue")
+    assert message.startswith("[恢复任务] 当前任务: 迁移博客到 Hugo\n")
+    assert message.endswith("\n\n用户指令: continue")
+    assert planner.context(S).startswith("当前任务规划信息：\n")
+
+
+def test_a_language_setting_overrides_the_goal(tmp_path: Path):
+    planner = SessionPlanner(tmp_path, language="en")
+    start(planner, "导出文章", message="迁移博客")
+    assert planner.on_iteration_limit(S) == LIMIT_EN.format(0, 1)
+    assert planner.on_user_message(S, "继续").startswith("[Resuming task] Current task: 迁移博客")
+    assert SessionPlanner(tmp_path, language="auto").language is None
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("把博客迁移到 Hugo", "zh"),
+        ("Translate 你好 into English", "en"),
+        ("下载 tencent 2024 PDF", "zh"),
+        ("继续", "zh"),
+        ("go on", "en"),
+        ("2024", None),
+    ],
+)
+def test_the_language_is_the_script_most_of_the_text_is_in(text: str, language: str | None):
+    assert detect_language(text) == language
+
+
+def test_iterations_used_count_the_stretch_and_then_the_lifetime(tmp_path: Path):
+    planner = SessionPlanner(tmp_path, max_iterations=2)
+    start(planner, "Export posts")
+    planner.after_model_reply(S, "Working.", 1)  # second iteration: paused
+    assert "\nIterations used: 2/2\n" in planner.on_user_message(S, "continue")
+    planner.after_model_reply(S, "Working.", 1)
+    planner.after_model_reply(S, "Working.", 1)
+    assert "\nIterations used: 2/2 (4 in all)\n" in planner.on_user_message(S, "continue")
 
 
 def test_other_messages_leave_a_paused_plan_paused(planner: SessionPlanner):
@@ -517,7 +585,7 @@ def test_a_long_task_survives_a_restart(tmp_path: Path):
     first.after_model_reply(S, "Exported. [done]", 1)
     first.on_iteration_limit(S)
     second = SessionPlanner(tmp_path)  # a new process
-    assert "Current step 2/2: Convert" in second.on_user_message(S, "continue")
+    assert "\nCurrent step: Convert\n" in second.on_user_message(S, "continue")
     second.after_model_reply(S, "Converted.", 0)
     assert second.plan(S)["status"] == "completed"
 
@@ -557,7 +625,8 @@ def test_a_correction_reopens_a_completed_plan(planner: SessionPlanner):
     plan = planner.plan(S)
     assert plan["status"] == "running"
     assert [s["status"] for s in plan["steps"]] == ["completed", "running"]
-    assert "当前步骤 2/2：转换格式" in message and message.endswith("还没完成，图片没迁移")
+    assert "\n当前步骤: 转换格式\n" in message
+    assert message.endswith("\n\n用户指令: 还没完成，图片没迁移")
     # It is the same plan, not a fresh one.
     planner.after_model_reply(S, "迁移图片中。", 1)
     assert planner.plan(S)["id"] == plan["id"]
@@ -621,20 +690,39 @@ def test_context_in_english(planner: SessionPlanner):
     planner.after_model_reply(S, "[Progress] 2/5", 1)
     text = planner.context(S)
     lines = text.splitlines()
-    assert lines[0] == "[waygraph] Session plan: Migrate the blog"
-    assert lines[1] == "Current step 1/2: Export posts (progress 2/5)"
+    # Document 001's system-prompt addition first, in English...
+    assert lines[:9] == [
+        "Current task plan:",
+        "- Goal: Migrate the blog",
+        "- Current step: Export posts (1/2)",
+        "- Step progress: 2/5",
+        "",
+        "You can declare new steps in this format:",
+        "[Step] step description",
+        "",
+        "When you finish the current step, the system moves on to the next step by itself.",
+    ]
+    # ...then waygraph's lines.
     assert "Done: 0/2 steps" in lines
     assert "  ⏳ 1. Export posts (2/5)" in lines and "  ⏸ 2. Convert" in lines
-    assert '"[Step] description"' in text and "[done]" in text and "[Failed] reason" in text
+    assert "[done]" in text and "[Failed] reason" in text and "[Progress] k/n" in text
 
 
 def test_context_in_chinese_by_setting(tmp_path: Path):
     planner = SessionPlanner(tmp_path, language="zh")
     start(planner, "Export posts", "Convert")
     lines = planner.context(S).splitlines()
-    assert lines[0] == "[waygraph] 会话计划：Migrate the blog"
-    assert lines[1] == "当前步骤 1/2：Export posts"
-    assert "[Step] 描述" in lines[-1] and "[完成]" in lines[-1]
+    assert "\n".join(lines[:8]) == (
+        "当前任务规划信息：\n"
+        "- 目标: Migrate the blog\n"
+        "- 当前步骤: Export posts (1/2)\n"
+        "\n"
+        "你可以使用以下格式声明新步骤：\n"
+        "[Step] 步骤描述\n"
+        "\n"
+        "完成当前步骤后，系统会自动推进到下一步。"
+    )
+    assert "[Progress] k/n" in lines[-1] and "[完成]" in lines[-1]
 
 
 def test_context_shows_a_window_of_steps_in_a_long_plan(planner: SessionPlanner):
@@ -642,7 +730,7 @@ def test_context_shows_a_window_of_steps_in_a_long_plan(planner: SessionPlanner)
     for _ in range(8):
         planner.after_model_reply(S, "Finished this part [done]", 1)
     text = planner.context(S)
-    assert "Current step 9/20: Part 9" in text
+    assert "- Current step: Part 9 (9/20)" in text
     assert "  … 5 earlier step(s)" in text and "  … 6 more step(s)" in text
     assert "Part 1\n" not in text and "Part 20" not in text
 
@@ -713,7 +801,7 @@ def test_write_failure_degrades_to_no_plan(
         assert planner.on_user_message(S, "Migrate the blog") == "Migrate the blog"
         planner.after_model_reply(S, "[Step] Export posts\nExporting.", 1)
         assert planner.plan(S) is None and planner.context(S) is None
-        assert planner.on_iteration_limit(S) == "Task in progress. Say 'continue' to resume."
+        assert planner.on_iteration_limit(S) == "Task in progress. Type 'continue' to resume."
     assert any("Permission denied" in r.getMessage() for r in caplog.records)
     folder = tmp_path / ".sessions" / "telegram_42"
     assert list(folder.iterdir()) == []  # the temporary file was cleaned up
@@ -733,7 +821,7 @@ def test_an_unwritable_sessions_folder_degrades_without_a_crash(
         planner.after_model_reply(S, "[Step] Export posts\nExporting.", 1)
         planner.after_model_reply(S, "Done.", 0)
         assert planner.on_user_message(S, "continue") == "continue"
-        assert planner.on_iteration_limit(S) == "Task in progress. Say 'continue' to resume."
+        assert planner.on_iteration_limit(S) == "Task in progress. Type 'continue' to resume."
         assert planner.plan(S) is None and planner.context(S) is None
     assert any("continuing without a plan" in r.getMessage() for r in caplog.records)
 

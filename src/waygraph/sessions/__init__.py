@@ -14,21 +14,39 @@ Example:
     >>> message = planner.on_user_message("telegram:42", "Migrate the blog to Hugo")
     >>> planner.after_model_reply(
     ...     "telegram:42", "[Step] Export posts\\n[Step] Convert\\nLet me export.", 1)
-    >>> print(planner.context("telegram:42").splitlines()[1])
-    Current step 1/2: Export posts
+    >>> print(planner.context("telegram:42").splitlines()[2])
+    - Current step: Export posts (1/2)
 """
 
 from waygraph.sessions._files import list_session_plans, load_session_plan
 from waygraph.sessions._planner import SessionPlanner
-from waygraph.sessions._render import render_summary, step_instructions
-from waygraph.sessions._rules import is_continue_intent, is_correction
+from waygraph.sessions._render import (
+    limit_message,
+    progress_summary,
+    render_summary,
+    resume_message,
+    step_instructions,
+)
+from waygraph.sessions._rules import (
+    detect_language,
+    detect_step_completion,
+    extract_step_declarations,
+    is_continue_intent,
+    is_correction,
+)
 
 __all__ = [
     "SessionPlanner",
+    "detect_language",
+    "detect_step_completion",
+    "extract_step_declarations",
     "is_continue_intent",
     "is_correction",
+    "limit_message",
     "list_session_plans",
     "load_session_plan",
+    "progress_summary",
     "render_summary",
+    "resume_message",
     "step_instructions",
 ]

@@ -76,8 +76,9 @@ class SessionPlanner:
     ``max_iterations``: model replies per stretch of running before the plan
     pauses (resuming gives a fresh stretch). ``unattended``: fail the plan at
     the limit instead of pausing it (nobody is there to say "continue").
-    ``language``: ``"en"`` or ``"zh"``, for the system-prompt block and as the
-    fallback when the user's own language cannot be told. ``clock``: returns
+    ``language``: ``"en"`` or ``"zh"`` fixes the language of every text
+    waygraph writes; None (the default) takes it from the goal's script, then
+    from the user's latest message, else English. ``clock``: returns
     the current time (tests pass a fixed one).
 
     Example:
@@ -89,9 +90,9 @@ class SessionPlanner:
         >>> planner.plan("chat-1")["steps"][0]["status"]
         'running'
         >>> planner.on_iteration_limit("chat-1")
-        "Task in progress (0/2 steps done). Say 'continue' to resume."
+        "Task in progress (0/2 steps completed). Type 'continue' to resume."
         >>> planner.on_user_message("chat-1", "continue").splitlines()[0]
-        '[waygraph] Session plan (running)'
+        '[Resuming task] Current task: Tidy the docs folder'
     """
 
     def __init__(
@@ -99,7 +100,7 @@ class SessionPlanner:
         workspace: str | os.PathLike[str],
         max_iterations: int = 20,
         unattended: bool = False,
-        language: str = "en",
+        language: str | None = None,
         *,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
@@ -110,9 +111,9 @@ class SessionPlanner:
                 f"max_iterations must be at least 1, got {max_iterations}; "
                 "use a large number for a loop without a practical limit"
             )
-        normal = str(language).lower()[:2]
-        if normal not in LANGUAGES:
-            raise ConfigError(f"language must be 'en' or 'zh', got {language!r}")
+        normal = None if language in (None, "auto") else str(language).lower()[:2]
+        if normal is not None and normal not in LANGUAGES:
+            raise ConfigError(f"language must be 'en', 'zh' or None (auto), got {language!r}")
         self.workspace = Path(workspace)
         self.max_iterations = max_iterations
         self.unattended = unattended
@@ -176,13 +177,13 @@ class SessionPlanner:
         """Call when the host's loop stopped at its limit; returns the message for the user.
 
         Pauses the running plan (fails it when unattended) and returns "Task in
-        progress (k/n steps done). Say 'continue' to resume." in the user's
-        language.
+        progress (k/n steps completed). Type 'continue' to resume." (document
+        001's "任务执行中（k/n 步已完成）。输入'继续'以恢复执行。" in Chinese).
 
         Example:
             >>> import tempfile
             >>> SessionPlanner(tempfile.mkdtemp()).on_iteration_limit("s")
-            "Task in progress. Say 'continue' to resume."
+            "Task in progress. Type 'continue' to resume."
         """
         session_id = str(session_id)
         with self._lock:
@@ -205,7 +206,9 @@ class SessionPlanner:
         """
         with self._lock:
             plan = self._read(str(session_id), "context")
-            return None if plan is None else _render.context_block(plan, self.language)
+            if plan is None:
+                return None
+            return _render.context_block(plan, self._user_language(str(session_id), plan))
 
     def plan(self, session_id: str) -> dict[str, Any] | None:
         """plan.json of the session as a dict (a copy), or None before the plan exists.
@@ -232,14 +235,14 @@ class SessionPlanner:
             if reopened is not None:
                 self._save(slot, reopened, now)
                 if status in ("paused", "completed"):
-                    return _render.resume_prefix(reopened, language) + "\n\n" + text
+                    return self._resume_message(plan, reopened, text, language)
                 return text
         if status == "paused":
             if not _rules.is_continue_intent(text):
                 return text
             resumed = _rules.resume(plan, now=_iso(now))
             self._save(slot, resumed, now)
-            return _render.resume_prefix(resumed, language) + "\n\n" + text
+            return self._resume_message(plan, resumed, text, language)
         if status in _rules.FINISHED:
             # The next tool-calling reply starts a fresh plan for this message.
             self._memory.put(self._memory.fresh, session_id, True)
@@ -288,6 +291,14 @@ class SessionPlanner:
             return _render.limit_message(plan, language)
         return _render.finished_message(plan, language)
 
+    def _resume_message(
+        self, before: dict[str, Any], after: dict[str, Any], text: str, language: str
+    ) -> str:
+        # The summary counts the iterations of the stretch that just ended;
+        # resuming has already reset that count in ``after``.
+        shown = dict(after, resumed_at_iteration=before.get("resumed_at_iteration", 0))
+        return _render.resume_message(shown, text, language, self.max_iterations)
+
     def _stop(self, plan: dict[str, Any], now: datetime) -> dict[str, Any]:
         if self.unattended:
             return _rules.fail(plan, "iteration limit reached", now=_iso(now))
@@ -312,11 +323,10 @@ class SessionPlanner:
         return _rules.goal_from_reply(reply)
 
     def _user_language(self, session_id: str, plan: dict[str, Any] | None) -> str:
-        remembered = self._memory.language.get(session_id)
-        if remembered:
-            return remembered
+        if self.language is not None:
+            return self.language
         from_goal = _rules.detect_language(plan["goal"]) if plan else None
-        return from_goal or self.language
+        return from_goal or self._memory.language.get(session_id) or "en"
 
     # ------------------------------------------------------------ files
 

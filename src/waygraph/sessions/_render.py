@@ -28,8 +28,9 @@ __all__ = [
     "context_block",
     "finished_message",
     "limit_message",
+    "progress_summary",
     "render_summary",
-    "resume_prefix",
+    "resume_message",
     "step_instructions",
 ]
 
@@ -57,7 +58,6 @@ _TEXT = {
         "step_progress": " (progress {current}/{total})",
         "failure": "Failed: {reason}",
         "resume": "Resume from the current step; do not redo completed steps.",
-        "context_head": "{h} Session plan: {goal}",
         "done_line": "Done: {done}/{total} steps",
         "earlier": "  … {count} earlier step(s)",
         "later": "  … {count} more step(s)",
@@ -74,13 +74,40 @@ _TEXT = {
         ),
         "paused": (
             "{h} Session plan paused at the iteration limit: {goal} ({done}/{total} steps "
-            "done). Make no more tool calls now; tell the user: {message}"
+            "completed). Make no more tool calls now; tell the user: {message}"
         ),
-        "limit": "Task in progress ({done}/{total} steps done). Say 'continue' to resume.",
-        "limit_no_plan": "Task in progress. Say 'continue' to resume.",
+        "limit": "Task in progress ({done}/{total} steps completed). Type 'continue' to resume.",
+        "limit_no_plan": "Task in progress. Type 'continue' to resume.",
         "completed": "Task completed ({done}/{total} steps done).",
         "failed": "Task failed ({done}/{total} steps done): {reason}",
         "no_reason": "no reason given",
+        # Document 001's texts, in English for English conversations.
+        "doc_block": (
+            "Current task plan:\n- Goal: {goal}\n- Current step: {current}\n{progress}"
+            "\nYou can declare new steps in this format:\n[Step] step description\n\n"
+            "When you finish the current step, the system moves on to the next step by itself."
+        ),
+        "doc_current": "{desc} ({k}/{n})",
+        "doc_step_progress": "- Step progress: {current}/{total}\n",
+        "doc_current_implicit": "the whole task (no steps declared yet)",
+        "doc_no_current": "none (every declared step is done)",
+        "more_instructions": (
+            'Report progress inside a step with "[Progress] k/n". Write "[done]" when the '
+            'current step is finished, or "[Failed] reason" if it cannot be done. When the '
+            "whole task is finished, reply without tool calls."
+        ),
+        "summary_task": "Current task: {goal}",
+        "summary_progress": "Progress: {done}/{total} steps completed",
+        "summary_current": "Current step: {current}",
+        "summary_iterations": "Iterations used: {used}/{limit}",
+        "summary_iterations_all": " ({total} in all)",
+        "summary_history": "Step history:",
+        "summary_marks": {
+            "running": " (in progress)",
+            "pending": " (pending)",
+            "failed": " (failed)",
+        },
+        "resume_wrapper": "[Resuming task] {summary}\n\nUser instruction: {message}",
     },
     "zh": {
         "status": {
@@ -99,7 +126,6 @@ _TEXT = {
         "step_progress": "（进度 {current}/{total}）",
         "failure": "失败原因：{reason}",
         "resume": "请从当前步骤继续，不要重做已完成的步骤。",
-        "context_head": "{h} 会话计划：{goal}",
         "done_line": "已完成：{done}/{total} 步",
         "earlier": "  … 之前还有 {count} 步",
         "later": "  … 之后还有 {count} 步",
@@ -113,14 +139,36 @@ _TEXT = {
             "无法完成时写“[Failed] 原因”。整个任务完成后，请不调用工具直接回复。"
         ),
         "paused": (
-            "{h} 会话计划因达到迭代上限而暂停：{goal}（已完成 {done}/{total} 步）。"
+            "{h} 会话计划因达到迭代上限而暂停：{goal}（{done}/{total} 步已完成）。"
             "现在不要再调用工具，请告诉用户：{message}"
         ),
-        "limit": "任务进行中（已完成 {done}/{total} 步）。回复“继续”即可恢复。",
-        "limit_no_plan": "任务进行中。回复“继续”即可恢复。",
+        "limit": "任务执行中（{done}/{total} 步已完成）。输入'继续'以恢复执行。",
+        "limit_no_plan": "任务执行中。输入'继续'以恢复执行。",
         "completed": "任务已完成（已完成 {done}/{total} 步）。",
         "failed": "任务失败（已完成 {done}/{total} 步）：{reason}",
         "no_reason": "未说明原因",
+        # Document 001's texts, word for word.
+        "doc_block": (
+            "当前任务规划信息：\n- 目标: {goal}\n- 当前步骤: {current}\n{progress}"
+            "\n你可以使用以下格式声明新步骤：\n[Step] 步骤描述\n\n"
+            "完成当前步骤后，系统会自动推进到下一步。"
+        ),
+        "doc_current": "{desc} ({k}/{n})",
+        "doc_step_progress": "- 步骤进度: {current}/{total}\n",
+        "doc_current_implicit": "整个任务（尚未声明步骤）",
+        "doc_no_current": "无（已声明的步骤都已完成）",
+        "more_instructions": (
+            "在步骤内用“[Progress] k/n”报告进度。当前步骤完成时写“[完成]”或“[done]”，"
+            "无法完成时写“[Failed] 原因”。整个任务完成后，请不调用工具直接回复。"
+        ),
+        "summary_task": "当前任务: {goal}",
+        "summary_progress": "进度: {done}/{total} 步已完成",
+        "summary_current": "当前步骤: {current}",
+        "summary_iterations": "已用迭代: {used}/{limit}",
+        "summary_iterations_all": "（共 {total} 次）",
+        "summary_history": "历史步骤:",
+        "summary_marks": {"running": " (进行中)", "pending": " (待执行)", "failed": " (失败)"},
+        "resume_wrapper": "[恢复任务] {summary}\n\n用户指令: {message}",
     },
 }
 
@@ -157,7 +205,7 @@ def _current_line(plan: dict[str, Any], t: dict[str, Any]) -> str:
 
 
 def render_summary(plan: dict[str, Any], language: str = "en") -> str:
-    """A progress summary of a session plan, for people and for resuming.
+    """A progress summary of a session plan, for people (``waygraph sessions show``).
 
     Goal, steps done out of declared, iterations used, the current step with
     its progress, and every step marked ✓ (completed), ⏳ (running),
@@ -183,9 +231,106 @@ def render_summary(plan: dict[str, Any], language: str = "en") -> str:
     return "\n".join(lines)
 
 
-def resume_prefix(plan: dict[str, Any], language: str = "en") -> str:
-    """The summary put in front of the user's "continue" message."""
-    return render_summary(plan, language) + "\n" + _t(language)["resume"]
+def _window(plan: dict[str, Any]) -> tuple[int, int]:
+    # Long plans show the steps around the current one, not all of them.
+    steps = plan.get("steps", [])
+    index = min(plan.get("current_step_index", 0), len(steps))
+    return max(0, index - CONTEXT_STEPS_BEFORE), min(len(steps), index + CONTEXT_STEPS_AFTER)
+
+
+def progress_summary(
+    plan: dict[str, Any], language: str = "en", max_iterations: int | None = None
+) -> str:
+    """Document 001's progress summary (``generateProgressSummary``), for resuming.
+
+    The current task, steps completed, the current step with its progress,
+    iterations used in the last stretch of running out of ``max_iterations``
+    (the lifetime total too once the plan has been resumed before), and the
+    step history with ✓ ⏳ ⏸ ✗ marks; a long plan shows the steps around the
+    current one. The last line asks the model not to redo completed steps.
+
+    Example:
+        >>> plan = {"goal": "下载分析腾讯财报", "status": "paused", "iteration_count": 15,
+        ...         "current_step_index": 1, "steps": [
+        ...     {"description": "搜索财报链接", "status": "completed"},
+        ...     {"description": "下载PDF", "status": "running",
+        ...      "progress": {"current": 2, "total": 5}},
+        ...     {"description": "提取指标", "status": "pending"}]}
+        >>> print(progress_summary(plan, "zh", max_iterations=20))
+        当前任务: 下载分析腾讯财报
+        进度: 1/3 步已完成
+        当前步骤: 下载PDF (2/5)
+        已用迭代: 15/20
+        <BLANKLINE>
+        历史步骤:
+        1. ✓ 搜索财报链接
+        2. ⏳ 下载PDF (进行中)
+        3. ⏸ 提取指标 (待执行)
+        <BLANKLINE>
+        请从当前步骤继续，不要重做已完成的步骤。
+    """
+    t = _t(language)
+    steps = plan.get("steps", [])
+    total = int(plan.get("iteration_count", 0))
+    used = total - int(plan.get("resumed_at_iteration", 0))
+    iterations = t["summary_iterations"].format(
+        used=used, limit=max_iterations if max_iterations is not None else "?"
+    )
+    if used != total:
+        iterations += t["summary_iterations_all"].format(total=total)
+    lines = [
+        t["summary_task"].format(goal=plan.get("goal", "")),
+        t["summary_progress"].format(done=steps_done(plan), total=len(steps)),
+        t["summary_current"].format(current=_summary_current(plan, t)),
+        iterations,
+        "",
+        t["summary_history"],
+    ]
+    start, stop = _window(plan)
+    if start:
+        lines.append(t["earlier"].format(count=start).strip())
+    for index in range(start, stop):
+        step = steps[index]
+        status = step.get("status", "")
+        mark = MARKS.get(status, "?")
+        tail = t["summary_marks"].get(status, "")
+        lines.append(f"{index + 1}. {mark} {step.get('description', '')}{tail}")
+    if stop < len(steps):
+        lines.append(t["later"].format(count=len(steps) - stop).strip())
+    lines += ["", t["resume"]]
+    return "\n".join(lines)
+
+
+def _summary_current(plan: dict[str, Any], t: dict[str, Any]) -> str:
+    step = current_step(plan)
+    if step is None:
+        return t["doc_no_current"]
+    progress = step.get("progress")
+    tail = ""
+    if isinstance(progress, dict):
+        tail = f" ({progress.get('current')}/{progress.get('total')})"
+    if step.get("implicit"):
+        return t["doc_current_implicit"] + tail
+    return f"{step.get('description', '')}{tail}"
+
+
+def resume_message(
+    plan: dict[str, Any],
+    message: str,
+    language: str = "en",
+    max_iterations: int | None = None,
+) -> str:
+    """Document 001's resume wrapper: ``[恢复任务] <summary>\\n\\n用户指令: <message>``.
+
+    In English: ``[Resuming task] <summary>\\n\\nUser instruction: <message>``.
+
+    Example:
+        >>> plan = {"goal": "Ship it", "steps": [], "iteration_count": 4}
+        >>> print(resume_message(plan, "continue", max_iterations=4).splitlines()[0])
+        [Resuming task] Current task: Ship it
+    """
+    summary = progress_summary(plan, language, max_iterations)
+    return _t(language)["resume_wrapper"].format(summary=summary, message=message)
 
 
 def step_instructions(language: str = "en") -> str:
@@ -202,7 +347,12 @@ def step_instructions(language: str = "en") -> str:
 
 
 def context_block(plan: dict[str, Any], language: str = "en") -> str | None:
-    """The plan block for the system prompt; None for a finished plan."""
+    """The plan block for the system prompt; None for a finished plan.
+
+    Document 001's "System Prompt Addition" first (goal, current step k/n,
+    its progress, how to declare steps), then waygraph's lines: the steps
+    around the current one and how to report progress, completion and failure.
+    """
     t = _t(language)
     status = plan.get("status")
     done, total = steps_done(plan), len(plan.get("steps", []))
@@ -213,26 +363,38 @@ def context_block(plan: dict[str, Any], language: str = "en") -> str | None:
         )
     if status not in ("running", "pending"):
         return None
-    lines = [t["context_head"].format(h=HEADER, goal=plan["goal"]), _current_line(plan, t)]
+    step = current_step(plan)
+    progress = ""
+    if step is None:
+        current = t["doc_no_current"]
+    else:
+        if step.get("implicit"):
+            current = t["doc_current_implicit"]
+        else:
+            k, n = plan["current_step_index"] + 1, total
+            current = t["doc_current"].format(desc=step.get("description", ""), k=k, n=n)
+        if isinstance(step.get("progress"), dict):
+            progress = t["doc_step_progress"].format(**step["progress"])
+    lines = [t["doc_block"].format(goal=plan["goal"], current=current, progress=progress), ""]
     steps = plan.get("steps", [])
     if steps and not (len(steps) == 1 and steps[0].get("implicit")):
         lines.append(t["done_line"].format(done=done, total=total))
-        index = min(plan.get("current_step_index", 0), len(steps))
-        start = max(0, index - CONTEXT_STEPS_BEFORE)
-        stop = min(len(steps), index + CONTEXT_STEPS_AFTER)
+        start, stop = _window(plan)
         if start:
             lines.append(t["earlier"].format(count=start))
         lines.extend(_step_line(i, steps[i]) for i in range(start, stop))
         if stop < len(steps):
             lines.append(t["later"].format(count=len(steps) - stop))
-    if current_step(plan) is None and steps:
+    if step is None and steps:
         lines.append(t["all_done"])
-    lines.append(t["instructions"])
+    lines.append(t["more_instructions"])
     return "\n".join(lines)
 
 
 def limit_message(plan: dict[str, Any] | None, language: str = "en") -> str:
-    """ "Task in progress (k/n steps done). Say 'continue' to resume." in ``language``."""
+    """Document 001's pause message, "任务执行中（k/n 步已完成）。输入'继续'以恢复执行。",
+    or in English "Task in progress (k/n steps completed). Type 'continue' to resume."
+    """
     t = _t(language)
     if plan is None:
         return t["limit_no_plan"]

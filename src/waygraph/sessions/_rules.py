@@ -28,6 +28,8 @@ __all__ = [
     "apply_reply",
     "current_step",
     "detect_language",
+    "detect_step_completion",
+    "extract_step_declarations",
     "fail",
     "goal_from_reply",
     "is_continue_intent",
@@ -67,6 +69,11 @@ _TRANSITION_EN = re.compile(r"\b(?:now|next|then|let\s+me|moving\s+on|proceed)\b
 _TRANSITION_ZH = re.compile(r"现在|接下来|然后|继续|开始")
 
 CONTINUE_INTENTS = frozenset({"continue", "goon", "resume", "keepgoing", "继续", "继续执行"})
+# Document 001 counts any message containing 继续执行 as continue.
+_CONTINUE_ZH = "继续执行"
+# ...except where it is negated right before ("不要继续执行", "别再继续执行"),
+# which the document's substring test would read as the opposite.
+_NEGATED_CONTINUE = re.compile(r"(?:不|别|勿|无需|停止|暂停)[^，。,.!！?？；;]{0,2}继续执行")
 _EDGE_PUNCTUATION = ".,!?;:~…'\"“”‘’。，！？；：～、"
 _CORRECTION_EN = re.compile(
     r"\b(?:not|isn'?t|wasn'?t|aren'?t|hasn'?t\s+been|haven'?t\s+been)\s+"
@@ -75,26 +82,33 @@ _CORRECTION_EN = re.compile(
 )
 _CORRECTION_ZH = re.compile(r"还没有?(?:完成|做完|结束|好)|没有?(?:完成|做完)|未完成")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN = re.compile(r"[A-Za-z]")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
 
 
 # ---------------------------------------------------------------- reading text
 
 
 def is_continue_intent(text: str | None) -> bool:
-    """True when the whole message asks to resume: "continue", "go on", "继续", ...
+    """True when the message asks to resume: "continue", "go on", "继续", "请继续执行任务", ...
 
-    Case, whitespace and surrounding punctuation do not matter; a sentence that
-    merely contains the word does not count.
+    Document 001's rule, ``isContinueIntent``: the whole message (trimmed, any
+    case) is 继续, continue or go on, or it contains 继续执行 anywhere. waygraph
+    adds "resume" and "keep going", ignores inner whitespace and surrounding
+    punctuation, and does not read a negated "不要继续执行" as continue. A
+    sentence that merely contains "continue" does not count.
 
     Example:
-        >>> is_continue_intent("  Go   On! "), is_continue_intent("continue the essay")
-        (True, False)
+        >>> is_continue_intent("  Go   On! "), is_continue_intent("请继续执行任务")
+        (True, True)
+        >>> is_continue_intent("continue the essay"), is_continue_intent("先不要继续执行")
+        (False, False)
     """
     if not text:
         return False
     key = re.sub(r"\s+", "", text).casefold().strip(_EDGE_PUNCTUATION)
-    return key in CONTINUE_INTENTS
+    if key in CONTINUE_INTENTS:
+        return True
+    return _CONTINUE_ZH in key and not _NEGATED_CONTINUE.search(key)
 
 
 def is_correction(text: str | None) -> bool:
@@ -111,8 +125,11 @@ def is_correction(text: str | None) -> bool:
 
 
 def detect_language(text: str | None) -> str | None:
-    """``"zh"`` when the text has Chinese characters, ``"en"`` when it has Latin
-    letters and no Chinese, else None (nothing to go by).
+    """The script the text is mostly written in: ``"zh"`` or ``"en"``, else None.
+
+    A Chinese character carries about as much as an English word, so the text
+    is Chinese when it has at least as many Chinese characters as Latin words
+    ("把博客迁移到 Hugo" is Chinese, "Translate 你好 into English" is not).
 
     Example:
         >>> detect_language("继续"), detect_language("go on"), detect_language("42")
@@ -120,9 +137,11 @@ def detect_language(text: str | None) -> str | None:
     """
     if not text:
         return None
-    if _HAN.search(text):
+    han = len(_HAN.findall(text))
+    words = len(_LATIN_WORD.findall(text))
+    if han and han >= words:
         return "zh"
-    if _LATIN.search(text):
+    if words:
         return "en"
     return None
 
@@ -138,11 +157,20 @@ def goal_from_reply(text: str) -> str:
     for line in _prose(text).splitlines():
         if line.strip():
             return _trim(line.strip())
-    steps = _declared_steps(text)
+    steps = extract_step_declarations(text)
     return steps[0] if steps else "(no goal given)"
 
 
-def _declared_steps(text: str) -> list[str]:
+def extract_step_declarations(text: str) -> list[str]:
+    """The step descriptions a reply declares with ``[Step] description`` lines.
+
+    Document 001's ``extractStepDeclaration``. A line may sit in a list and
+    carry its own number.
+
+    Example:
+        >>> extract_step_declarations("[Step] 下载2024年财报PDF\\n- [Step 2] 提取关键财务指标")
+        ['下载2024年财报PDF', '提取关键财务指标']
+    """
     return [m.group(1).strip() for m in _STEP_LINE.finditer(text) if m.group(1).strip()]
 
 
@@ -215,7 +243,7 @@ def apply_reply(plan: PlanData, text: str, tool_calls: int, *, now: str) -> Plan
     plan["iteration_count"] += 1
     plan["updated_at"] = now
     prose = _prose(text)
-    _add_steps(plan, _declared_steps(text))
+    _add_steps(plan, extract_step_declarations(text))
     if current_step(plan) is None:
         _start_next(plan, now)
     if not plan["steps"]:
@@ -237,21 +265,34 @@ def apply_reply(plan: PlanData, text: str, tool_calls: int, *, now: str) -> Plan
         plan["status"] = "completed"
         return plan
     if step is not None:
-        how = _completion(step, prose)
+        how = detect_step_completion(text, step.get("iterations", 0))
         if how is not None:
             _complete(plan, step, prose or text, how, now)
     return plan
 
 
-def _completion(step: dict[str, Any], prose: str) -> str | None:
+def detect_step_completion(text: str, iterations_in_step: int) -> str | None:
+    """Whether a reply completes the current step, and by which rule.
+
+    Document 001's ``detectStepCompletion``: a transition word ("现在",
+    "接下来", "now", "next", ...) once the step has run two iterations, or the
+    step's tenth iteration; waygraph adds an explicit ``[done]`` marker, which
+    completes a step on any iteration. Words inside ``[Step]`` lines are plans,
+    not reports, and do not count. Returns ``"marker"``, ``"transition"``,
+    ``"timeout"`` or None (not complete).
+
+    Example:
+        >>> detect_step_completion("现在让我提取关键指标", 2), detect_step_completion("现在开始", 1)
+        ('transition', None)
+    """
+    prose = _prose(text)
     if _DONE_MARKER.search(prose):
         return "marker"
-    iterations = step.get("iterations", 0)
-    if iterations >= TRANSITION_MIN_ITERATIONS and (
+    if iterations_in_step >= TRANSITION_MIN_ITERATIONS and (
         _TRANSITION_EN.search(prose) or _TRANSITION_ZH.search(prose)
     ):
         return "transition"
-    if iterations >= STEP_TIMEOUT_ITERATIONS:
+    if iterations_in_step >= STEP_TIMEOUT_ITERATIONS:
         return "timeout"
     return None
 
