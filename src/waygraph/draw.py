@@ -36,7 +36,13 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from waygraph.errors import ConfigError, PlanFormatError, WaygraphError
+from waygraph.errors import (
+    ConfigError,
+    GraphvizError,
+    GraphvizNotFoundError,
+    PlanFormatError,
+    WaygraphError,
+)
 from waygraph.model import Edge, Node, Plan, Verify
 
 __all__ = [
@@ -103,14 +109,6 @@ _NOT_AN_ID = re.compile(r"[^A-Za-z0-9_]")
 
 
 # ---------------------------------------------------------------- errors
-
-
-class GraphvizError(WaygraphError, RuntimeError):
-    """Graphviz's ``dot`` program failed or took too long."""
-
-
-class GraphvizNotFoundError(ConfigError):
-    """Graphviz's ``dot`` program is not installed (it is optional)."""
 
 
 # ---------------------------------------------------------------- shared

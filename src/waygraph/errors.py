@@ -7,17 +7,35 @@ keeps working for callers who do not know waygraph::
     WaygraphError
     ├── PlanFormatError (ValueError)      a plan file or plan data is malformed
     │   ├── PlanSyntaxError               the file is not valid JSON / YAML / DOT
-    │   └── StateMachineError             a state machine names a bad state or field
+    │   ├── StateMachineError             a state machine names a bad state or field
+    │   └── CorruptPlan                   a session's plan.json is not a session plan
     ├── PlanNotFoundError (KeyError)      a plan id is not in the library
     │   └── PlanContextNotFoundError      no stored plan context has that plan id
     ├── LibraryError (ValueError)         a library as a whole is inconsistent
     ├── StoreError (RuntimeError)         a store could not read or write
     │   └── Conflict                      another writer committed first
+    ├── InputError (ValueError, TypeError) a call's argument is of the wrong type or too long
     ├── ConfigError (ValueError)          a bad URL, option or setting
+    │   └── GraphvizNotFoundError         Graphviz's dot is not installed
+    ├── GraphvizError (RuntimeError)      Graphviz's dot failed or took too long
+    ├── PatternTimeout (TimeoutError)     a plan's regex ran past its time bound
+    ├── CommandFailed (RuntimeError)      a plan's shell command exited non-zero
     ├── EventFormatError (ValueError)     an event envelope breaks the CloudEvents format
     ├── PlanStateError (RuntimeError)     a plan context cannot do that in its state
     ├── EventTimeoutError (TimeoutError)  no response event arrived in time
-    └── BusClosedError (RuntimeError)     the bus was closed
+    ├── BusClosedError (RuntimeError)     the bus was closed
+    ├── ApiError                          an HTTP route answers with an error status
+    └── PlanningError                     anything the planning agent raises
+        ├── InvalidPlanError (ValueError)   a plan failed validation (``.problems``)
+        ├── PlanParseError (ValueError)     a model reply holds no usable JSON
+        ├── PlanRejectedError               approval rejected the plan
+        ├── LLMError (RuntimeError)         a model call failed
+        ├── ToolDefinitionError (TypeError) a function cannot be used as a tool
+        └── AgentBusyError (RuntimeError)   a second run on an agent that is running
+
+Every class is defined here, once; the modules that raise them
+(:mod:`waygraph.planning`, :mod:`waygraph.draw`, :mod:`waygraph.patterns`,
+...) import them from here and keep exporting them under the same names.
 
 Example:
     >>> from waygraph.errors import PlanFormatError
@@ -29,23 +47,40 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from waygraph.planning._models import Plan, PlanProblem
 
 __all__ = [
+    "AgentBusyError",
+    "ApiError",
     "BusClosedError",
+    "CommandFailed",
     "ConfigError",
     "Conflict",
+    "CorruptPlan",
     "EventFormatError",
     "EventTimeoutError",
+    "GraphvizError",
+    "GraphvizNotFoundError",
     "InputError",
+    "InvalidPlanError",
+    "LLMError",
     "LibraryError",
+    "PatternTimeout",
     "PlanContextNotFoundError",
     "PlanFormatError",
     "PlanNotFoundError",
+    "PlanParseError",
+    "PlanRejectedError",
     "PlanStateError",
     "PlanSyntaxError",
+    "PlanningError",
     "StateMachineError",
     "StoreError",
+    "ToolDefinitionError",
     "WaygraphError",
 ]
 
@@ -221,3 +256,80 @@ class EventTimeoutError(WaygraphError, TimeoutError):
 
 class BusClosedError(WaygraphError, RuntimeError):
     """The bus was closed; it publishes and subscribes no more until started again."""
+
+
+class CorruptPlan(PlanFormatError):
+    """A session's plan.json exists but is not a session plan (bad JSON, wrong shape)."""
+
+
+class GraphvizError(WaygraphError, RuntimeError):
+    """Graphviz's ``dot`` program failed or took too long."""
+
+
+class GraphvizNotFoundError(ConfigError):
+    """Graphviz's ``dot`` program is not installed (it is optional)."""
+
+
+class PatternTimeout(WaygraphError, TimeoutError):
+    """A plan's pattern did not finish matching within its time bound."""
+
+
+class CommandFailed(WaygraphError, RuntimeError):
+    """A ``shell`` command exited with a non-zero code, which fails its step."""
+
+
+class ApiError(WaygraphError):
+    """Raised by a route of ``waygraph serve`` to answer with ``status`` and an error body.
+
+    No built-in fits an HTTP answer (a 404 is not a ``KeyError`` to its
+    caller), so it derives from :class:`WaygraphError` alone.
+    """
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+# ---------------------------------------------------------------- planning agent
+
+
+class PlanningError(WaygraphError):
+    """Base class of the planning agent's errors."""
+
+
+class InvalidPlanError(PlanningError, ValueError):
+    """A plan failed validation; ``problems`` lists every problem found.
+
+    ``plan`` is the offending plan when it could be parsed at all.
+    """
+
+    def __init__(
+        self, problems: Sequence[PlanProblem], *, plan: Plan | None = None, attempts: int = 1
+    ) -> None:
+        self.problems = tuple(problems)
+        self.plan = plan
+        self.attempts = attempts
+        head = "the plan is invalid"
+        if attempts > 1:
+            head += f" after {attempts} attempts"
+        super().__init__(head + ":\n" + "\n".join(f"- {p}" for p in self.problems))
+
+
+class PlanParseError(PlanningError, ValueError):
+    """A model reply holds no JSON that could be extracted or repaired."""
+
+
+class PlanRejectedError(PlanningError):
+    """Plan approval (a callback or a person) rejected the plan."""
+
+
+class LLMError(PlanningError, RuntimeError):
+    """A model call failed (connection, HTTP error, empty reply)."""
+
+
+class ToolDefinitionError(PlanningError, TypeError):
+    """A function cannot be registered as a tool (for example it takes ``*args``)."""
+
+
+class AgentBusyError(PlanningError, RuntimeError):
+    """The agent is already running a plan; use one agent per concurrent run."""

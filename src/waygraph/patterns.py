@@ -24,6 +24,8 @@ from typing import Any
 
 import regex
 
+from waygraph.errors import PatternTimeout
+
 __all__ = [
     "FLAGS",
     "MATCH_TIMEOUT",
@@ -37,10 +39,6 @@ __all__ = [
 MATCH_TIMEOUT = 1.0
 #: Flag letters a plan may give, and what they mean.
 FLAGS = {"i": regex.IGNORECASE, "m": regex.MULTILINE, "s": regex.DOTALL, "x": regex.VERBOSE}
-
-
-class PatternTimeout(TimeoutError):
-    """A plan's pattern did not finish matching within its time bound."""
 
 
 @lru_cache(maxsize=512)

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from waygraph import landlock
 from waygraph.cli.user_code import load_user_module
-from waygraph.errors import ConfigError
+from waygraph.errors import CommandFailed, ConfigError
 from waygraph.eval.loop import COMMAND_TIMEOUT, inside, run_shell
 from waygraph.eval.loop import write_file as write_in_workspace
 
@@ -42,10 +42,6 @@ NO_CONFINEMENT = (
     "5.13 or newer with Landlock enabled); run waygraph plan with --unconfined to run "
     "commands without kernel confinement"
 )
-
-
-class CommandFailed(RuntimeError):
-    """A ``shell`` command exited with a non-zero code, which fails its step."""
 
 
 def workspace_tools(

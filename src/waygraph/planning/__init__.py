@@ -19,10 +19,7 @@ Example:
     ['search']
 """
 
-from waygraph.planning._agent import PlanningAgent
-from waygraph.planning._approval import ConsoleApproval, render_plan
-from waygraph.planning._dryrun import DryRunLayer, DryRunReport
-from waygraph.planning._errors import (
+from waygraph.errors import (
     AgentBusyError,
     InvalidPlanError,
     LLMError,
@@ -31,6 +28,9 @@ from waygraph.planning._errors import (
     PlanRejectedError,
     ToolDefinitionError,
 )
+from waygraph.planning._agent import PlanningAgent
+from waygraph.planning._approval import ConsoleApproval, render_plan
+from waygraph.planning._dryrun import DryRunLayer, DryRunReport
 from waygraph.planning._facade import Agent, PlanningCallbacks
 from waygraph.planning._graph import from_graph_plan, to_graph_plan
 from waygraph.planning._json import extract_json, repair_json

@@ -8,16 +8,16 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from waygraph.errors import ConfigError
-from waygraph.planning._approval import ConsoleApproval
-from waygraph.planning._dryrun import dry_run_result, report_without_plan, simulate_plan
-from waygraph.planning._errors import (
+from waygraph.errors import (
     AgentBusyError,
+    ConfigError,
     InvalidPlanError,
     LLMError,
     PlanningError,
     PlanRejectedError,
 )
+from waygraph.planning._approval import ConsoleApproval
+from waygraph.planning._dryrun import dry_run_result, report_without_plan, simulate_plan
 from waygraph.planning._executor import PlanRun, _Request
 from waygraph.planning._llm import LLM
 from waygraph.planning._models import (

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
-from waygraph.planning._errors import PlanRejectedError
+from waygraph.errors import PlanRejectedError
 from waygraph.planning._models import Plan, PlanStep, RevisionDecision, RevisionStrategy
 from waygraph.planning._validate import structural_problems
 

@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from waygraph import model
-from waygraph.planning._errors import InvalidPlanError
+from waygraph.errors import InvalidPlanError
 from waygraph.planning._models import Plan, PlanStep
 
 __all__ = ["from_graph_plan", "to_graph_plan"]

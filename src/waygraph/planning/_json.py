@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from waygraph.planning._errors import PlanParseError
+from waygraph.errors import PlanParseError
 
 __all__ = ["extract_json", "repair_json"]
 

@@ -26,7 +26,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from waygraph.planning._errors import LLMError
+from waygraph.errors import LLMError
 from waygraph.planning._models import TokenUsage
 
 __all__ = ["LLM", "LLMResponse", "Message", "OpenAILLM"]

@@ -8,8 +8,8 @@ import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from waygraph.errors import InvalidPlanError, PlanParseError
 from waygraph.planning import _prompts as prompts
-from waygraph.planning._errors import InvalidPlanError, PlanParseError
 from waygraph.planning._json import extract_json
 from waygraph.planning._llm import LLM, LLMResponse, Message
 from waygraph.planning._models import Plan, PlanProblem, PlanStep, plan_json_schema

@@ -30,7 +30,7 @@ from typing import Any, NotRequired, Required
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-from waygraph.planning._errors import ToolDefinitionError
+from waygraph.errors import ToolDefinitionError
 from waygraph.planning._llm import LLM, LLMResponse, Message
 from waygraph.planning._models import DECOMPOSE, PlanStep, TokenUsage
 from waygraph.planning._references import find_references

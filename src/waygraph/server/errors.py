@@ -33,7 +33,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 
-from waygraph.errors import Conflict, PlanNotFoundError, StoreError, WaygraphError
+from waygraph.errors import ApiError, Conflict, PlanNotFoundError, StoreError, WaygraphError
 from waygraph.server.models import ErrorBody
 
 __all__ = ["ApiError", "AsciiJSONResponse", "error_response", "install_handlers", "responses"]
@@ -61,14 +61,6 @@ class AsciiJSONResponse(JSONResponse):
     def render(self, content: Any) -> bytes:
         text = json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
         return text.encode("ascii")
-
-
-class ApiError(Exception):
-    """Raised by a route to answer with ``status`` and the error body."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 def error_response(

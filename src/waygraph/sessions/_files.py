@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from waygraph.errors import StoreError
+from waygraph.errors import CorruptPlan, StoreError
 from waygraph.sessions._rules import PLAN_STATUSES, STEP_STATUSES, steps_done
 
 __all__ = [
@@ -56,10 +56,6 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MISSING = "missing"
 _CORRUPT = "corrupt"
 _OK = "ok"
-
-
-class CorruptPlan(ValueError):
-    """plan.json exists but is not a session plan (bad JSON, wrong shape)."""
 
 
 @dataclass(frozen=True, slots=True)
