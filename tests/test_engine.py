@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -315,6 +316,58 @@ def test_inputs_are_never_modified():
     engine.advance(plan, run, turn=2)
     engine.rewind(plan, run, turn=2)
     assert engine.to_record(plan, run) == before
+
+
+def test_a_run_is_an_immutable_value():
+    plan = GRAPH_LIB["bugfix_workflow"]
+    run, _ = engine.start(plan, run_id="r", turn=1)
+    tried = engine.Evidence(tool="shell", call="python repro.py", output="")
+    run, _ = engine.observe(plan, run, EMPTY, turn=2, evidence=tried)  # "tried" is kept
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.status = "completed"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        run.visited["reproduce"] = {}  # type: ignore[index]
+    with pytest.raises(TypeError):
+        run.visited["reproduce"]["attempts"] = 9  # type: ignore[index]
+    with pytest.raises(TypeError):
+        run.events[-1]["type"] = "plan_completed"  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        run.path.append("test")  # type: ignore[attr-defined]
+    assert isinstance(run.visited["reproduce"]["tried"], tuple)
+    # Changing one outside the engine is dataclasses.replace: a new value.
+    other = dataclasses.replace(run, status="aborted")
+    assert other.status == "aborted" and run.status == "running"
+
+
+def test_a_draft_has_the_runs_fields_in_the_runs_order():
+    # Freezing a draft changes its class to Run, which needs the same slots.
+    from waygraph.engine.state import Draft
+
+    assert [f.name for f in dataclasses.fields(Draft)] == [
+        f.name for f in dataclasses.fields(engine.Run)
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    plan=graph_plans(),
+    script=st.lists(st.sampled_from(["pass", "fail", "unknown", "claim", "idle"]), max_size=12),
+)
+def test_no_engine_call_changes_the_run_it_was_given(plan: Plan, script: list[str]):
+    judges = {"pass": lambda v: True, "fail": lambda v: False, "unknown": lambda v: None}
+    run, _ = engine.start(plan, run_id="r", turn=1)
+    for turn, step in enumerate(script, start=2):
+        before = copy.deepcopy(engine.to_record(plan, run))
+        if step == "claim":
+            new, _ = engine.claim(plan, run, turn=turn, text="done", final=True)
+        elif step == "idle":
+            new, _ = engine.advance(plan, run, turn=turn)
+        else:
+            new, _ = engine.advance(plan, run, turn=turn, judge=judges[step])
+        engine.rewind(plan, run, turn=turn)
+        engine.abort(plan, run, turn=turn, reason="check")
+        assert engine.to_record(plan, run) == before
+        run = new
 
 
 def test_decision_routes_on_when_edges_and_falls_back():

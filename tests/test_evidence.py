@@ -419,4 +419,4 @@ def test_records_from_before_issue_12_still_load():
         record.pop(key)
     record["visited"] = {"step_1": {"outcome": "success", "attempts": 1}}
     again = engine.from_record(record)
-    assert again.completed == ["step_1"] and again.notice is None
+    assert again.completed == ("step_1",) and again.notice is None

@@ -330,7 +330,7 @@ def test_bugfix_happy_path_completes():
 
 def test_bugfix_unreproducible_bug_loops_back_once_then_escalates():
     run = run_plan("bugfix_workflow", [("", None), ("app.py\nlogin.py", 0), ("", None)])
-    assert run.path == [
+    assert list(run.path) == [
         "start",
         "reproduce",
         "gather_context",
@@ -409,7 +409,7 @@ def test_feature_branch_stashes_a_dirty_tree_and_carries_on():
         ],
     )
     assert run.status == "completed"
-    assert run.path[:6] == [
+    assert list(run.path)[:6] == [
         "start",
         "check_status",
         "tree_state",
@@ -462,7 +462,7 @@ def test_merge_failure_without_conflicts_escalates():
             ("merge: feature/y - not something we can merge", 1),
         ],
     )
-    assert run.path[-1] == "escalate_merge_failed"
+    assert list(run.path)[-1] == "escalate_merge_failed"
 
 
 def test_merge_that_breaks_tests_is_undone():
@@ -476,7 +476,7 @@ def test_merge_that_breaks_tests_is_undone():
             ("HEAD is now at 1a2b3c4 previous commit", 0),
         ],
     )
-    assert run.path[-3:] == ["test_merge", "undo_merge", "escalate_tests"]
+    assert list(run.path)[-3:] == ["test_merge", "undo_merge", "escalate_tests"]
 
 
 def test_a_rejected_push_is_not_a_success():
@@ -556,7 +556,7 @@ def test_docker_unhealthy_container_collects_logs_before_escalating():
             ("KeyError: 'DATABASE_URL'", 0),
         ],
     )
-    assert run.path[-2:] == ["collect_logs", "escalate_deploy"]
+    assert list(run.path)[-2:] == ["collect_logs", "escalate_deploy"]
 
 
 def test_docker_daemon_down_escalates_before_building():
@@ -564,7 +564,7 @@ def test_docker_daemon_down_escalates_before_building():
         "docker_build_deploy",
         [("FROM alpine:3.20", 0), ("Cannot connect to the Docker daemon at unix:///x.sock", 1)],
     )
-    assert run.path[-1] == "escalate_no_docker"
+    assert list(run.path)[-1] == "escalate_no_docker"
 
 
 # ------------------------------------------------------------------ refactor_safe
@@ -603,7 +603,7 @@ def test_refactor_reverts_each_broken_attempt_and_stops_after_three():
     run = run_plan("refactor_safe", [(CLEAN, 0), (PYTEST_PASS, 0), *attempt * 3])
     assert run.path.count("apply_refactor") == 3
     assert run.path.count("revert") == 3  # the third entry finds it exhausted
-    assert run.path[-2:] == ["revert_and_stop", "escalate_reverted"]
+    assert list(run.path)[-2:] == ["revert_and_stop", "escalate_reverted"]
     assert run.status == "escalated"
 
 
@@ -631,7 +631,7 @@ def test_refactor_commits_uncommitted_work_before_starting():
             (CLEAN, 0),
         ],
     )
-    assert run.path[-4:] == ["save_work", "check_status", "tree_state", "baseline_tests"]
+    assert list(run.path)[-4:] == ["save_work", "check_status", "tree_state", "baseline_tests"]
 
 
 # ------------------------------------------------------------------ the other plans
@@ -645,7 +645,7 @@ def test_codegen_does_not_overwrite_an_existing_file():
             ("TARGET_EXISTS src/app/slug.py\nTARGET_FREE tests/test_slug.py", 0),
         ],
     )
-    assert run.path[-1] == "escalate_exists"
+    assert list(run.path)[-1] == "escalate_exists"
     run = run_plan(
         "codegen_module",
         [("src/app/", 0), ("TARGET_FREE src/app/slug.py\nTARGET_FREE tests/test_slug.py", 0)],
@@ -687,7 +687,7 @@ def test_failed_copy_restores_from_the_backup():
             ("source matches backup", 0),
         ],
     )
-    assert run.path[-2:] == ["restore_source", "escalate_restored"]
+    assert list(run.path)[-2:] == ["restore_source", "escalate_restored"]
 
 
 def test_a_bad_backup_is_made_again_before_anything_moves():
@@ -699,15 +699,15 @@ def test_a_bad_backup_is_made_again_before_anything_moves():
 def test_api_rejected_credentials_escalate_and_other_failures_retry():
     start = [("GET /v1/items, Bearer token", 0), ("CREDENTIALS_OK", 0)]
     run = run_plan("api_integration", [*start, ('HTTP 401\n{"error": "bad key"}', 0)])
-    assert run.path[-1] == "escalate_credentials"
+    assert list(run.path)[-1] == "escalate_credentials"
     run = run_plan(
         "api_integration", [*start, ("HTTP 404\nnot found", 0), ('HTTP 200\n{"items": []}', 0)]
     )
     assert run.current_node == "implement" and "endpoint_confirmed" in run.path
     run = run_plan("api_integration", [*start, *[("HTTP 500", 0)] * 3])
-    assert run.path[-1] == "escalate_api"
+    assert list(run.path)[-1] == "escalate_api"
     run = run_plan("api_integration", [start[0], ("CREDENTIALS_MISSING", 0)])
-    assert run.path[-1] == "escalate_credentials"
+    assert list(run.path)[-1] == "escalate_credentials"
 
 
 def test_dependency_update_stops_when_nothing_is_outdated():
@@ -727,7 +727,7 @@ def test_dependency_update_rolls_back_when_tests_fail():
             ("Successfully installed requests-2.31.0\nNo broken requirements found.", 0),
         ],
     )
-    assert run.path[-2:] == ["rollback", "escalate_rolled_back"]
+    assert list(run.path)[-2:] == ["rollback", "escalate_rolled_back"]
     assert "state_saved" in run.path
 
 
@@ -744,7 +744,7 @@ def test_log_investigation_widens_the_search_once():
         ],
     )
     assert run.status == "completed"
-    assert run.path[:5] == [
+    assert list(run.path)[:5] == [
         "start",
         "locate_logs",
         "filter_errors",

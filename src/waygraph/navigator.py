@@ -290,7 +290,7 @@ class Navigator:
 
         def attempt() -> Guidance:
             run, version = self._load(session_id)
-            events: list[dict[str, Any]] = []
+            events: list[Mapping[str, Any]] = []
             plan: Plan | None = None
             record: dict[str, Any] | None = None
             turn_no = run.turn + 1 if run is not None else 1
@@ -378,7 +378,7 @@ class Navigator:
         run: engine.Run,
         plan: Plan | None,
         version: int,
-        events: list[dict[str, Any]],
+        events: list[Mapping[str, Any]],
         *,
         new: bool,
     ) -> dict[str, Any]:
@@ -570,7 +570,7 @@ def _write(
     run: engine.Run,
     plan: Plan | None,
     version: int,
-    events: list[dict[str, Any]],
+    events: list[Mapping[str, Any]],
     *,
     new: bool,
 ) -> Write:

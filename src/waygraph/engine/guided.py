@@ -27,7 +27,15 @@ from waygraph.engine.rules import (
     unverified,
     verify_task,
 )
-from waygraph.engine.state import MAX_LAST_OUTPUT, SUCCESS_EDGES, Evidence, Judge, Result, Run
+from waygraph.engine.state import (
+    MAX_LAST_OUTPUT,
+    SUCCESS_EDGES,
+    Draft,
+    Evidence,
+    Judge,
+    Result,
+    Run,
+)
 from waygraph.model import Plan
 
 # ---------------------------------------------------------------- public API
@@ -50,23 +58,40 @@ def start(
     ``plan_activated`` event. ``domain`` is the domain of the message that
     activated the plan (default: the plan's first domain).
     """
-    run = Run(
+    run = Draft(
         run_id=run_id,
         plan_id=plan.id,
         plan_name=plan.title,
         mode="linear" if plan.linear else "graph",
+        status="running",
+        current_node=None,
+        visited={},
+        path=(),
         started_turn=turn,
         turn=turn,
+        turns_since_transition=0,
         stale_after_turns=plan.stale_after_turns,
+        transitions=0,
+        pace_level=None,
+        reason=None,
+        events=[],
+        seen=(),
+        checkpoints=(),
+        report=None,
         session_id=session_id,
         plan_version=plan_version,
         domain=domain or (plan.domains[0] if plan.domains else None),
+        last_output=None,
+        turns_since_progress=0,
+        completed=(),
+        notice=None,
+        streak=None,
     )
     t = Turn(plan, run, turn, judge)
     t.emit("plan_activated", plan.graph.start, plan_id=plan.id, plan=plan.id, **activation)
     # A graph.start naming a task is the established format's implicit start.
     enter(t, plan.graph.start, fresh=True)
-    return Result(run, t.events)
+    return Result(run.freeze(), t.events)
 
 
 def observe(
@@ -84,17 +109,29 @@ def observe(
     ``judge(verify)`` gives the verdict of the result for a predicate. A
     result whose ``observation_id`` was already counted changes nothing.
     """
-    fresh = fresh_copy(run, turn, observation_id)
-    if fresh is None:
-        return Result(run, [])
-    run = fresh
-    run.notice = None
+    t = _observe(plan, run, judge, turn, observation_id, tool_name, evidence)
+    return Result(run, []) if t is None else Result(t.run.freeze(), t.events)
+
+
+def _observe(
+    plan: Plan,
+    run: Run,
+    judge: Judge,
+    turn: int,
+    observation_id: str | None,
+    tool_name: str | None,
+    evidence: Evidence | None,
+) -> Turn | None:
+    draft = fresh_copy(run, turn, observation_id)
+    if draft is None:
+        return None
+    draft.notice = None
     if evidence is not None and evidence.output:
-        run.last_output = evidence.output[:MAX_LAST_OUTPUT]
-    t = Turn(plan, run, turn, judge)
-    node = plan.graph.nodes.get(run.current_node or "")
+        draft.last_output = evidence.output[:MAX_LAST_OUTPUT]
+    t = Turn(plan, draft, turn, judge)
+    node = plan.graph.nodes.get(draft.current_node or "")
     if node is None:
-        escalate(t, None, f"current node {run.current_node!r} is not in the plan any more")
+        escalate(t, None, f"current node {draft.current_node!r} is not in the plan any more")
     elif node.type == "decision":
         decide(t, node)
     elif node.type == "task":
@@ -102,7 +139,7 @@ def observe(
     else:
         # A routing node left current by a stall or a gate: route onward again.
         route_through(t, node)
-    return Result(run, t.events)
+    return t
 
 
 def claim(
@@ -120,42 +157,58 @@ def claim(
     told the user the work is done) while the run is not finished, the nodes
     still unverified are recorded (``claim_unverified``) and named to the model.
     """
-    fresh = fresh_copy(run, turn, observation_id)
-    if fresh is None:
-        return Result(run, [])
-    run = fresh
-    t = Turn(plan, run, turn, None)
-    node_id = run.current_node
+    t = _claim(plan, run, turn, text, final, observation_id)
+    return Result(run, []) if t is None else Result(t.run.freeze(), t.events)
+
+
+def _claim(
+    plan: Plan, run: Run, turn: int, text: str, final: bool, observation_id: str | None
+) -> Turn | None:
+    draft = fresh_copy(run, turn, observation_id)
+    if draft is None:
+        return None
+    t = Turn(plan, draft, turn, None)
+    node_id = draft.current_node
     t.emit("claim_recorded", node_id, excerpt=excerpt(text), final=final)
     if final:
-        pending = unverified(plan, run)
+        pending = unverified(plan, draft)
         t.emit("claim_unverified", node_id, nodes=pending)
-        run.notice = {"kind": "claim_unverified", "node": node_id, "nodes": pending}
+        draft.notice = {"kind": "claim_unverified", "node": node_id, "nodes": pending}
     else:
-        run.notice = {"kind": "claim", "node": node_id}
-    return Result(run, t.events)
+        draft.notice = {"kind": "claim", "node": node_id}
+    return t
 
 
 def expire(plan: Plan, run: Run, *, turn: int, transitioned: bool) -> Result:
     """Count a turn for staleness; past ``stale_after_turns`` the run expires."""
     if run.status != "running":
         return Result(run, [])
-    run = run.copy()
-    run.turn = turn
-    if transitioned:
-        run.turns_since_transition = 0
-        return Result(run, [])
-    run.turns_since_transition += 1
-    if run.turns_since_transition <= run.stale_after_turns:
-        return Result(run, [])
-    t = Turn(plan, run, turn, None)
-    run.status = "expired"
-    run.reason = (
-        f"no progress for {run.turns_since_transition} turns "
-        f"(the plan allows {run.stale_after_turns})"
-    )
-    t.emit("plan_expired", run.current_node, turns=run.turns_since_transition, reason=run.reason)
-    return Result(run, t.events)
+    t = Turn(plan, run.draft(), turn, None)
+    _count_turn(t, transitioned=transitioned, progressed=None)
+    return Result(t.run.freeze(), t.events)
+
+
+def _count_turn(t: Turn, *, transitioned: bool, progressed: bool | None) -> None:
+    """The turn's bookkeeping on a running draft: staleness, then progress.
+
+    Progress is new ground: a node completed for the first time in this run.
+    A fix -> test -> fix loop transitions without progressing. ``progressed``
+    None leaves the progress count alone.
+    """
+    run = t.run
+    run.turn = t.turn
+    run.turns_since_transition = 0 if transitioned else run.turns_since_transition + 1
+    if run.turns_since_transition > run.stale_after_turns:
+        run.status = "expired"
+        run.reason = (
+            f"no progress for {run.turns_since_transition} turns "
+            f"(the plan allows {run.stale_after_turns})"
+        )
+        t.emit(
+            "plan_expired", run.current_node, turns=run.turns_since_transition, reason=run.reason
+        )
+    if progressed is not None and (run.status == "running" or progressed):
+        run.turns_since_progress = 0 if progressed else run.turns_since_progress + 1
 
 
 def advance(
@@ -175,50 +228,36 @@ def advance(
     whose ``source`` is ``"model"`` is recorded as a claim instead
     (:func:`claim`, ``final`` as there). Without either, the turn only counts.
     """
-    events: list[dict[str, Any]] = []
-    original = run
-    before = run.transitions
-    completed_before = len(run.completed)
+    t: Turn | None = None
     if evidence is not None and evidence.source == "model":
-        run, events = claim(
-            plan,
-            run,
-            turn=turn,
-            text=evidence.output,
-            final=final,
-            observation_id=observation_id,
-        )
+        t = _claim(plan, run, turn, evidence.output, final, observation_id)
     elif judge is not None:
-        run, events = observe(
-            plan,
-            run,
-            judge,
-            turn=turn,
-            observation_id=observation_id,
-            tool_name=tool_name,
-            evidence=evidence,
-        )
-    progressed = len(run.completed) != completed_before
-    run, more = expire(plan, run, turn=turn, transitioned=run.transitions != before)
-    if run.status == "running" or progressed:
-        if run is original:
-            run = run.copy()
-        # Progress is new ground: a node completed for the first time in this
-        # run. A fix -> test -> fix loop transitions without progressing.
-        run.turns_since_progress = 0 if progressed else run.turns_since_progress + 1
-    return Result(run, events + more)
+        t = _observe(plan, run, judge, turn, observation_id, tool_name, evidence)
+    if t is None:
+        # Nothing applied (no evidence, a repeated id, a finished run): the
+        # turn still counts while the run is running.
+        if run.status != "running":
+            return Result(run, [])
+        t = Turn(plan, run.draft(), turn, None)
+    draft = t.run
+    progressed = len(draft.completed) != len(run.completed)
+    if draft.status == "running":
+        _count_turn(t, transitioned=draft.transitions != run.transitions, progressed=progressed)
+    elif progressed:
+        draft.turns_since_progress = 0
+    return Result(draft.freeze(), t.events)
 
 
 def abort(plan: Plan | None, run: Run, *, turn: int, reason: str) -> Result:
     """End a running run as ``aborted`` (a reset, or a new plan started over it)."""
     if run.status != "running":
         return Result(run, [])
-    run = run.copy()
-    run.turn = max(run.turn, turn)
-    run.status, run.reason = "aborted", reason
-    t = Turn(plan, run, run.turn, None)  # type: ignore[arg-type]
-    t.emit("plan_aborted", run.current_node, reason=reason)
-    return Result(run, t.events)
+    draft = run.draft()
+    draft.turn = max(run.turn, turn)
+    draft.status, draft.reason = "aborted", reason
+    t = Turn(plan, draft, draft.turn, None)  # type: ignore[arg-type]
+    t.emit("plan_aborted", draft.current_node, reason=reason)
+    return Result(draft.freeze(), t.events)
 
 
 def rewind(plan: Plan, run: Run, *, turn: int) -> Result:
@@ -230,20 +269,20 @@ def rewind(plan: Plan, run: Run, *, turn: int) -> Result:
     """
     if not run.checkpoints:
         return Result(run, [])
-    run = run.copy()
+    draft = run.draft()
     snapshot = run.checkpoints[-1]
-    run.visited = dict(snapshot["visited"])
-    run.path = run.path[: snapshot["path_len"]]
-    run.status, run.reason, run.pace_level, run.report = "running", None, None, None
-    run.notice, run.streak = None, None
-    run.turn = turn
-    run.turns_since_transition = 0
-    t = Turn(plan, run, turn, None)
+    draft.visited = dict(snapshot["visited"])
+    draft.path = draft.path[: snapshot["path_len"]]
+    draft.status, draft.reason, draft.pace_level, draft.report = "running", None, None, None
+    draft.notice, draft.streak = None, None
+    draft.turn = turn
+    draft.turns_since_transition = 0
+    t = Turn(plan, draft, turn, None)
     node = plan.graph.nodes.get(snapshot["node"])
     t.emit("rewound", snapshot["node"])
     if node is None:
         escalate(t, None, f"checkpoint {snapshot['node']!r} is not in the plan any more")
     else:
-        run.current_node = node.id
+        draft.current_node = node.id
         leave(t, node, SUCCESS_EDGES)
-    return Result(run, t.events)
+    return Result(draft.freeze(), t.events)

@@ -6,6 +6,8 @@ create a :class:`Turn` and call these. Nothing here does I/O.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from waygraph.engine.state import (
@@ -19,9 +21,11 @@ from waygraph.engine.state import (
     REPORT_EVENTS,
     RETRY_EDGES,
     SUCCESS_EDGES,
+    Draft,
     Evidence,
     Judge,
     Run,
+    frozen_checkpoint,
 )
 from waygraph.model import Edge, Node, Plan, Verify
 
@@ -31,16 +35,17 @@ class Turn:
 
     __slots__ = ("events", "hops", "judge", "plan", "run", "turn")
 
-    def __init__(self, plan: Plan, run: Run, turn: int, judge: Judge | None) -> None:
+    def __init__(self, plan: Plan, run: Draft, turn: int, judge: Judge | None) -> None:
         self.plan = plan
         self.run = run
         self.turn = turn
         self.judge = judge
-        self.events: list[dict[str, Any]] = []
+        self.events: list[Mapping[str, Any]] = []
         self.hops = 0
 
     def emit(self, type_: str, node: str | None, **fields: Any) -> None:
-        event = {"type": type_, "turn": self.turn, "node": node, **fields}
+        # Read-only, so the driver can be given the very event the run keeps.
+        event = MappingProxyType({"type": type_, "turn": self.turn, "node": node, **fields})
         self.events.append(event)
         run_events = self.run.events
         run_events.append(event)
@@ -51,19 +56,17 @@ class Turn:
 # ---------------------------------------------------------------- evidence
 
 
-def fresh_copy(run: Run, turn: int, observation_id: str | None) -> Run | None:
-    """A copy of ``run`` to change for this turn, or None when nothing may change."""
+def fresh_copy(run: Run, turn: int, observation_id: str | None) -> Draft | None:
+    """A draft of ``run`` to change for this turn, or None when nothing may change."""
     if run.status != "running" or run.current_node is None:
         return None
     if observation_id is not None and observation_id in run.seen:
         return None
-    run = run.copy()
-    run.turn = turn
+    draft = run.draft()
+    draft.turn = turn
     if observation_id is not None:
-        run.seen.append(observation_id)
-        if len(run.seen) > MAX_SEEN_IDS:
-            del run.seen[: len(run.seen) - MAX_SEEN_IDS]
-    return run
+        draft.seen = (*draft.seen[1 - MAX_SEEN_IDS :], observation_id)
+    return draft
 
 
 class _Outcome(NamedTuple):
@@ -131,13 +134,13 @@ def verify_task(t: Turn, node: Node, evidence: Evidence | None, tool_name: str |
         _fail(t, node)
 
 
-def _remember(run: Run, node_id: str, evidence: Evidence, outcome: str) -> None:
+def _remember(run: Draft, node_id: str, evidence: Evidence, outcome: str) -> None:
     """Keep the node's last attempts, so the model sees what it already tried."""
     state = run.visited.get(node_id) or {"outcome": "pending", "attempts": 0}
     entry = {"tool": evidence.tool, "call": evidence.call, "output": _first_line(evidence.output)}
     entry["verdict"] = outcome
-    tried = [*state.get("tried", ())[-(MAX_TRIED - 1) :], entry]
-    run.visited[node_id] = {**state, "tried": tried}
+    tried = (*state.get("tried", ())[-(MAX_TRIED - 1) :], MappingProxyType(entry))
+    run.visited[node_id] = MappingProxyType({**state, "tried": tried})
 
 
 def _repeated(t: Turn, node: Node, evidence: Evidence) -> bool:
@@ -165,7 +168,7 @@ def _repeated(t: Turn, node: Node, evidence: Evidence) -> bool:
     return True
 
 
-def unverified(plan: Plan, run: Run) -> list[str]:
+def unverified(plan: Plan, run: Run | Draft) -> list[str]:
     """The task and decision nodes between the current node and an exit, on the success route."""
     pending: list[str] = []
     node_id = run.current_node
@@ -187,15 +190,16 @@ def unverified(plan: Plan, run: Run) -> list[str]:
 # ---------------------------------------------------------------- routing
 
 
-def _set(run: Run, node_id: str, outcome: str, attempts: int) -> None:
+def _set(run: Draft, node_id: str, outcome: str, attempts: int) -> None:
     state = run.visited.get(node_id)
     tried = state.get("tried") if state is not None else None
-    new = {"outcome": outcome, "attempts": attempts}
+    new: dict[str, Any] = {"outcome": outcome, "attempts": attempts}
     if tried:
         new["tried"] = tried
-    run.visited[node_id] = new
+    # Node states are read-only values: runs and checkpoints share them.
+    run.visited[node_id] = MappingProxyType(new)
     if outcome == "success" and node_id not in run.completed:
-        run.completed.append(node_id)
+        run.completed = (*run.completed, node_id)
 
 
 def pick_edge(
@@ -276,7 +280,7 @@ def enter(t: Turn, node_id: str, *, fresh: bool) -> None:
     if t.hops > MAX_ROUTING_HOPS:
         escalate(t, node_id, f"routing passed {MAX_ROUTING_HOPS} nodes without reaching a task")
         return
-    run.path.append(node_id)
+    run.path = (*run.path, node_id)
     run.current_node = node_id
     kind = node.type
     if kind == "task":
@@ -336,7 +340,7 @@ def _gate(t: Turn, edge: Edge, exit_node: Node) -> bool:
         return False
     node = t.plan.graph.nodes[origin]
     if run.current_node != origin:
-        run.path.append(origin)
+        run.path = (*run.path, origin)
         run.current_node = origin
     _set(run, origin, "fail", run.attempts(origin))
     _fail(t, node)
@@ -358,8 +362,8 @@ def route_through(t: Turn, node: Node) -> None:
         escalate(t, node.id, node.reason or f"escalated at {node.id!r}", node.pace_level)
         return
     if kind == "checkpoint":
-        snapshot = {"node": node.id, "path_len": len(run.path), "visited": dict(run.visited)}
-        run.checkpoints = [*run.checkpoints[-9:], snapshot]
+        snapshot = frozen_checkpoint(node.id, len(run.path), run.visited)
+        run.checkpoints = (*run.checkpoints[-9:], snapshot)
         t.emit("checkpoint_saved", node.id)
     leave(t, node, SUCCESS_EDGES)
 
@@ -417,4 +421,4 @@ def escalate(t: Turn, node_id: str | None, reason: str, pace_level: str | None =
     if node_id is not None:
         run.current_node = node_id
     t.emit("plan_escalated", node_id, reason=reason, pace_level=pace_level)
-    run.report = [dict(e) for e in run.events[-REPORT_EVENTS:]]
+    run.report = tuple(run.events[-REPORT_EVENTS:])

@@ -8,8 +8,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 from waygraph.model import Plan, Verify
@@ -85,9 +86,16 @@ EXHAUST_EDGES = ("on_exhaust", "on_fail", "always")
 FAILURE_CONDITIONS = frozenset({"on_fail", "on_retry", "on_exhaust"})
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Run:
-    """The state of one plan run in one session (mutable only inside the engine)."""
+    """The state of one plan run in one session: an immutable value.
+
+    Engine functions take a run and return a new one; the run they were given
+    never changes (its containers are tuples and read-only mappings, down to
+    each node's state and each event), so a driver may cache, share or
+    compare runs freely. To change one outside the engine, use
+    :func:`dataclasses.replace`.
+    """
 
     run_id: str
     plan_id: str
@@ -95,8 +103,8 @@ class Run:
     mode: str = "graph"
     status: str = "running"
     current_node: str | None = None
-    visited: dict[str, dict[str, Any]] = field(default_factory=dict)
-    path: list[str] = field(default_factory=list)
+    visited: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    path: tuple[str, ...] = ()
     started_turn: int = 0
     turn: int = 0
     turns_since_transition: int = 0
@@ -104,55 +112,22 @@ class Run:
     transitions: int = 0
     pace_level: str | None = None
     reason: str | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)
-    seen: list[str] = field(default_factory=list)
-    checkpoints: list[dict[str, Any]] = field(default_factory=list)
-    report: list[dict[str, Any]] | None = None
+    events: tuple[Mapping[str, Any], ...] = ()
+    seen: tuple[str, ...] = ()
+    checkpoints: tuple[Mapping[str, Any], ...] = ()
+    report: tuple[Mapping[str, Any], ...] | None = None
     session_id: str | None = None
     plan_version: str | None = None
     domain: str | None = None
     last_output: str | None = None
     turns_since_progress: int = 0
     #: Nodes verified at least once in this run, in the order first completed.
-    completed: list[str] = field(default_factory=list)
+    completed: tuple[str, ...] = ()
     #: What the model must be told beyond the node itself (an unknown verdict,
     #: a claim, a failed gate), as data; render turns it into words.
-    notice: dict[str, Any] | None = None
+    notice: Mapping[str, Any] | None = None
     #: The current run of identical failing calls: node, fingerprint, count.
-    streak: dict[str, Any] | None = None
-
-    def copy(self) -> Run:
-        # visited's inner dicts are replaced, never mutated, so a shallow copy
-        # of each container is enough to leave the original untouched.
-        return Run(
-            self.run_id,
-            self.plan_id,
-            self.plan_name,
-            self.mode,
-            self.status,
-            self.current_node,
-            dict(self.visited),
-            list(self.path),
-            self.started_turn,
-            self.turn,
-            self.turns_since_transition,
-            self.stale_after_turns,
-            self.transitions,
-            self.pace_level,
-            self.reason,
-            list(self.events),
-            list(self.seen),
-            list(self.checkpoints),
-            self.report,
-            self.session_id,
-            self.plan_version,
-            self.domain,
-            self.last_output,
-            self.turns_since_progress,
-            list(self.completed),
-            self.notice,
-            self.streak,
-        )
+    streak: Mapping[str, Any] | None = None
 
     @property
     def finished(self) -> bool:
@@ -162,12 +137,140 @@ class Run:
         state = self.visited.get(node_id or self.current_node or "")
         return int(state["attempts"]) if state else 0
 
+    def draft(self) -> Draft:
+        """A working copy for one engine call, settable (engine-internal)."""
+        # Positional and attribute by attribute: the fastest copy of a slotted
+        # object in CPython, and the engine makes one per call.
+        return Draft(
+            self.run_id,
+            self.plan_id,
+            self.plan_name,
+            self.mode,
+            self.status,
+            self.current_node,
+            self.visited.copy(),  # type: ignore[attr-defined]
+            self.path,
+            self.started_turn,
+            self.turn,
+            self.turns_since_transition,
+            self.stale_after_turns,
+            self.transitions,
+            self.pace_level,
+            self.reason,
+            list(self.events),
+            self.seen,
+            self.checkpoints,
+            self.report,
+            self.session_id,
+            self.plan_version,
+            self.domain,
+            self.last_output,
+            self.turns_since_progress,
+            self.completed,
+            self.notice,
+            self.streak,
+        )
+
+
+@dataclass(slots=True)
+class Draft:
+    """A run being changed inside one engine call: :class:`Run`'s fields, settable.
+
+    Only the engine makes drafts (``run.draft()``) and turns them into runs
+    (:meth:`freeze`). Everything it stores is read-only already (tuples,
+    node states from :func:`frozen_node`, events and checkpoints as
+    read-only mappings); the node-state table and the event list are the only
+    containers changed in place. The two classes have the same slots in the
+    same order, so freezing is a change of class, not a copy.
+    """
+
+    run_id: str
+    plan_id: str
+    plan_name: str
+    mode: str
+    status: str
+    current_node: str | None
+    visited: dict[str, Mapping[str, Any]]
+    path: tuple[str, ...]
+    started_turn: int
+    turn: int
+    turns_since_transition: int
+    stale_after_turns: int
+    transitions: int
+    pace_level: str | None
+    reason: str | None
+    events: list[Mapping[str, Any]]
+    seen: tuple[str, ...]
+    checkpoints: tuple[Mapping[str, Any], ...]
+    report: tuple[Mapping[str, Any], ...] | None
+    session_id: str | None
+    plan_version: str | None
+    domain: str | None
+    last_output: str | None
+    turns_since_progress: int
+    completed: tuple[str, ...]
+    notice: Mapping[str, Any] | None
+    streak: Mapping[str, Any] | None
+
+    def attempts(self, node_id: str | None = None) -> int:
+        state = self.visited.get(node_id or self.current_node or "")
+        return int(state["attempts"]) if state else 0
+
+    def freeze(self) -> Run:
+        """This draft, now a :class:`Run`; it is not used as a draft after this."""
+        self.visited = MappingProxyType(self.visited)  # type: ignore[assignment]
+        self.events = tuple(self.events)  # type: ignore[assignment]
+        if type(self.notice) is dict:
+            self.notice = MappingProxyType(self.notice)
+        if type(self.streak) is dict:
+            self.streak = MappingProxyType(self.streak)
+        self.__class__ = Run  # type: ignore[assignment]
+        return self  # type: ignore[return-value]
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    # Mappings the engine wrote are plain dicts; ones it kept are proxies already.
+    if value is None or type(value) is MappingProxyType:
+        return value
+    return MappingProxyType(dict(value))
+
+
+def frozen_node(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A node's state (outcome, attempts, tried) as the read-only value a run holds."""
+    if type(state) is MappingProxyType:
+        return state
+    tried = state.get("tried")
+    if tried is None:
+        return MappingProxyType(dict(state))
+    return MappingProxyType({**state, "tried": tuple(_frozen(e) for e in tried)})
+
+
+def frozen_checkpoint(node_id: str, path_len: int, visited: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A checkpoint as a run holds it: where it was, and the node states then."""
+    states = MappingProxyType({k: frozen_node(v) for k, v in visited.items()})
+    return MappingProxyType({"node": node_id, "path_len": path_len, "visited": states})
+
+
+def _thawed_node(state: Mapping[str, Any]) -> dict[str, Any]:
+    tried = state.get("tried")
+    if tried is None:
+        return state.copy()  # type: ignore[attr-defined, no-any-return]
+    thawed = state.copy()  # type: ignore[attr-defined]
+    thawed["tried"] = [e.copy() for e in tried]
+    return thawed
+
 
 class Result(NamedTuple):
-    """What an engine call returns: the new run and the events it produced."""
+    """What an engine call returns: the new run and the events it produced.
+
+    The events are the run's own, read-only; ``dict(event)`` is a copy to change.
+    """
 
     run: Run
-    events: list[dict[str, Any]]
+    events: list[Mapping[str, Any]]
 
 
 # ---------------------------------------------------------------- records
@@ -202,6 +305,9 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
     existing supervisors read records unchanged.
     """
     record: dict[str, Any] = {name: getattr(run, name) for name in _RECORD_FIELDS}
+    for name in ("notice", "streak"):
+        if record[name] is not None:
+            record[name] = record[name].copy()
     order = plan.graph.task_order if plan is not None else {}
     total = len(order) if order else len(run.visited)
     # The established selector's supervisor fields (documents 000 and 003):
@@ -213,16 +319,23 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
     completed = len(steps_completed) if order else len(run.completed)
     current_step = total if run.status == "completed" else completed
     record.update(
-        visited={k: dict(v) for k, v in run.visited.items()},
+        visited={k: _thawed_node(v) for k, v in run.visited.items()},
         path=list(run.path),
         total_nodes=total,
         completed_nodes=completed,
-        events=[dict(e) for e in run.events],
+        # .copy() of a read-only mapping copies its dict at C speed; dict() of
+        # one walks it key by key.
+        events=[e.copy() for e in run.events],  # type: ignore[attr-defined]
         seen=list(run.seen),
         checkpoints=[
-            {**c, "visited": {k: dict(v) for k, v in c["visited"].items()}} for c in run.checkpoints
+            {
+                "node": c["node"],
+                "path_len": c["path_len"],
+                "visited": {k: _thawed_node(v) for k, v in c["visited"].items()},
+            }
+            for c in run.checkpoints
         ],
-        report=run.report,
+        report=None if run.report is None else [e.copy() for e in run.report],  # type: ignore[attr-defined]
         attempts=run.attempts(),
         completed=list(run.completed),
         current_step=current_step,
@@ -236,7 +349,8 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
 
 
 def from_record(record: dict[str, Any]) -> Run:
-    """Rebuild a :class:`Run` from :func:`to_record`'s dict."""
+    """Rebuild a :class:`Run` from :func:`to_record`'s dict (nothing of it is shared)."""
+    visited = record.get("visited", {})
     return Run(
         run_id=record["run_id"],
         plan_id=record["plan_id"],
@@ -244,8 +358,8 @@ def from_record(record: dict[str, Any]) -> Run:
         mode=record.get("mode", "graph"),
         status=record.get("status", "running"),
         current_node=record.get("current_node"),
-        visited={k: dict(v) for k, v in record.get("visited", {}).items()},
-        path=list(record.get("path", [])),
+        visited=MappingProxyType({k: frozen_node(v) for k, v in visited.items()}),
+        path=tuple(record.get("path", ())),
         started_turn=record.get("started_turn", 0),
         turn=record.get("turn", 0),
         turns_since_transition=record.get("turns_since_transition", 0),
@@ -253,23 +367,32 @@ def from_record(record: dict[str, Any]) -> Run:
         transitions=record.get("transitions", 0),
         pace_level=record.get("pace_level"),
         reason=record.get("reason"),
-        events=list(record.get("events", [])),
-        seen=list(record.get("seen", [])),
-        checkpoints=list(record.get("checkpoints", [])),
-        report=record.get("report"),
+        events=tuple(MappingProxyType(dict(e)) for e in record.get("events", ())),
+        seen=tuple(record.get("seen", ())),
+        checkpoints=tuple(
+            frozen_checkpoint(c["node"], c["path_len"], c["visited"])
+            for c in record.get("checkpoints", ())
+        ),
+        report=_frozen_all(record.get("report")),
         session_id=record.get("session_id"),
         plan_version=record.get("plan_version"),
         domain=record.get("domain"),
         last_output=record.get("last_tool_output"),
         turns_since_progress=_int(record.get("turns_since_progress")),
-        completed=list(
+        completed=tuple(
             record.get("completed")
             # Records written before the list existed: what they had verified.
-            or [k for k, v in record.get("visited", {}).items() if v.get("outcome") == "success"]
+            or [k for k, v in visited.items() if v.get("outcome") == "success"]
         ),
-        notice=record.get("notice"),
-        streak=record.get("streak"),
+        notice=_frozen(record.get("notice")),
+        streak=_frozen(record.get("streak")),
     )
+
+
+def _frozen_all(
+    entries: Sequence[Mapping[str, Any]] | None,
+) -> tuple[Mapping[str, Any], ...] | None:
+    return None if entries is None else tuple(MappingProxyType(dict(e)) for e in entries)
 
 
 def _int(value: Any) -> int:

@@ -24,7 +24,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
@@ -371,8 +371,15 @@ def normalise_commit(
     )
 
 
+def _read_only(value: Any) -> Any:
+    # The engine's runs and events are read-only mappings; as JSON they are objects.
+    if type(value) is MappingProxyType:
+        return value.copy()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 # One encoder for every call: json.dumps with options builds a new one each time.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_read_only)
 
 
 def _check_text(name: str, value: str) -> None:
