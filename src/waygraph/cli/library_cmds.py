@@ -20,6 +20,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from waygraph.cli._library_tables import folding_table, plural, print_library, print_plan
 from waygraph.cli.app import (
     JsonOption,
     LibraryOption,
@@ -37,17 +38,12 @@ from waygraph.errors import ConfigError, PlanFormatError, WaygraphError
 
 if TYPE_CHECKING:
     from waygraph.check import Problem
-    from waygraph.library import Library
-    from waygraph.model import Edge, Node, Plan
+    from waygraph.model import Plan
 
 OutputOption = Annotated[
     Path | None,
     typer.Option("--output", "-o", help="Write to this file instead of stdout."),
 ]
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 # ---------------------------------------------------------------- check
@@ -99,8 +95,8 @@ def check(
         if problems:
             console.print(_problem_table(problems))
         summary = (
-            f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')} "
-            f"in {_plural(plan_count, 'plan')}"
+            f"{plural(errors, 'error')}, {plural(warnings, 'warning')} "
+            f"in {plural(plan_count, 'plan')}"
         )
         style = "red" if errors else ("yellow" if warnings else "green")
         console.print(f"[{style}]{summary}[/]", highlight=False)
@@ -219,23 +215,8 @@ def _where(problem: Problem) -> str:
     return text
 
 
-def _table(*headers: str, title: str | None = None, ids: tuple[str, ...] = ()) -> Table:
-    """A table that folds long words instead of cutting them with "…".
-
-    Ids are what a reader copies into the next command, so the columns named
-    in ``ids`` are shrunk last: the other columns wrap first.
-    """
-    table = Table(*headers, title=title)
-    for header, column in zip(headers, table.columns, strict=True):
-        column.overflow = "fold"
-        # rich narrows only wrapping columns while it can; ids have no spaces
-        # to wrap at, so no_wrap costs nothing and keeps them whole.
-        column.no_wrap = header in ids
-    return table
-
-
 def _problem_table(problems: list[Problem]) -> Table:
-    table = _table("level", "code", "where", "message", ids=("code",))
+    table = folding_table("level", "code", "where", "message", ids=("code",))
     for p in problems:
         level = "[red]error[/]" if p.level == "error" else "[yellow]warning[/]"
         table.add_row(level, escape(p.code), escape(_where(p)), escape(p.message))
@@ -261,7 +242,7 @@ def show(
     """
     lib = load(library, validate=False)
     if plan_id is None:
-        _show_library(lib, as_json=as_json)
+        print_library(lib, as_json=as_json)
         return
     plan = find_plan(lib, plan_id)
     if as_json:
@@ -269,169 +250,7 @@ def show(
 
         print_json({"id": plan.id, **plan_to_data(plan)})
         return
-    _show_plan(lib, plan)
-
-
-def _root(lib: Library) -> Path | None:
-    """The folder sources are shown relative to (the table title names it)."""
-    if lib.path is None:
-        return None
-    return lib.path if lib.path.is_dir() else lib.path.parent
-
-
-def _show_library(lib: Library, *, as_json: bool) -> None:
-    rows = [
-        {
-            "id": plan.id,
-            "name": plan.name,
-            "domains": list(plan.domains),
-            "triggers": list(plan.triggers),
-            "trigger_threshold": plan.trigger_threshold,
-            "nodes": len(plan.graph.nodes),
-            "edges": len(plan.graph.edges),
-            "linear": plan.linear,
-            "source": lib.sources.get(plan.id),
-        }
-        for plan in lib
-    ]
-    if as_json:
-        print_json({"plans": rows})
-        return
-    table = _table(
-        "id",
-        "name",
-        "domains",
-        "triggers",
-        "nodes",
-        "edges",
-        "mode",
-        "source",
-        title=f"{_plural(len(rows), 'plan')} in {display_path(lib.path)}",
-        ids=("id",),
-    )
-    for row in rows:
-        table.add_row(
-            escape(row["id"]),
-            escape(row["name"]),
-            escape(", ".join(row["domains"])),
-            escape(", ".join(row["triggers"])),
-            str(row["nodes"]),
-            str(row["edges"]),
-            "linear" if row["linear"] else "graph",
-            escape(display_path(row["source"], _root(lib))),
-        )
-    console.print(table)
-
-
-def _show_plan(lib: Library, plan: Plan) -> None:
-    fields = Table.grid(padding=(0, 2))
-    fields.add_column(style="bold")
-    fields.add_column()
-    rows: list[tuple[str, Any]] = [
-        ("id", plan.id),
-        ("name", plan.name),
-        ("description", plan.description),
-        ("goal", plan.goal),
-        ("domains", ", ".join(plan.domains) or "(any)"),
-        ("triggers", ", ".join(plan.triggers)),
-        ("trigger_threshold", plan.trigger_threshold),
-        ("match_mode", lib.match_mode_of(plan)),
-        ("stale_after_turns", plan.stale_after_turns),
-        ("max_transitions", plan.max_transitions),
-        ("mode", "linear" if plan.linear else "graph"),
-        ("start", plan.graph.start),
-        ("source", display_path(lib.sources.get(plan.id))),
-    ]
-    for key, value in rows:
-        if value is not None and value != "":
-            fields.add_row(key, escape(str(value)))
-    console.print(fields)
-    console.print(
-        _sparse_table(
-            "nodes",
-            ("node", "type", "name", "verify", "max_retries", "details"),
-            [
-                (
-                    node.id,
-                    node.type,
-                    node.name,
-                    _verify_text(node),
-                    _retries_text(node),
-                    _node_details(node),
-                )
-                for node in plan.graph.nodes.values()
-            ],
-        )
-    )
-    console.print(
-        _sparse_table(
-            "edges",
-            ("from", "to", "condition", "when", "details"),
-            [
-                (e.from_, e.to, e.condition, _when_text(e), _edge_details(e))
-                for e in plan.graph.edges
-            ],
-        )
-    )
-
-
-def _sparse_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
-    """A table without the columns that are empty in every row."""
-    keep = [i for i in range(len(headers)) if i < 2 or any(row[i] for row in rows)]
-    table = _table(*(headers[i] for i in keep), title=title, ids=("node", "from", "to"))
-    for row in rows:
-        table.add_row(*(escape(row[i]) for i in keep))
-    return table
-
-
-def _verify_text(node: Node) -> str:
-    from waygraph.draw import predicate_label
-
-    if node.type not in ("task", "decision"):
-        return ""
-    return predicate_label(node.verify) or "(any result)"
-
-
-def _when_text(edge: Edge) -> str:
-    from waygraph.draw import predicate_label
-
-    return predicate_label(edge.when)
-
-
-def _retries_text(node: Node) -> str:
-    if node.type not in ("task", "decision"):
-        return ""
-    return "unbounded" if node.max_retries is None else str(node.max_retries)
-
-
-def _node_details(node: Node) -> str:
-    parts = []
-    if node.tool:
-        parts.append(f"tool {node.tool}")
-    if node.join == "all":
-        parts.append("join all")
-    if node.on_fail:
-        parts.append(f"on fail {node.on_fail}")
-    if node.required is False:
-        parts.append("optional")
-    if node.type == "exit":
-        parts.append(f"status {node.exit_status}")
-    if node.reason:
-        parts.append(f"reason: {node.reason}")
-    if node.pace_level:
-        parts.append(f"pace {node.pace_level}")
-    return "; ".join(parts)
-
-
-def _edge_details(edge: Edge) -> str:
-    parts = []
-    if edge.weight:
-        parts.append(f"weight {edge.weight:g}")
-    if edge.on_event:
-        parts.append(f"on event {edge.on_event}")
-    if edge.label:
-        parts.append(f"label {edge.label!r}")
-    return "; ".join(parts)
+    print_plan(lib, plan)
 
 
 # ---------------------------------------------------------------- draw
