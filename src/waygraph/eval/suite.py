@@ -104,8 +104,9 @@ def register(task: Task) -> Task:
 
 
 def _load() -> None:
-    # The task modules register on import; imported lazily to keep `import waygraph` light.
-    from waygraph.eval import tasks_code, tasks_files, tasks_git  # noqa: F401
+    # The task modules register on import; imported lazily to keep `import waygraph`
+    # light, and in suite order (the order they register in), not alphabetical.
+    from waygraph.eval import tasks_code, tasks_api, tasks_deps, tasks_files, tasks_git  # noqa: F401, I001
 
 
 def all_tasks() -> list[Task]:

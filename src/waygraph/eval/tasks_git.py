@@ -7,9 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from waygraph.eval.suite import Task, Verdict, register, sh, write
-from waygraph.eval.workspace import commit_all, git, git_ok, init_repo, run_python, write_files
-
-GITIGNORE = "__pycache__/\n*.pyc\n"
+from waygraph.eval.workspace import (
+    GITIGNORE,
+    commit_all,
+    git,
+    git_ok,
+    init_repo,
+    run_python,
+    write_files,
+)
 
 
 def _branch_exists(ws: Path, branch: str) -> bool:

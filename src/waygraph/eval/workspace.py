@@ -18,20 +18,27 @@ import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 __all__ = [
+    "GITIGNORE",
     "GIT_ENV",
     "commit_all",
     "git",
     "git_ok",
+    "hidden_check",
     "init_repo",
     "run_python",
     "sha256_file",
     "sha256_text",
+    "tests_pass",
+    "unchanged_files",
     "write_files",
 ]
+
+#: The .gitignore every code task's repository starts with.
+GITIGNORE = "__pycache__/\n*.pyc\n"
 
 #: Identity and clock for commits made while building workspaces.
 GIT_ENV = {
@@ -120,3 +127,32 @@ def run_python(root: Path, *args: str, timeout: float = 60.0) -> tuple[bool, str
     except subprocess.TimeoutExpired:
         return False, f"timed out after {timeout:g}s"
     return done.returncode == 0, (done.stdout + done.stderr)
+
+
+# ------------------------------------------------------------------ checks the tasks share
+
+
+def tests_pass(ws: Path, *names: str) -> Iterator[str]:
+    """The workspace's unittest suite (or ``names`` of it) passes; else why not."""
+    ok, output = run_python(ws, "-m", "unittest", *names)
+    if not ok:
+        tail = output.strip().splitlines()[-1:] or ["no output"]
+        yield f"the tests fail ({tail[0]})"
+
+
+def unchanged_files(ws: Path, originals: dict[str, str]) -> Iterator[str]:
+    """Each of ``originals`` (name -> text) is still there, byte for byte."""
+    for name, text in originals.items():
+        path = ws / name
+        if not path.is_file():
+            yield f"{name} was deleted"
+        elif sha256_file(path) != sha256_text(text):
+            yield f"{name} was edited (it must stay as it was)"
+
+
+def hidden_check(ws: Path, code: str, what: str) -> Iterator[str]:
+    """Python ``code`` the model never saw runs cleanly in the workspace; else ``what`` failed."""
+    ok, output = run_python(ws, "-c", code)
+    if not ok:
+        last = output.strip().splitlines()[-1:] or ["no output"]
+        yield f"{what}: {last[0]}"
