@@ -32,24 +32,30 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import copy
 import logging
 import time
 import uuid
-import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from waygraph.errors import (
     Conflict,
-    PlanContextNotFoundError,
     PlanFormatError,
     PlanStateError,
+)
+from waygraph.events._plan_records import (
+    Change,
+    PlanRecords,
+)
+from waygraph.events._planner_context import (
+    KIND,
+    PLAN_NAMESPACE,
+    PlannerContext,
+    current_planner_context,
+    plan_id_for,
 )
 from waygraph.events.envelope import Envelope, Topic, new_event_id
 from waygraph.events.statemachine import (
@@ -59,120 +65,23 @@ from waygraph.events.statemachine import (
     fill_template,
     validate_state_machine,
 )
-from waygraph.store import MemoryStore, SQLiteStore, Store, StoredRecord
 
 if TYPE_CHECKING:
-    from waygraph.events.bus import Bus
-    from waygraph.events.planner import Planner
+    pass
 
 __all__ = ["KIND", "PlanContext", "PlanStatus", "PlannerContext", "current_planner_context"]
 
 log = logging.getLogger("waygraph.events")
 
-#: The store ``kind`` of plan context records.
-KIND = "plan_context"
 PlanStatus = Literal["pending", "running", "completed", "failed", "paused"]
 FINISHED: tuple[str, ...] = ("completed", "failed")
 
 #: How many processed event ids a plan remembers. Redeliveries come soon after
 #: the first delivery; the bound keeps long-lived plans' records small.
 MAX_PROCESSED_IDS = 1000
-#: Conflicts a change retries (reloading each time) before giving up.
-MAX_CONFLICT_RETRIES = 20
-
-# Index entries that are not event correlation ids; the prefix keeps them apart.
-_OUTBOX_PENDING = "waygraph:outbox-pending"
-_AFTER = "waygraph:after:"
-_PARENT = "waygraph:parent:"
-_PLAN_NAMESPACE = uuid.UUID("5b0f4f3e-8a0c-4d5e-9d35-0c1c2a3b4d5e")
 
 
-def plan_id_for(goal: Envelope) -> str:
-    """The default plan id of a goal: the same goal event always gives the same id.
-
-    Example:
-        >>> g = Envelope(id="e1", source="s", type="research.goal")
-        >>> plan_id_for(g) == plan_id_for(g), plan_id_for(g).startswith("plan-")
-        (True, True)
-    """
-    return "plan-" + uuid.uuid5(_PLAN_NAMESPACE, f"{goal.source}\x00{goal.id}").hex
-
-
-@dataclass
-class PlannerContext:
-    """What a planner's handlers get as ``context``: the bus, the store and the planner.
-
-    Usable right after ``Planner(...)`` is constructed.
-    """
-
-    name: str
-    bus: Bus
-    store: Store
-    source: str
-    planner: Planner | None = None
-    logger: logging.Logger = field(default_factory=lambda: log)
-    _locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(
-        default_factory=weakref.WeakValueDictionary, repr=False
-    )
-
-    def lock(self, plan_id: str) -> asyncio.Lock:
-        """The lock that serialises changes to one plan inside this process."""
-        lock = self._locks.get(plan_id)
-        if lock is None:
-            lock = asyncio.Lock()
-            self._locks[plan_id] = lock
-        return lock
-
-    async def by_correlation(
-        self, correlation_id: str, *, planner: str | None = None
-    ) -> list[StoredRecord]:
-        """Plan context records indexed under ``correlation_id`` (of ``planner`` when given).
-
-        The store is asked by correlation id alone and the kind and planner
-        are checked here: with more filters SQLite picks a worse index and
-        scans every record (measured: 3.3 ms instead of 17 us at 3,000 plans).
-        """
-        records = await self.call(self.store.list, correlation_id=correlation_id)
-        return [r for r in records if r.kind == KIND and (planner is None or r.plan == planner)]
-
-    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run a store method without blocking the event loop (in-memory stores run inline)."""
-        if isinstance(self.store, MemoryStore | SQLiteStore):
-            return fn(*args, **kwargs)
-        return await asyncio.to_thread(fn, *args, **kwargs)
-
-
-#: The context of the planner whose handler is running (set by Planner around
-#: each handler), so code written as document 002 writes it can call
-#: ``PlanContext.restore_by_correlation(cid)`` without passing a context.
-_CURRENT: contextvars.ContextVar[PlannerContext | None] = contextvars.ContextVar(
-    "waygraph_planner_context", default=None
-)
-
-
-def current_planner_context() -> PlannerContext | None:
-    """The context of the planner whose handler is running now, else None."""
-    return _CURRENT.get()
-
-
-def _context_or_current(context: PlannerContext | None, what: str) -> PlannerContext:
-    context = context if context is not None else _CURRENT.get()
-    if context is None:
-        raise PlanStateError(
-            f"{what} needs context=planner.context when called outside a planner's handler"
-        )
-    return context
-
-
-class _Change:
-    """What one change adds besides the new state: store events and outgoing envelopes."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.outbox: list[dict[str, Any]] = []
-
-
-class PlanContext(BaseModel):
+class PlanContext(PlanRecords, BaseModel):
     """One plan: its goal, state machine, current state, results and links.
 
     Create with :meth:`create_from_goal`; load with :meth:`restore` or
@@ -240,100 +149,6 @@ class PlanContext(BaseModel):
     def goal_envelope(self) -> Envelope:
         """The goal event as an :class:`Envelope`."""
         return Envelope.from_wire(self.goal)
-
-    @classmethod
-    def _from_record(cls, record: StoredRecord, context: PlannerContext) -> PlanContext:
-        plan = cls.model_validate(record.data)
-        plan._context = context
-        plan._version = record.version
-        return plan
-
-    def _reload_from(self, record: StoredRecord) -> None:
-        fresh = type(self).model_validate(record.data)
-        for name in type(self).model_fields:
-            setattr(self, name, getattr(fresh, name))
-        self._version = record.version
-        self._machine = None
-
-    async def _reload(self) -> None:
-        record = await self.context.call(self.context.store.get, self.plan_id)
-        if record is None:
-            raise PlanContextNotFoundError(f"plan {self.plan_id!r} is no longer in the store")
-        self._reload_from(record)
-
-    @classmethod
-    async def restore(cls, plan_id: str, context: PlannerContext | None = None) -> PlanContext:
-        """The stored plan ``plan_id``; PlanContextNotFoundError when there is none.
-
-        ``context`` may be left out inside a planner's handler (the running
-        planner's is used).
-
-        Example::
-
-            plan = await PlanContext.restore(answer.data["plan_id"], planner.context)
-        """
-        context = _context_or_current(context, "PlanContext.restore")
-        record = await context.call(context.store.get, plan_id)
-        if record is None or record.kind != KIND:
-            raise PlanContextNotFoundError(
-                f"no plan {plan_id!r} in {context.store.url}; "
-                "plans are stored under the plan_id that create_from_goal returned"
-            )
-        return cls._from_record(record, context)
-
-    @classmethod
-    async def restore_by_correlation(
-        cls, correlation_id: str | None, context: PlannerContext | None = None
-    ) -> PlanContext | None:
-        """The plan whose goal or one of whose requests had ``correlation_id``, or None.
-
-        ``context`` may be left out inside a planner's handler, as document
-        002's approval example does.
-
-        When several plans know the id (a parent's request id is its child's
-        goal id), the plan whose goal carried it wins, then plans of
-        ``context``'s planner, then the most recently updated.
-        """
-        context = _context_or_current(context, "PlanContext.restore_by_correlation")
-        if not correlation_id or correlation_id.startswith("waygraph:"):
-            return None
-        records = await context.by_correlation(correlation_id)
-        # A parent's request id is also its child's goal id: the goal's owner wins.
-        plans = sorted(
-            (cls._from_record(r, context) for r in records),
-            key=lambda p: (p.correlation_id != correlation_id, p.planner != context.name),
-        )
-        return plans[0] if plans else None
-
-    @classmethod
-    async def find(
-        cls,
-        context: PlannerContext,
-        *,
-        session: str | None = None,
-        status: PlanStatus | None = None,
-        planner: str | None = None,
-        limit: int | None = None,
-    ) -> list[PlanContext]:
-        """Stored plans by session, status and owning planner, most recently updated first."""
-        records = await context.call(
-            context.store.list, kind=KIND, session=session, status=status, plan=planner, limit=limit
-        )
-        return [cls._from_record(r, context) for r in records]
-
-    async def children(self) -> list[PlanContext]:
-        """The plans whose ``parent_plan_id`` is this plan."""
-        records = await self.context.by_correlation(_PARENT + self.plan_id)
-        return [type(self)._from_record(r, self.context) for r in records]
-
-    async def parent(self) -> PlanContext | None:
-        """The parent plan, or None for a top-level plan (or a parent stored elsewhere)."""
-        if self.parent_plan_id is None:
-            return None
-        try:
-            return await type(self).restore(self.parent_plan_id, self.context)
-        except PlanContextNotFoundError:
-            return None
 
     # ------------------------------------------------------------ creating
 
@@ -498,7 +313,7 @@ class PlanContext(BaseModel):
             return await self._start_after_dependencies()
         parent_correlation = await self._parent_correlation() if finalize is not None else None
 
-        def apply(plan: PlanContext, change: _Change) -> bool:
+        def apply(plan: PlanContext, change: Change) -> bool:
             if not plan._apply_next(trigger_event, change, pause):
                 return False
             if finalize is not None and plan.status not in FINISHED and plan.is_complete():
@@ -507,7 +322,7 @@ class PlanContext(BaseModel):
 
         return await self._advance(apply)
 
-    def _apply_next(self, event: Envelope | None, change: _Change, pause: str | None) -> bool:
+    def _apply_next(self, event: Envelope | None, change: Change, pause: str | None) -> bool:
         if event is None:
             if self.status in FINISHED or self.status == "paused":
                 return False
@@ -546,7 +361,7 @@ class PlanContext(BaseModel):
         return True
 
     def _enter(
-        self, state: str, change: _Change, via: Envelope | None, pause: str | None = None
+        self, state: str, change: Change, via: Envelope | None, pause: str | None = None
     ) -> None:
         state = self.machine.follow_defaults(state)
         self.current_state = state
@@ -559,7 +374,7 @@ class PlanContext(BaseModel):
         if config.action is not None:
             self._dispatch(config.action, change, via)
 
-    def _dispatch(self, action: StateAction, change: _Change, via: Envelope | None) -> None:
+    def _dispatch(self, action: StateAction, change: Change, via: Envelope | None) -> None:
         scope = self._scope(via)
         data = fill_template(action.data, scope, where=f"{self.current_state}.action.data")
         correlation_id = new_event_id()
@@ -598,7 +413,7 @@ class PlanContext(BaseModel):
             }
         )
 
-    def _send(self, envelope: Envelope, topic: Topic, change: _Change) -> None:
+    def _send(self, envelope: Envelope, topic: Topic, change: Change) -> None:
         entry = {"id": envelope.id, "topic": topic.value, "envelope": envelope.to_wire()}
         self.outbox.append(entry)
         change.outbox.append(entry)
@@ -621,7 +436,7 @@ class PlanContext(BaseModel):
         if self.status != "running":
             raise PlanStateError(f"plan {self.plan_id!r} is {self.status}; it sends no requests")
 
-        def apply(plan: PlanContext, change: _Change) -> bool:
+        def apply(plan: PlanContext, change: Change) -> bool:
             plan._dispatch(action, change, None)
             return True
 
@@ -655,7 +470,7 @@ class PlanContext(BaseModel):
         """
         parent_correlation = await self._parent_correlation()
 
-        def apply(plan: PlanContext, change: _Change) -> bool:
+        def apply(plan: PlanContext, change: Change) -> bool:
             if plan.status in FINISHED:
                 return False
             plan._finish(change, result, status, parent_correlation)
@@ -672,7 +487,7 @@ class PlanContext(BaseModel):
 
     def _finish(
         self,
-        change: _Change,
+        change: Change,
         result: Any,
         status: Literal["completed", "failed"] | None,
         parent_correlation: str | None,
@@ -725,7 +540,7 @@ class PlanContext(BaseModel):
         goes out, use ``execute_next(event, pause=reason)``.
         """
 
-        def apply(plan: PlanContext, change: _Change) -> bool:
+        def apply(plan: PlanContext, change: Change) -> bool:
             if plan.status != "running":
                 return False
             plan._pause(reason, change)
@@ -733,7 +548,7 @@ class PlanContext(BaseModel):
 
         return await self._change(apply)
 
-    def _pause(self, reason: str, change: _Change) -> None:
+    def _pause(self, reason: str, change: Change) -> None:
         self.status = "paused"
         self.pause_reason = reason
         notice = Envelope(
@@ -760,7 +575,7 @@ class PlanContext(BaseModel):
         ``event``, when given, is recorded as processed.
         """
 
-        def apply(plan: PlanContext, change: _Change) -> bool:
+        def apply(plan: PlanContext, change: Change) -> bool:
             if plan.status != "paused":
                 return False
             if event is not None:
@@ -784,14 +599,6 @@ class PlanContext(BaseModel):
 
         return await self._advance(apply)
 
-    async def save(self) -> None:
-        """Store the plan as it is now (after changing ``results`` by hand, say).
-
-        Version-checked: raises :class:`~waygraph.errors.Conflict` when the
-        stored plan changed since this object loaded it; restore and redo.
-        """
-        await self._commit(self._version, [{"type": "plan_saved"}])
-
     async def _start_after_dependencies(self) -> bool:
         statuses: dict[str, str] = {}
         for dep in self.depends_on:
@@ -809,7 +616,7 @@ class PlanContext(BaseModel):
         if any(s != "completed" for s in statuses.values()):
             return False
 
-        def apply(plan: PlanContext, change: _Change) -> bool:
+        def apply(plan: PlanContext, change: Change) -> bool:
             if plan.status != "pending":
                 return False
             plan.status = "running"
@@ -822,33 +629,7 @@ class PlanContext(BaseModel):
 
     # ------------------------------------------------------------ committing
 
-    def _index(self) -> list[str]:
-        ids = list(self.correlation_ids)
-        ids += [_AFTER + dep for dep in self.depends_on]
-        if self.parent_plan_id:
-            ids.append(_PARENT + self.parent_plan_id)
-        if self.outbox:
-            ids.append(_OUTBOX_PENDING)
-        return ids
-
-    async def _commit(self, expected: int, events: list[dict[str, Any]]) -> None:
-        self.updated_at = time.time()
-        record = self.model_dump(mode="json")
-        context = self.context
-        self._version = await context.call(
-            context.store.commit,
-            self.plan_id,
-            record,
-            expected,
-            events,
-            kind=KIND,
-            session=self.session_id,
-            status=self.status,
-            plan=self.planner,
-            correlation_ids=self._index(),
-        )
-
-    async def _advance(self, apply: Callable[[PlanContext, _Change], bool]) -> bool:
+    async def _advance(self, apply: Callable[[PlanContext, Change], bool]) -> bool:
         """:meth:`_change` for changes that send requests: a request whose data
         template has no value for this goal fails the plan (answering its goal)
         instead of failing every redelivery of the event."""
@@ -862,100 +643,6 @@ class PlanContext(BaseModel):
             )
             return True
 
-    async def _change(self, apply: Callable[[PlanContext, _Change], bool]) -> bool:
-        """Apply a change to a fresh copy, commit it version-checked, then publish its outbox.
-
-        On Conflict the plan is reloaded and the change applied again; the
-        change functions are written so that applying them to a plan that
-        already took the change does nothing.
-        """
-        context = self.context
-        async with context.lock(self.plan_id):
-            for _ in range(MAX_CONFLICT_RETRIES):
-                draft = self._draft()
-                change = _Change()
-                if not apply(draft, change):
-                    return False
-                try:
-                    await draft._commit(self._version, change.events)
-                except Conflict:
-                    await self._reload()
-                    continue
-                self._adopt(draft)
-                break
-            else:
-                raise Conflict(
-                    f"plan {self.plan_id!r}: {MAX_CONFLICT_RETRIES} writers in a row committed "
-                    "first; giving up"
-                )
-            if change.outbox:
-                await self._publish_and_mark(change.outbox)
-            return True
-
-    def _draft(self) -> PlanContext:
-        draft = type(self).model_validate(self.model_dump(mode="json"))
-        draft._context = self._context
-        draft._version = self._version
-        draft._machine = self._machine
-        return draft
-
-    def _adopt(self, draft: PlanContext) -> None:
-        for name in type(self).model_fields:
-            setattr(self, name, getattr(draft, name))
-        self._version = draft._version
-        self._machine = draft._machine
-
-    async def _publish_and_mark(self, entries: Sequence[dict[str, Any]]) -> None:
-        bus = self.context.bus
-        published: list[str] = []
-        try:
-            for entry in entries:
-                envelope = Envelope.from_wire(entry["envelope"], entry["topic"])
-                await bus.publish(envelope, entry["topic"])
-                published.append(entry["id"])
-        finally:
-            # Mark what went out even when a later entry failed; the rest stay in
-            # the outbox and go out again on the next publish_pending.
-            if published:
-                await self._mark_published(published)
-
-    async def _mark_published(self, ids: Sequence[str]) -> None:
-        done = set(ids)
-        for _ in range(MAX_CONFLICT_RETRIES):
-            if not any(entry["id"] in done for entry in self.outbox):
-                return
-            self.outbox = [e for e in self.outbox if e["id"] not in done]
-            try:
-                await self._commit(self._version, [])
-                return
-            except Conflict:
-                await self._reload()
-        log.warning("plan %s: could not mark %d outbox entries published", self.plan_id, len(ids))
-
-    async def publish_pending(self) -> int:
-        """Publish what the outbox still holds (left by a process that stopped); the count."""
-        async with self.context.lock(self.plan_id):
-            await self._reload()
-            entries = list(self.outbox)
-            if entries:
-                await self._publish_and_mark(entries)
-            return len(entries)
-
-    @classmethod
-    async def publish_all_pending(cls, context: PlannerContext) -> int:
-        """:meth:`publish_pending` for every plan of this planner with outbox entries left."""
-        records = await context.by_correlation(_OUTBOX_PENDING, planner=context.name)
-        sent = 0
-        for record in records:
-            sent += await cls._from_record(record, context).publish_pending()
-        return sent
-
-    @classmethod
-    async def dependents_of(cls, plan_id: str, context: PlannerContext) -> list[PlanContext]:
-        """Plans of this planner that list ``plan_id`` in ``depends_on``."""
-        records = await context.by_correlation(_AFTER + plan_id, planner=context.name)
-        return [cls._from_record(r, context) for r in records]
-
     def __repr__(self) -> str:
         return (
             f"PlanContext(plan_id={self.plan_id!r}, status={self.status!r}, "
@@ -965,4 +652,4 @@ class PlanContext(BaseModel):
 
 def _derived_id(plan_id: str, what: str) -> str:
     # Fixed ids for a plan's one-time events: re-sending them is recognisable.
-    return uuid.uuid5(_PLAN_NAMESPACE, f"{plan_id}\x00{what}").hex
+    return uuid.uuid5(PLAN_NAMESPACE, f"{plan_id}\x00{what}").hex

@@ -46,14 +46,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from waygraph import callbacks
 from waygraph.errors import Conflict
-from waygraph.events.context import (
-    _CURRENT,
-    MAX_CONFLICT_RETRIES,
-    PlanContext,
-    PlannerContext,
-    PlanStatus,
-    plan_id_for,
-)
+from waygraph.events._plan_records import MAX_CONFLICT_RETRIES
+from waygraph.events._planner_context import _CURRENT, PlannerContext, plan_id_for
+from waygraph.events.context import PlanContext, PlanStatus
 from waygraph.events.envelope import Envelope, Topic, new_event_id
 from waygraph.events.goals import GoalContext, Transition, TransitionContext
 from waygraph.events.statemachine import StateAction

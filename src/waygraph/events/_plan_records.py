@@ -1,0 +1,281 @@
+"""A plan context in the store: loading, version-checked commits, and the outbox.
+
+:class:`PlanRecords` is the part of :class:`~waygraph.events.PlanContext`
+that talks to the store and the bus; the state-machine behaviour is in
+:mod:`waygraph.events.context`. A change is applied to a fresh copy,
+committed with the outgoing envelopes in one write (the outbox), and only
+then published, so a crash never loses a request or sends one twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from waygraph.errors import Conflict, PlanContextNotFoundError
+from waygraph.events._planner_context import KIND, PlannerContext, _context_or_current
+from waygraph.events.envelope import Envelope
+from waygraph.store import StoredRecord
+
+if TYPE_CHECKING:
+    from waygraph.events.context import PlanContext, PlanStatus
+
+__all__ = ["MAX_CONFLICT_RETRIES", "Change", "PlanRecords"]
+
+log = logging.getLogger("waygraph.events")
+
+#: Conflicts a change retries (reloading each time) before giving up.
+MAX_CONFLICT_RETRIES = 20
+
+# Index entries that are not event correlation ids; the prefix keeps them apart.
+OUTBOX_PENDING = "waygraph:outbox-pending"
+AFTER = "waygraph:after:"
+PARENT = "waygraph:parent:"
+
+
+class Change:
+    """What one change adds besides the new state: store events and outgoing envelopes."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.outbox: list[dict[str, Any]] = []
+
+
+class PlanRecords:
+    """Store and outbox methods of :class:`~waygraph.events.PlanContext` (a mixin)."""
+
+    # ------------------------------------------------------------ loading
+
+    @classmethod
+    def _from_record(
+        cls: type[PlanContext], record: StoredRecord, context: PlannerContext
+    ) -> PlanContext:
+        plan = cls.model_validate(record.data)
+        plan._context = context
+        plan._version = record.version
+        return plan
+
+    def _reload_from(self: PlanContext, record: StoredRecord) -> None:
+        fresh = type(self).model_validate(record.data)
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(fresh, name))
+        self._version = record.version
+        self._machine = None
+
+    async def _reload(self: PlanContext) -> None:
+        record = await self.context.call(self.context.store.get, self.plan_id)
+        if record is None:
+            raise PlanContextNotFoundError(f"plan {self.plan_id!r} is no longer in the store")
+        self._reload_from(record)
+
+    @classmethod
+    async def restore(
+        cls: type[PlanContext], plan_id: str, context: PlannerContext | None = None
+    ) -> PlanContext:
+        """The stored plan ``plan_id``; PlanContextNotFoundError when there is none.
+
+        ``context`` may be left out inside a planner's handler (the running
+        planner's is used).
+
+        Example::
+
+            plan = await PlanContext.restore(answer.data["plan_id"], planner.context)
+        """
+        context = _context_or_current(context, "PlanContext.restore")
+        record = await context.call(context.store.get, plan_id)
+        if record is None or record.kind != KIND:
+            raise PlanContextNotFoundError(
+                f"no plan {plan_id!r} in {context.store.url}; "
+                "plans are stored under the plan_id that create_from_goal returned"
+            )
+        return cls._from_record(record, context)
+
+    @classmethod
+    async def restore_by_correlation(
+        cls: type[PlanContext], correlation_id: str | None, context: PlannerContext | None = None
+    ) -> PlanContext | None:
+        """The plan whose goal or one of whose requests had ``correlation_id``, or None.
+
+        ``context`` may be left out inside a planner's handler, as document
+        002's approval example does.
+
+        When several plans know the id (a parent's request id is its child's
+        goal id), the plan whose goal carried it wins, then plans of
+        ``context``'s planner, then the most recently updated.
+        """
+        context = _context_or_current(context, "PlanContext.restore_by_correlation")
+        if not correlation_id or correlation_id.startswith("waygraph:"):
+            return None
+        records = await context.by_correlation(correlation_id)
+        # A parent's request id is also its child's goal id: the goal's owner wins.
+        plans = sorted(
+            (cls._from_record(r, context) for r in records),
+            key=lambda p: (p.correlation_id != correlation_id, p.planner != context.name),
+        )
+        return plans[0] if plans else None
+
+    @classmethod
+    async def find(
+        cls: type[PlanContext],
+        context: PlannerContext,
+        *,
+        session: str | None = None,
+        status: PlanStatus | None = None,
+        planner: str | None = None,
+        limit: int | None = None,
+    ) -> list[PlanContext]:
+        """Stored plans by session, status and owning planner, most recently updated first."""
+        records = await context.call(
+            context.store.list, kind=KIND, session=session, status=status, plan=planner, limit=limit
+        )
+        return [cls._from_record(r, context) for r in records]
+
+    async def children(self: PlanContext) -> list[PlanContext]:
+        """The plans whose ``parent_plan_id`` is this plan."""
+        records = await self.context.by_correlation(PARENT + self.plan_id)
+        return [type(self)._from_record(r, self.context) for r in records]
+
+    async def parent(self: PlanContext) -> PlanContext | None:
+        """The parent plan, or None for a top-level plan (or a parent stored elsewhere)."""
+        if self.parent_plan_id is None:
+            return None
+        try:
+            return await type(self).restore(self.parent_plan_id, self.context)
+        except PlanContextNotFoundError:
+            return None
+
+    # ------------------------------------------------------------ committing
+
+    async def save(self: PlanContext) -> None:
+        """Store the plan as it is now (after changing ``results`` by hand, say).
+
+        Version-checked: raises :class:`~waygraph.errors.Conflict` when the
+        stored plan changed since this object loaded it; restore and redo.
+        """
+        await self._commit(self._version, [{"type": "plan_saved"}])
+
+    def _index(self: PlanContext) -> list[str]:
+        ids = list(self.correlation_ids)
+        ids += [AFTER + dep for dep in self.depends_on]
+        if self.parent_plan_id:
+            ids.append(PARENT + self.parent_plan_id)
+        if self.outbox:
+            ids.append(OUTBOX_PENDING)
+        return ids
+
+    async def _commit(self: PlanContext, expected: int, events: list[dict[str, Any]]) -> None:
+        self.updated_at = time.time()
+        record = self.model_dump(mode="json")
+        context = self.context
+        self._version = await context.call(
+            context.store.commit,
+            self.plan_id,
+            record,
+            expected,
+            events,
+            kind=KIND,
+            session=self.session_id,
+            status=self.status,
+            plan=self.planner,
+            correlation_ids=self._index(),
+        )
+
+    async def _change(self: PlanContext, apply: Callable[[PlanContext, Change], bool]) -> bool:
+        """Apply a change to a fresh copy, commit it version-checked, then publish its outbox.
+
+        On Conflict the plan is reloaded and the change applied again; the
+        change functions are written so that applying them to a plan that
+        already took the change does nothing.
+        """
+        context = self.context
+        async with context.lock(self.plan_id):
+            for _ in range(MAX_CONFLICT_RETRIES):
+                draft = self._draft()
+                change = Change()
+                if not apply(draft, change):
+                    return False
+                try:
+                    await draft._commit(self._version, change.events)
+                except Conflict:
+                    await self._reload()
+                    continue
+                self._adopt(draft)
+                break
+            else:
+                raise Conflict(
+                    f"plan {self.plan_id!r}: {MAX_CONFLICT_RETRIES} writers in a row committed "
+                    "first; giving up"
+                )
+            if change.outbox:
+                await self._publish_and_mark(change.outbox)
+            return True
+
+    def _draft(self: PlanContext) -> PlanContext:
+        draft = type(self).model_validate(self.model_dump(mode="json"))
+        draft._context = self._context
+        draft._version = self._version
+        draft._machine = self._machine
+        return draft
+
+    def _adopt(self: PlanContext, draft: PlanContext) -> None:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(draft, name))
+        self._version = draft._version
+        self._machine = draft._machine
+
+    # ------------------------------------------------------------ the outbox
+
+    async def _publish_and_mark(self: PlanContext, entries: Sequence[dict[str, Any]]) -> None:
+        bus = self.context.bus
+        published: list[str] = []
+        try:
+            for entry in entries:
+                envelope = Envelope.from_wire(entry["envelope"], entry["topic"])
+                await bus.publish(envelope, entry["topic"])
+                published.append(entry["id"])
+        finally:
+            # Mark what went out even when a later entry failed; the rest stay in
+            # the outbox and go out again on the next publish_pending.
+            if published:
+                await self._mark_published(published)
+
+    async def _mark_published(self: PlanContext, ids: Sequence[str]) -> None:
+        done = set(ids)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            if not any(entry["id"] in done for entry in self.outbox):
+                return
+            self.outbox = [e for e in self.outbox if e["id"] not in done]
+            try:
+                await self._commit(self._version, [])
+                return
+            except Conflict:
+                await self._reload()
+        log.warning("plan %s: could not mark %d outbox entries published", self.plan_id, len(ids))
+
+    async def publish_pending(self: PlanContext) -> int:
+        """Publish what the outbox still holds (left by a process that stopped); the count."""
+        async with self.context.lock(self.plan_id):
+            await self._reload()
+            entries = list(self.outbox)
+            if entries:
+                await self._publish_and_mark(entries)
+            return len(entries)
+
+    @classmethod
+    async def publish_all_pending(cls: type[PlanContext], context: PlannerContext) -> int:
+        """:meth:`publish_pending` for every plan of this planner with outbox entries left."""
+        records = await context.by_correlation(OUTBOX_PENDING, planner=context.name)
+        sent = 0
+        for record in records:
+            sent += await cls._from_record(record, context).publish_pending()
+        return sent
+
+    @classmethod
+    async def dependents_of(
+        cls: type[PlanContext], plan_id: str, context: PlannerContext
+    ) -> list[PlanContext]:
+        """Plans of this planner that list ``plan_id`` in ``depends_on``."""
+        records = await context.by_correlation(AFTER + plan_id, planner=context.name)
+        return [cls._from_record(r, context) for r in records]

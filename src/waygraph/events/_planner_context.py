@@ -1,0 +1,111 @@
+"""What a planner's handlers get as ``context``, and which planner is running now.
+
+Example:
+    >>> g = Envelope(id="e1", source="s", type="research.goal")
+    >>> plan_id_for(g) == plan_id_for(g)
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import uuid
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from waygraph.errors import PlanStateError
+from waygraph.events.envelope import Envelope
+from waygraph.store import MemoryStore, SQLiteStore, Store, StoredRecord
+
+if TYPE_CHECKING:
+    from waygraph.events.bus import Bus
+    from waygraph.events.planner import Planner
+
+__all__ = ["KIND", "PlannerContext", "current_planner_context", "plan_id_for"]
+
+log = logging.getLogger("waygraph.events")
+
+#: The store ``kind`` of plan context records.
+KIND = "plan_context"
+PLAN_NAMESPACE = uuid.UUID("5b0f4f3e-8a0c-4d5e-9d35-0c1c2a3b4d5e")
+
+
+def plan_id_for(goal: Envelope) -> str:
+    """The default plan id of a goal: the same goal event always gives the same id.
+
+    Example:
+        >>> g = Envelope(id="e1", source="s", type="research.goal")
+        >>> plan_id_for(g) == plan_id_for(g), plan_id_for(g).startswith("plan-")
+        (True, True)
+    """
+    return "plan-" + uuid.uuid5(PLAN_NAMESPACE, f"{goal.source}\x00{goal.id}").hex
+
+
+@dataclass
+class PlannerContext:
+    """What a planner's handlers get as ``context``: the bus, the store and the planner.
+
+    Usable right after ``Planner(...)`` is constructed.
+    """
+
+    name: str
+    bus: Bus
+    store: Store
+    source: str
+    planner: Planner | None = None
+    logger: logging.Logger = field(default_factory=lambda: log)
+    _locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(
+        default_factory=weakref.WeakValueDictionary, repr=False
+    )
+
+    def lock(self, plan_id: str) -> asyncio.Lock:
+        """The lock that serialises changes to one plan inside this process."""
+        lock = self._locks.get(plan_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[plan_id] = lock
+        return lock
+
+    async def by_correlation(
+        self, correlation_id: str, *, planner: str | None = None
+    ) -> list[StoredRecord]:
+        """Plan context records indexed under ``correlation_id`` (of ``planner`` when given).
+
+        The store is asked by correlation id alone and the kind and planner
+        are checked here: with more filters SQLite picks a worse index and
+        scans every record (measured: 3.3 ms instead of 17 us at 3,000 plans).
+        """
+        records = await self.call(self.store.list, correlation_id=correlation_id)
+        return [r for r in records if r.kind == KIND and (planner is None or r.plan == planner)]
+
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a store method without blocking the event loop (in-memory stores run inline)."""
+        if isinstance(self.store, MemoryStore | SQLiteStore):
+            return fn(*args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+#: The context of the planner whose handler is running (set by Planner around
+#: each handler), so code written as document 002 writes it can call
+#: ``PlanContext.restore_by_correlation(cid)`` without passing a context.
+_CURRENT: contextvars.ContextVar[PlannerContext | None] = contextvars.ContextVar(
+    "waygraph_planner_context", default=None
+)
+
+
+def current_planner_context() -> PlannerContext | None:
+    """The context of the planner whose handler is running now, else None."""
+    return _CURRENT.get()
+
+
+def _context_or_current(context: PlannerContext | None, what: str) -> PlannerContext:
+    context = context if context is not None else _CURRENT.get()
+    if context is None:
+        raise PlanStateError(
+            f"{what} needs context=planner.context when called outside a planner's handler"
+        )
+    return context
