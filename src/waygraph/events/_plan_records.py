@@ -1,4 +1,4 @@
-"""A plan context in the store: loading, version-checked commits, and the outbox.
+"""A plan context in the store: creating, loading, version-checked commits, the outbox.
 
 :class:`PlanRecords` is the part of :class:`~waygraph.events.PlanContext`
 that talks to the store and the bus; the state-machine behaviour is in
@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from waygraph.errors import Conflict, PlanContextNotFoundError
-from waygraph.events._planner_context import KIND, PlannerContext, _context_or_current
+from waygraph.events._planner_context import (
+    KIND,
+    PlannerContext,
+    _context_or_current,
+    plan_id_for,
+)
 from waygraph.events.envelope import Envelope
+from waygraph.events.statemachine import StateConfig, validate_state_machine
 from waygraph.store import StoredRecord
 
 if TYPE_CHECKING:
@@ -45,6 +51,70 @@ class Change:
 
 class PlanRecords:
     """Store and outbox methods of :class:`~waygraph.events.PlanContext` (a mixin)."""
+
+    # ------------------------------------------------------------ creating
+
+    @classmethod
+    async def create_from_goal(
+        cls: type[PlanContext],
+        goal: Envelope,
+        *,
+        state_machine: Mapping[str, StateConfig | Mapping[str, Any]] | PlanContext,
+        context: PlannerContext,
+        plan_id: str | None = None,
+        parent_plan_id: str | None = None,
+        depends_on: Sequence[str] = (),
+    ) -> PlanContext:
+        """A new plan for ``goal``, stored at once (status ``running``, or ``pending``
+        while ``depends_on`` plans are unfinished); nothing is sent until
+        :meth:`execute_next`.
+
+        The default ``plan_id`` is derived from the goal event, so a goal
+        delivered twice finds the plan the first delivery made instead of
+        making a second one. ``parent_plan_id`` defaults to the goal's
+        ``planid`` attribute (a request sent by a parent plan carries it).
+        ``state_machine`` may be a plan (what :meth:`Planner.create_plan`
+        returns): its states are used.
+        """
+        from waygraph.events.context import PlanContext
+
+        if isinstance(state_machine, PlanContext):
+            state_machine = state_machine.state_machine
+        machine = validate_state_machine(state_machine, name=plan_id or goal.type)
+        plan_id = plan_id or plan_id_for(goal)
+        now = time.time()
+        plan = cls(
+            plan_id=plan_id,
+            planner=context.name,
+            goal_event=goal.type,
+            goal=goal.to_wire(),
+            goal_data=dict(goal.data),
+            response_event=goal.response_event,
+            response_topic=goal.response_topic,
+            status="pending" if depends_on else "running",
+            state_machine=machine.states,
+            current_state=machine.start,
+            parent_plan_id=parent_plan_id or goal.plan_id,
+            session_id=goal.session_id,
+            user_id=goal.user_id,
+            tenant_id=goal.tenant_id,
+            correlation_id=goal.correlation_id,
+            correlation_ids=[goal.correlation_id] if goal.correlation_id else [],
+            depends_on=list(dict.fromkeys(depends_on)),
+            processed_event_ids=[goal.id],
+            created_at=now,
+            updated_at=now,
+        )
+        plan._context = context
+        plan._machine = machine
+        event = {"type": "plan_created", "state": machine.start, "goal_id": goal.id}
+        try:
+            await plan._commit(0, [event])
+        except Conflict:
+            existing = await cls.restore(plan_id, context)
+            log.info("plan %s already exists (goal %s delivered again)", plan_id, goal.id)
+            return existing
+        return plan
 
     # ------------------------------------------------------------ loading
 
