@@ -18,7 +18,7 @@ from waygraph.errors import (
 )
 from waygraph.planning._approval import ConsoleApproval
 from waygraph.planning._dryrun import dry_run_result, report_without_plan, simulate_plan
-from waygraph.planning._executor import PlanRun, _Request
+from waygraph.planning._executor import PlanRun
 from waygraph.planning._llm import LLM
 from waygraph.planning._models import (
     Plan,
@@ -30,6 +30,7 @@ from waygraph.planning._models import (
 )
 from waygraph.planning._pattern import PlanningPattern
 from waygraph.planning._planner import Planner
+from waygraph.planning._revising import RevisionRequest
 from waygraph.planning._runtime import Hook, Hooks, Meter, call_hook
 from waygraph.planning._tools import Tool, ToolRegistry
 
@@ -192,7 +193,8 @@ class PlanningAgent:
         if self._run is None:
             return False
         chosen = RevisionStrategy(strategy) if strategy is not None else None
-        self._run.request_revision(_Request(RevisionTrigger.USER_REQUEST, reason, strategy=chosen))
+        request = RevisionRequest(RevisionTrigger.USER_REQUEST, reason, strategy=chosen)
+        self._run.request_revision(request)
         return True
 
     # ------------------------------------------------------------ execution

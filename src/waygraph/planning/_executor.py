@@ -20,95 +20,35 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
-from waygraph.planning import _prompts as prompts
-from waygraph.planning._errors import InvalidPlanError, LLMError, PlanParseError
-from waygraph.planning._json import extract_json
 from waygraph.planning._llm import LLM
 from waygraph.planning._models import (
     ExecutionMode,
     Plan,
     PlanExecutionResult,
     PlanExecutionState,
-    PlanProblem,
     PlanRevision,
     PlanStep,
-    RevisionDecision,
-    RevisionStrategy,
     RevisionTrigger,
     StepResult,
     StepStatus,
-    TokenUsage,
     _now,
 )
 from waygraph.planning._planner import Planner
-from waygraph.planning._references import rename_reference, substitute
-from waygraph.planning._runtime import Hooks, Meter, call_hook
-from waygraph.planning._tools import StepContext
-from waygraph.planning._validate import ancestors
+from waygraph.planning._revising import Revising, RevisionRequest
+from waygraph.planning._runtime import Hooks, Meter
+from waygraph.planning._step_calls import Outcome, StepCalls, describe
 
 __all__ = ["PlanRun"]
 
 log = logging.getLogger("waygraph.planning")
 
-_FAILED = object()  # what a shared call resolves to when it failed
-_FAILURES = (
-    RevisionTrigger.STEP_FAILED,
-    RevisionTrigger.FAILURE_RATE,
-    RevisionTrigger.OUTPUT_MISMATCH,
-)
 
-
-@dataclass
-class _Request:
-    trigger: RevisionTrigger
-    reason: str
-    step_id: str | None = None
-    strategy: RevisionStrategy | None = None
-
-
-@dataclass
-class _Outcome:
-    """What one step's task hands back to the scheduler."""
-
-    ok: bool = False
-    output: Any = None
-    error: str | None = None
-    attempts: int = 0
-    used_fallback: bool = False
-    reused: bool = False
-    mismatch: str | None = None
-    new_information: str | None = None
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    started_at: Any = None
-    duration: float = 0.0
-    subplan: Plan | None = None
-    subplan_result: PlanExecutionResult | None = None
-    errors: list[str] = field(default_factory=list)
-
-
-def _describe(exc: BaseException, timeout: float | None) -> str:
-    if isinstance(exc, TimeoutError):
-        return f"timed out after {timeout:g} s" if timeout else "timed out"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _call_key(tool: str, parameters: Any) -> str | None:
-    try:
-        return json.dumps([tool, parameters], sort_keys=True)
-    except (TypeError, ValueError):
-        return None  # not comparable as data: never shared
-
-
-class PlanRun:
+class PlanRun(StepCalls, Revising):
     """One execution of a validated plan (a sub-plan gets its own, nested run)."""
 
     def __init__(
@@ -144,12 +84,12 @@ class PlanRun:
         self.by_strategy: set[str] = set()
         self.mismatched: dict[str, Any] = {}
         self.replaced: dict[str, StepResult] = {}
-        self.running: dict[str, asyncio.Task[_Outcome]] = {}
+        self.running: dict[str, asyncio.Task[Outcome]] = {}
         self.revisions: list[PlanRevision] = []
         self.revision_attempts = 0
         self.applied_revisions = 0
         self.sub_revisions = 0
-        self.requests: list[_Request] = []
+        self.requests: list[RevisionRequest] = []
         self.stop_reason: str | None = None
         self.budget_flagged = False
         self.started_at = _now()
@@ -213,7 +153,7 @@ class PlanRun:
 
     # ------------------------------------------------------------ public
 
-    def request_revision(self, request: _Request) -> None:
+    def request_revision(self, request: RevisionRequest) -> None:
         """Queue a revision; it is applied once the running steps finish."""
         self.requests.append(request)
         self._wake.set()
@@ -346,153 +286,16 @@ class PlanRun:
             self.running[step.id] = task
 
     @staticmethod
-    def _outcome_of(task: asyncio.Task[_Outcome]) -> _Outcome:
+    def _outcome_of(task: asyncio.Task[Outcome]) -> Outcome:
         try:
             return task.result()
         except Exception as exc:  # a scheduler bug must not lose the other steps' results
             log.exception("step task failed unexpectedly")
-            return _Outcome(error=_describe(exc, None))
+            return Outcome(error=describe(exc, None))
 
     # ------------------------------------------------------------ one step
 
-    async def _execute(self, step: PlanStep) -> _Outcome:
-        outcome = _Outcome(started_at=_now())
-        clock = time.perf_counter()
-        await self._notify("on_step_start", step=step)
-        context = StepContext(
-            step=step,
-            goal=self.goal,
-            results=MappingProxyType(self.outputs),
-            llm=self.llm,
-            depth=self.depth,
-        )
-        try:
-            if step.is_composite:
-                await self._run_composite(step, context, outcome)
-            else:
-                await self._run_action(step.action, step.parameters, context, outcome)
-            if not outcome.ok and step.fallback_action:
-                params = (
-                    step.parameters
-                    if step.fallback_parameters is None
-                    else step.fallback_parameters
-                )
-                await self._run_action(
-                    step.fallback_action, params, context, outcome, fallback=True
-                )
-            if outcome.ok and step.expected_output and self.pattern.check_expected_output:
-                await self._judge(step, context, outcome)
-        except Exception as exc:
-            outcome.ok = False
-            outcome.errors.append(_describe(exc, None))
-        outcome.error = None if outcome.ok else "; ".join(outcome.errors) or "failed"
-        outcome.usage = context.token_usage
-        outcome.new_information = "; ".join(context.new_information) or None
-        outcome.duration = time.perf_counter() - clock
-        return outcome
-
-    async def _run_action(
-        self,
-        action: str,
-        parameters: Mapping[str, Any],
-        context: StepContext,
-        outcome: _Outcome,
-        *,
-        fallback: bool = False,
-    ) -> None:
-        tries = 1 if fallback else 1 + self.pattern.retry_failed_steps
-        for attempt in range(1, tries + 1):
-            if not fallback:
-                outcome.attempts = attempt
-            try:
-                outcome.output, outcome.reused = await self._call(action, parameters, context)
-            except Exception as exc:
-                label = f"fallback {action}" if fallback else f"attempt {attempt}"
-                outcome.errors.append(f"{label}: {_describe(exc, self.pattern.step_timeout)}")
-                continue
-            outcome.ok = True
-            outcome.used_fallback = fallback
-            return
-
-    async def _call(
-        self, action: str, parameters: Mapping[str, Any], context: StepContext
-    ) -> tuple[Any, bool]:
-        """Call a tool with resolved parameters; reuse an identical earlier call's result."""
-        tool = self.tools[action]
-        known = self._known
-        resolved = substitute(dict(parameters), self.outputs, known)
-        key = None if tool.side_effects else _call_key(action, resolved)
-        future: asyncio.Future[Any] | None = None
-        if key is not None:
-            while (earlier := self.calls.get(key)) is not None:
-                value = await asyncio.shield(earlier)
-                if value is not _FAILED:
-                    return value, True
-            future = asyncio.get_running_loop().create_future()
-            self.calls[key] = future
-        try:
-            # asyncio.timeout, not wait_for: no extra task (and loop turns) per call.
-            async with asyncio.timeout(self.pattern.step_timeout):
-                value = await tool.call(resolved, context)
-        except BaseException:
-            if future is not None and key is not None:
-                # Waiting steps make their own call: a failure is not a result to share.
-                self.calls.pop(key, None)
-                future.set_result(_FAILED)
-            raise
-        if future is not None:
-            future.set_result(value)
-        return value, False
-
-    async def _judge(self, step: PlanStep, context: StepContext, outcome: _Outcome) -> None:
-        schema = prompts.EXPECTATION_SCHEMA if self.pattern.structured_output else None
-        reply = await context.complete(
-            prompts.expectation_messages(step, outcome.output), json_schema=schema
-        )
-        try:
-            verdict = extract_json(reply.text)
-        except PlanParseError:
-            log.warning("expected-output check gave no JSON for step %s; accepting it", step.id)
-            return
-        if isinstance(verdict, dict) and verdict.get("matches", True) is False:
-            outcome.mismatch = str(verdict.get("reason") or "no reason given")
-
-    async def _run_composite(self, step: PlanStep, context: StepContext, outcome: _Outcome) -> None:
-        available = sorted(ancestors(self.plan, step.id) | self.outer_ids)
-        sub = step.subplan
-        outcome.attempts = 1
-        if sub is None:
-            try:
-                sub = await self.planner.decompose(
-                    step, self.goal, self.outputs, available, self.meter, depth=self.depth + 1
-                )
-            except (InvalidPlanError, LLMError) as exc:
-                outcome.errors.append(f"decomposition failed: {exc}")
-                return
-            outcome.subplan = sub
-        child = PlanRun(
-            sub,
-            step.description or sub.goal,
-            planner=self.planner,
-            llm=self.llm,
-            hooks=self.hooks,
-            meter=Meter(parent=self.meter),
-            calls=self.calls,
-            depth=self.depth + 1,
-            outer_results=self.outputs,
-            outer_ids=frozenset(available),
-        )
-        result = await child.run()
-        outcome.subplan_result = result
-        if result.success:
-            outcome.ok = True
-            outcome.output = result.final_output
-        else:
-            outcome.errors.append(f"sub-plan failed: {result.final_output}")
-
-    # ------------------------------------------------------------ after a step
-
-    async def _finish(self, step_id: str, outcome: _Outcome) -> None:
+    async def _finish(self, step_id: str, outcome: Outcome) -> None:
         step = self._by_id[step_id]
         self._consider(self._dependents.get(step_id, ()))
         if outcome.subplan is not None:
@@ -541,7 +344,7 @@ class PlanRun:
             self._on_failure(step_id, trigger)
         elif outcome.new_information and self._can_revise():
             self.request_revision(
-                _Request(
+                RevisionRequest(
                     RevisionTrigger.NEW_INFORMATION,
                     f"step {step_id} reported: {outcome.new_information}",
                     step_id,
@@ -569,7 +372,7 @@ class PlanRun:
                     f" ({failed} of {done} finished steps failed, over the "
                     f"revision_threshold of {self.pattern.revision_threshold:g})"
                 )
-            self.request_revision(_Request(trigger, reason, step_id))
+            self.request_revision(RevisionRequest(trigger, reason, step_id))
         elif cof:
             self._update_skips()
         else:
@@ -589,7 +392,7 @@ class PlanRun:
         if used + ahead > budget and not self.budget_flagged and self._can_revise():
             self.budget_flagged = True
             self.request_revision(
-                _Request(
+                RevisionRequest(
                     RevisionTrigger.BUDGET_LOW,
                     f"{used} of {budget} budget tokens are used and the remaining steps are "
                     f"estimated at {ahead} more",
@@ -638,250 +441,6 @@ class PlanRun:
             self.requests.clear()
 
     # ------------------------------------------------------------ revision
-
-    def _can_revise(self, *, requested: bool = False) -> bool:
-        allowed = self.pattern.allow_revision or requested
-        return allowed and self.revision_attempts < self.pattern.max_revisions
-
-    def _problem_step(self, request: _Request) -> PlanStep | None:
-        if request.step_id is None or request.trigger not in _FAILURES:
-            return None
-        if self.status.get(request.step_id) != StepStatus.FAILED:
-            return None
-        return self.plan.step(request.step_id)
-
-    async def _revise(self, request: _Request) -> None:
-        step = self._problem_step(request)
-        if request.trigger in _FAILURES and step is None:
-            return  # already dealt with by an earlier revision
-        if not self._can_revise(requested=request.trigger == RevisionTrigger.USER_REQUEST):
-            self._after_failed_revision(request, step)
-            return
-        strategy = request.strategy or self.pattern.revision_strategy
-        decision = await self._decide(request, strategy)
-        if decision is not None:
-            strategy = decision.strategy
-        self.revision_attempts += 1
-        old_plan = self.plan
-        applied, note = False, ""
-        if strategy == RevisionStrategy.ASK_USER:
-            self._stop(
-                f"revision ({request.trigger.value}) needed a decision and got none: "
-                f"{request.reason}"
-            )
-        elif strategy == RevisionStrategy.ABORT:
-            self._stop(f"aborted by the {request.trigger.value} revision: {request.reason}")
-        elif strategy == RevisionStrategy.SKIP_AND_CONTINUE:
-            applied = self._skip(step, request)
-        else:
-            try:
-                new_plan, carried = await self._new_plan(request, strategy, step, decision)
-            except (InvalidPlanError, LLMError) as exc:
-                note = f" (revision failed: {exc})"
-            except Exception as exc:
-                # A custom model's own error must not lose the run's results.
-                log.exception("plan revision failed")
-                note = f" (revision failed: {exc!r})"
-            else:
-                self._apply(new_plan, carried)
-                applied = True
-        self.revisions.append(
-            PlanRevision(
-                trigger=request.trigger,
-                strategy=strategy,
-                reason=request.reason + note,
-                step_id=request.step_id,
-                old_plan=old_plan,
-                new_plan=self.plan if applied else None,
-                applied=applied,
-            )
-        )
-        if applied:
-            self.applied_revisions += 1
-            self.budget_flagged = False
-        await self._notify("on_plan_revised", revision=self.revisions[-1])
-        if not applied and self.stop_reason is None:
-            self._after_failed_revision(request, self._problem_step(request), note)
-
-    async def _decide(
-        self, request: _Request, strategy: RevisionStrategy
-    ) -> RevisionDecision | None:
-        hook = self.hooks.on_revision_needed
-        if hook is None:
-            return None
-        try:
-            decision = await call_hook(
-                hook,
-                "on_revision_needed",
-                trigger=request.trigger,
-                reason=request.reason,
-                step_id=request.step_id,
-                strategy=strategy,
-                state=self.snapshot(),
-                depth=self.depth,
-            )
-        except Exception:
-            log.exception("on_revision_needed failed; using the configured strategy")
-            return None
-        if isinstance(decision, RevisionStrategy | str) and not isinstance(decision, bool):
-            decision = RevisionDecision(strategy=decision)
-        return decision if isinstance(decision, RevisionDecision) else None
-
-    def _after_failed_revision(
-        self, request: _Request, step: PlanStep | None, note: str = ""
-    ) -> None:
-        """No revision could help: a failed step is handled as if revision were off."""
-        if step is None:
-            return
-        if self.pattern.continue_on_failure:
-            self._update_skips()
-        else:
-            self._stop(f"step {step.id!r} failed: {self.results[step.id].error}{note}")
-
-    def _skip(self, step: PlanStep | None, request: _Request) -> bool:
-        if step is None:
-            return True  # nothing to skip: carry on with the plan as it is
-        previous = self.results[step.id]
-        if request.trigger == RevisionTrigger.OUTPUT_MISMATCH:
-            # Skipping the check: the output is accepted as it is.
-            output = self.mismatched.pop(step.id)
-            self.status[step.id] = StepStatus.COMPLETED
-            self.outputs[step.id] = output
-            self.results[step.id] = previous.model_copy(
-                update={"status": StepStatus.COMPLETED, "output": output}
-            )
-        else:
-            self.status[step.id] = StepStatus.SKIPPED
-            self.by_strategy.add(step.id)
-            self.results[step.id] = previous.model_copy(
-                update={
-                    "status": StepStatus.SKIPPED,
-                    "error": f"skipped by skip_and_continue after: {previous.error}",
-                }
-            )
-        self._update_skips()  # rescans: the skipped step may have freed its dependents
-        return True
-
-    def _kept_steps(self) -> list[PlanStep]:
-        return [
-            s
-            for s in self.plan.steps
-            if self.status[s.id] == StepStatus.COMPLETED or s.id in self.by_strategy
-        ]
-
-    def _replace_remaining(self, new_steps: tuple[PlanStep, ...]) -> Plan:
-        return self.plan.with_steps([*self._kept_steps(), *new_steps])
-
-    def _insert_recovery(self, failed: PlanStep, recovery: tuple[PlanStep, ...]) -> Plan:
-        """Put ``recovery`` where ``failed`` was; its last step stands in for ``failed``."""
-        if not recovery:
-            return self.plan  # an empty recovery is reported by validation as empty_plan
-        stand_in = recovery[-1].id
-        known = set(self.plan.step_ids) | {s.id for s in recovery}
-        steps: list[PlanStep] = []
-        for step in self.plan.steps:
-            if step.id == failed.id:
-                steps.extend(recovery)
-                continue
-            if failed.id in step.dependencies:
-                step = step.model_copy(
-                    update={
-                        "dependencies": tuple(
-                            stand_in if d == failed.id else d for d in step.dependencies
-                        ),
-                        "parameters": rename_reference(step.parameters, failed.id, stand_in, known),
-                    }
-                )
-            steps.append(step)
-        return self.plan.with_steps(steps)
-
-    async def _new_plan(
-        self,
-        request: _Request,
-        strategy: RevisionStrategy,
-        step: PlanStep | None,
-        decision: RevisionDecision | None,
-    ) -> tuple[Plan, set[str]]:
-        """The revised plan and the ids of the steps carried over from the current one."""
-        kept = [s.id for s in self._kept_steps()]
-        external = self.outer_ids
-
-        def check(plan: Plan) -> list[PlanProblem]:
-            return self.planner.validate(plan, self.meter, depth=self.depth, external=external)
-
-        if decision is not None and decision.plan is not None:
-            new_plan = self.planner.normalize(self._replace_remaining(decision.plan.steps))
-            problems = check(new_plan)
-            if problems:
-                raise InvalidPlanError(problems, plan=new_plan)
-            return new_plan, set(kept)
-        statuses = {sid: s.value for sid, s in self.status.items()}
-        budget = self.planner.budget_left(self.meter) if self.depth == 0 else None
-        if strategy == RevisionStrategy.INSERT_RECOVERY and step is not None:
-            messages = prompts.recovery_messages(
-                self.goal,
-                self.plan,
-                statuses,
-                self.outputs,
-                kept,
-                step,
-                request.reason,
-                self.pattern,
-                self.tools,
-                depth=self.depth,
-                budget_left=budget,
-            )
-            recovered = await self.planner.request_plan(
-                messages,
-                self.meter,
-                check=check,
-                build=lambda plan: self._insert_recovery(step, plan.steps),
-            )
-            return recovered, set(self.plan.step_ids) - {step.id}
-        messages = prompts.replan_messages(
-            self.goal,
-            self.plan,
-            statuses,
-            self.outputs,
-            kept,
-            request.reason,
-            self.pattern,
-            self.tools,
-            depth=self.depth,
-            budget_left=budget,
-        )
-        replanned = await self.planner.request_plan(
-            messages,
-            self.meter,
-            check=check,
-            build=lambda plan: self._replace_remaining(plan.steps),
-        )
-        return replanned, set(kept)
-
-    def _apply(self, new_plan: Plan, carried: set[str]) -> None:
-        """Switch to ``new_plan``; steps not in ``carried`` are new (or replaced) and pending."""
-        for sid in self.plan.step_ids:
-            if sid in carried:
-                continue
-            previous = self.results.get(sid)
-            self.replaced[sid] = StepResult(
-                step_id=sid,
-                status=StepStatus.REVISED,
-                output=previous.output if previous else None,
-                error=previous.error if previous else None,
-                attempts=previous.attempts if previous else 0,
-                token_usage=previous.token_usage if previous else TokenUsage(),
-            )
-            del self.status[sid]
-            self.results.pop(sid, None)
-            self.mismatched.pop(sid, None)
-        for step in new_plan.steps:
-            if step.id not in carried:
-                self.status[step.id] = StepStatus.PENDING
-        self.plan = new_plan
-        self._update_skips()
-
-    # ------------------------------------------------------------ the end
 
     def _result(self, elapsed: float) -> PlanExecutionResult:
         if self.stop_reason is not None:
