@@ -365,7 +365,7 @@ class Plan(_Frozen):
     @classmethod
     def _compile_steps(cls, data: Any) -> Any:
         if isinstance(data, dict) and "steps" in data:
-            from waygraph.formats.steps import compile_steps
+            from waygraph.model._linear import compile_steps
 
             if "graph" in data:
                 raise ValueError("a plan has either 'steps' or 'graph', not both")
@@ -381,7 +381,7 @@ class Plan(_Frozen):
 
     def steps(self) -> list[Step]:
         """The linear steps of a plan compiled from ``steps`` (see ``linear``)."""
-        from waygraph.formats.steps import graph_to_steps
+        from waygraph.model._linear import graph_to_steps
 
         return graph_to_steps(self.graph)
 

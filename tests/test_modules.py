@@ -1,0 +1,45 @@
+"""The package's shape: small modules with one job, and the model free of file formats."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import waygraph
+
+SRC = Path(waygraph.__file__).parent
+#: DEVELOPERS.md: "Small modules with one job (none over 600 lines)".
+MAX_LINES = 600
+
+
+def test_no_module_is_over_600_lines():
+    long = {
+        str(path.relative_to(SRC)): lines
+        for path in SRC.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+def test_the_engine_imports_no_io():
+    # The engine is pure: no files, sockets, clocks, processes or stores.
+    forbidden = {"os", "io", "time", "datetime", "socket", "subprocess", "sqlite3", "asyncio"}
+    for path in (SRC / "engine").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = {node.module.split(".")[0]}
+                if node.module.startswith("waygraph.store"):
+                    names.add("waygraph.store")
+            else:
+                continue
+            assert not names & (forbidden | {"waygraph.store"}), (path.name, names)
+
+
+def test_the_model_imports_no_file_format():
+    # One model: loaders (formats) depend on the model, never the other way round.
+    for path in (SRC / "model").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "waygraph.formats" not in text, path.name
