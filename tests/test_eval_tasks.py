@@ -10,7 +10,7 @@ import pytest
 
 from waygraph.errors import ConfigError
 from waygraph.eval.loop import call_tool
-from waygraph.eval.suite import Action, Task, all_tasks, get_task, select_tasks
+from waygraph.eval.suite import Action, EvalTask, all_tasks, get_task, select_tasks
 from waygraph.library import load_library
 from waygraph.match import Matcher
 
@@ -37,13 +37,13 @@ def test_the_suite_covers_the_shipped_plans_domains():
 
 
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
-def test_the_untouched_workspace_fails(task: Task, tmp_path: Path):
+def test_the_untouched_workspace_fails(task: EvalTask, tmp_path: Path):
     verdict = task.check(task.setup(tmp_path))
     assert not verdict.success and verdict.problems
 
 
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
-def test_the_reference_solution_passes(task: Task, tmp_path: Path):
+def test_the_reference_solution_passes(task: EvalTask, tmp_path: Path):
     workspace = task.setup(tmp_path)
     apply(workspace, task.solution)
     verdict = task.check(workspace)
@@ -51,7 +51,7 @@ def test_the_reference_solution_passes(task: Task, tmp_path: Path):
 
 
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
-def test_the_plausible_wrong_solution_fails(task: Task, tmp_path: Path):
+def test_the_plausible_wrong_solution_fails(task: EvalTask, tmp_path: Path):
     workspace = task.setup(tmp_path)
     apply(workspace, task.wrong_solution)
     verdict = task.check(workspace)
@@ -75,7 +75,7 @@ def test_workspaces_are_deterministic(tmp_path: Path):
 
 
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
-def test_each_request_activates_its_plan(task: Task):
+def test_each_request_activates_its_plan(task: EvalTask):
     best = Matcher(load_library()).best(task.request, None, None)
     assert best is not None and best.plan_id == task.plan
 

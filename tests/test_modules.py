@@ -43,3 +43,20 @@ def test_the_model_imports_no_file_format():
     for path in (SRC / "model").glob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert "waygraph.formats" not in text, path.name
+
+
+#: Public names two of the design documents give to different things; both stay.
+SHARED_NAMES = {
+    # document 004's Plan (waygraph.planning.Plan) and the graph model's Plan
+    "Plan",
+}
+
+
+def test_no_public_class_name_means_two_things():
+    where: dict[str, list[str]] = {}
+    for path in SRC.rglob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(str(path.relative_to(SRC)))
+    twice = {name: files for name, files in where.items() if len(files) > 1}
+    assert set(twice) <= SHARED_NAMES, twice

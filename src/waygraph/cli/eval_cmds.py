@@ -54,7 +54,7 @@ def eval_command(
     ] = "baseline,guided",
     tasks: Annotated[
         str | None,
-        typer.Option("--tasks", help="Task ids to run: comma-separated globs or substrings."),
+        typer.Option("--tasks", help="EvalTask ids to run: comma-separated globs or substrings."),
     ] = None,
     repeat: Annotated[int, typer.Option("--repeat", min=1, help="Runs per task and mode.")] = 1,
     out: Annotated[

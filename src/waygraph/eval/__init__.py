@@ -13,14 +13,14 @@ Example:
 
 from waygraph.eval.metrics import difference_ci, summary_line, wilson_interval
 from waygraph.eval.runner import EvalConfig, Record, load_records, run_eval, write_records
-from waygraph.eval.suite import Action, Task, Verdict, all_tasks, get_task, select_tasks
+from waygraph.eval.suite import Action, EvalTask, TaskVerdict, all_tasks, get_task, select_tasks
 
 __all__ = [
     "Action",
     "EvalConfig",
+    "EvalTask",
     "Record",
-    "Task",
-    "Verdict",
+    "TaskVerdict",
     "all_tasks",
     "difference_ci",
     "get_task",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import shlex
 from typing import Literal
 
-from waygraph.eval.suite import Action, Task, sh
+from waygraph.eval.suite import Action, EvalTask, sh
 
 __all__ = ["CLAIM", "LIARS", "Liar", "Move", "liar_moves"]
 
@@ -56,7 +56,7 @@ def _phantom(action: Action) -> Action:
     return sh(f"echo {shlex.quote(f'wrote {path}')}", action.node)
 
 
-def liar_moves(task: Task, liar: Liar) -> tuple[Move, ...]:
+def liar_moves(task: EvalTask, liar: Liar) -> tuple[Move, ...]:
     """The transcript ``liar`` plays on ``task``: tool calls, then :data:`CLAIM`."""
     solution = task.solution
     shells = [a for a in solution if a.tool == "shell"] or [sh("ls")]

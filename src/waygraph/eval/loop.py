@@ -46,7 +46,7 @@ __all__ = [
     "TOOLS",
     "WRITE_FILE_TOOL",
     "AgentResult",
-    "Step",
+    "ToolCall",
     "call_tool",
     "confine",
     "run_agent",
@@ -104,7 +104,7 @@ STOP_POLL = 0.1
 
 
 @dataclass
-class Step:
+class ToolCall:
     """One tool call the agent made: the tool, its raw JSON arguments, the result."""
 
     tool: str
@@ -124,7 +124,7 @@ class AgentResult:
     """
 
     answer: str | None
-    steps: list[Step] = field(default_factory=list)
+    steps: list[ToolCall] = field(default_factory=list)
     run: dict[str, Any] | None = None
     tokens: int = 0
     model_calls: int = 0
@@ -423,7 +423,7 @@ def run_agent(
                 tools=tools,
                 timeout=command_timeout,
             )
-            result.steps.append(Step(call.function.name, call.function.arguments, output, code))
+            result.steps.append(ToolCall(call.function.name, call.function.arguments, output, code))
             messages.append(
                 {"role": "tool", "tool_call_id": call.id, "content": f"exit code {code}\n{output}"}
             )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from waygraph.eval import loop
-from waygraph.eval.suite import Task
+from waygraph.eval.suite import EvalTask
 from waygraph.hooks import Hooks
 from waygraph.library import Library
 from waygraph.navigator import Navigator
@@ -67,7 +67,7 @@ class Outcome:
 
 def run_mode(
     mode: str,
-    task: Task,
+    task: EvalTask,
     workspace: Path,
     settings: ModelSettings,
     *,
@@ -138,7 +138,7 @@ def _task_failures(navigator: Navigator, session: str, run: dict[str, Any]) -> i
     )
 
 
-def _planned(task: Task, workspace: Path, settings: ModelSettings) -> Outcome:
+def _planned(task: EvalTask, workspace: Path, settings: ModelSettings) -> Outcome:
     from waygraph.planning import OpenAILLM, PlanningAgent, PlanningPattern, Tool
 
     outcome = Outcome(verification_failures=0)

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from waygraph.errors import ConfigError
 from waygraph.eval.modes import MODES, ModelSettings, Outcome, run_mode
-from waygraph.eval.suite import Task, select_tasks
+from waygraph.eval.suite import EvalTask, select_tasks
 from waygraph.library import Library, load_library
 
 __all__ = ["EvalConfig", "Record", "load_records", "parse_modes", "run_eval", "write_records"]
@@ -69,7 +69,7 @@ class EvalConfig:
     model: str
     api_key: str = "not-needed"
     modes: Sequence[str] = DEFAULT_MODES
-    tasks: Sequence[Task] = field(default_factory=select_tasks)
+    tasks: Sequence[EvalTask] = field(default_factory=select_tasks)
     repeat: int = 1
     jobs: int = 2
     timeout: float = 120.0
@@ -101,7 +101,7 @@ def parse_modes(text: str | None) -> tuple[str, ...]:
 
 
 def _one_run(
-    task: Task, mode: str, repeat: int, settings: ModelSettings, library: Library
+    task: EvalTask, mode: str, repeat: int, settings: ModelSettings, library: Library
 ) -> Record:
     started = time.perf_counter()
     outcome, error = Outcome(), None

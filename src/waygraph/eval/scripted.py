@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from waygraph.eval.liars import LIARS, Liar, liar_moves
-from waygraph.eval.suite import Action, Task, all_tasks, sh
+from waygraph.eval.suite import Action, EvalTask, all_tasks, sh
 
 __all__ = ["KINDS", "ScriptedModel"]
 
@@ -63,7 +63,7 @@ class ScriptedModel:
     def __init__(
         self,
         kind: Kind = "diligent",
-        tasks: Iterable[Task] | None = None,
+        tasks: Iterable[EvalTask] | None = None,
         *,
         sloppy_share: float = 0.5,
     ) -> None:
@@ -105,14 +105,14 @@ class ScriptedModel:
         action = _next_action(script, past, guidance)
         return _call(action) if action else f"Done: {task.request.split('.')[0].lower()}."
 
-    def _is_sloppy(self, task: Task, past: list[str], *, guided: bool) -> bool:
+    def _is_sloppy(self, task: EvalTask, past: list[str], *, guided: bool) -> bool:
         if self.kind != "mixed":
             return self.kind == "sloppy"
         if past:  # the first call showed which way this run went
             return past[0] == _arguments(task.wrong_solution[0])
         return self._draw(task, "guided" if guided else "baseline")
 
-    def _draw(self, task: Task, mode: str) -> bool:
+    def _draw(self, task: EvalTask, mode: str) -> bool:
         """Deterministic per (task, mode, n-th run): is this run sloppy?"""
         share = self.sloppy_share if mode == "baseline" else self.sloppy_share / 5
         key = f"{task.id}/{mode}"
@@ -122,7 +122,7 @@ class ScriptedModel:
         digest = hashlib.sha256(f"{key}/{n}".encode()).digest()
         return digest[0] / 256 < share
 
-    def _lie(self, task: Task, messages: list[dict[str, Any]], *, guided: bool) -> Any:
+    def _lie(self, task: EvalTask, messages: list[dict[str, Any]], *, guided: bool) -> Any:
         """The next move of this run's liar; after its last, the claim again."""
         said = [m for m in messages if m.get("role") == "assistant"]
         liar = _liar_in(said) if said else self._next_liar(task, "guided" if guided else "baseline")
@@ -134,7 +134,7 @@ class ScriptedModel:
         call = _call(move)["tool_calls"][0]
         return {"tool_calls": [{**call, "id": f"call_{liar}_{len(said)}"}]}
 
-    def _next_liar(self, task: Task, mode: str) -> Liar:
+    def _next_liar(self, task: EvalTask, mode: str) -> Liar:
         key = f"{task.id}/{mode}"
         with self._lock:
             n = self._started.get(key, 0)

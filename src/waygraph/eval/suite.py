@@ -1,6 +1,6 @@
 """The task suite: what a task is, and the shipped tasks by id.
 
-A :class:`Task` is a user's request in plain words, a ``setup`` that builds a
+An :class:`EvalTask` is a user's request in plain words, a ``setup`` that builds a
 small real workspace in an empty folder, a deterministic ``check`` that
 inspects the result (files, git state, test results), and a step budget. Each
 task also carries a reference ``solution`` and a plausible ``wrong_solution``
@@ -22,7 +22,7 @@ from typing import Any
 
 from waygraph.errors import ConfigError
 
-__all__ = ["Action", "Task", "Verdict", "all_tasks", "get_task", "select_tasks"]
+__all__ = ["Action", "EvalTask", "TaskVerdict", "all_tasks", "get_task", "select_tasks"]
 
 
 @dataclass(frozen=True)
@@ -52,11 +52,11 @@ def write(path: str, content: str, node: str | None = None) -> Action:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class TaskVerdict:
     """A checker's answer: success, and what is wrong when it is not.
 
     Example:
-        >>> Verdict.of(["tests fail"]).success
+        >>> TaskVerdict.of(["tests fail"]).success
         False
     """
 
@@ -64,19 +64,19 @@ class Verdict:
     problems: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, problems: Iterable[str]) -> Verdict:
+    def of(cls, problems: Iterable[str]) -> TaskVerdict:
         found = tuple(problems)
         return cls(success=not found, problems=found)
 
 
 @dataclass(frozen=True)
-class Task:
+class EvalTask:
     """One eval task.
 
     ``setup(root)`` builds the workspace inside the empty folder ``root`` and
     returns the folder the agent works in (``root`` itself, or a folder in it
     when the task needs something beside the workspace, like a git remote).
-    ``check(workspace)`` returns a :class:`Verdict`. ``plan`` is the id of the
+    ``check(workspace)`` returns a :class:`TaskVerdict`. ``plan`` is the id of the
     shipped plan whose domain the task covers; ``max_steps`` is the budget of
     model calls.
     """
@@ -85,7 +85,7 @@ class Task:
     plan: str
     request: str
     setup: Callable[[Path], Path]
-    check: Callable[[Path], Verdict]
+    check: Callable[[Path], TaskVerdict]
     solution: tuple[Action, ...]
     wrong_solution: tuple[Action, ...]
     wrong_because: str
@@ -93,10 +93,10 @@ class Task:
     tags: tuple[str, ...] = field(default=())
 
 
-_REGISTRY: dict[str, Task] = {}
+_REGISTRY: dict[str, EvalTask] = {}
 
 
-def register(task: Task) -> Task:
+def register(task: EvalTask) -> EvalTask:
     if task.id in _REGISTRY:
         raise ValueError(f"two eval tasks are named {task.id!r}")
     _REGISTRY[task.id] = task
@@ -109,13 +109,13 @@ def _load() -> None:
     from waygraph.eval import tasks_code, tasks_api, tasks_deps, tasks_files, tasks_git  # noqa: F401, I001
 
 
-def all_tasks() -> list[Task]:
+def all_tasks() -> list[EvalTask]:
     """Every shipped task, in suite order."""
     _load()
     return list(_REGISTRY.values())
 
 
-def get_task(task_id: str) -> Task:
+def get_task(task_id: str) -> EvalTask:
     """The task ``task_id`` (:class:`ConfigError` naming the known ids when absent)."""
     _load()
     try:
@@ -125,7 +125,7 @@ def get_task(task_id: str) -> Task:
         raise ConfigError(f"no eval task {task_id!r}; tasks: {known}") from None
 
 
-def select_tasks(pattern: str | None = None) -> list[Task]:
+def select_tasks(pattern: str | None = None) -> list[EvalTask]:
     """Tasks whose id matches ``pattern``: comma-separated shell globs (``git-*,fix-*``)
     or plain substrings; every task when None or empty.
 
@@ -136,7 +136,7 @@ def select_tasks(pattern: str | None = None) -> list[Task]:
         return tasks
     parts = [p.strip() for p in pattern.split(",") if p.strip()]
 
-    def hit(task: Task) -> bool:
+    def hit(task: EvalTask) -> bool:
         for part in parts:
             if any(c in part for c in "*?[") and fnmatch.fnmatchcase(task.id, part):
                 return True

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from waygraph.eval.suite import Task, Verdict, register, sh, write
+from waygraph.eval.suite import EvalTask, TaskVerdict, register, sh, write
 from waygraph.eval.workspace import (
     GITIGNORE,
     hidden_check,
@@ -133,9 +133,9 @@ def _setup_ratelimit(root: Path) -> Path:
     return root
 
 
-def _check_ratelimit(ws: Path) -> Verdict:
+def _check_ratelimit(ws: Path) -> TaskVerdict:
     if not (ws / "ratelimit.py").is_file():
-        return Verdict.of(["ratelimit.py does not exist"])
+        return TaskVerdict.of(["ratelimit.py does not exist"])
     problems = [*unchanged_files(ws, {"tests/test_ratelimit.py": RATELIMIT_TESTS})]
     problems += tests_pass(ws)
     problems += hidden_check(
@@ -152,11 +152,11 @@ def _check_ratelimit(ws: Path) -> Verdict:
         "assert b.tokens == 4, f'refill must stop at capacity, got {b.tokens}'\n",
         "TokenBucket does not follow INTERFACE.md",
     )
-    return Verdict.of(problems)
+    return TaskVerdict.of(problems)
 
 
 register(
-    Task(
+    EvalTask(
         id="implement-interface",
         plan="codegen_module",
         request=(
@@ -311,9 +311,9 @@ def _setup_api(root: Path) -> Path:
     return root
 
 
-def _check_api(ws: Path) -> Verdict:
+def _check_api(ws: Path) -> TaskVerdict:
     if not (ws / "client.py").is_file():
-        return Verdict.of(["client.py does not exist"])
+        return TaskVerdict.of(["client.py does not exist"])
     problems = [
         *unchanged_files(ws, {"tests/test_client.py": CLIENT_TESTS, "API.md": API_MD}),
         *unchanged_files(ws, {"directory_service.py": DIRECTORY_SERVICE}),
@@ -330,11 +330,11 @@ def _check_api(ws: Path) -> Verdict:
         "else:\n    raise AssertionError('get_user(7) must raise UserNotFound')\n",
         "get_user does not handle the API's answers",
     )
-    return Verdict.of(problems)
+    return TaskVerdict.of(problems)
 
 
 register(
-    Task(
+    EvalTask(
         id="api-get-user",
         plan="api_integration",
         request=(

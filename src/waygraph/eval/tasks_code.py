@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from waygraph.eval.suite import Task, Verdict, register, sh, write
+from waygraph.eval.suite import EvalTask, TaskVerdict, register, sh, write
 from waygraph.eval.workspace import (
     GITIGNORE,
     hidden_check,
@@ -70,7 +70,7 @@ def _setup_pricing(root: Path) -> Path:
     return root
 
 
-def _check_pricing(ws: Path) -> Verdict:
+def _check_pricing(ws: Path) -> TaskVerdict:
     problems = [*unchanged_files(ws, {"tests/test_pricing.py": PRICING_TESTS})]
     problems += tests_pass(ws)
     problems += hidden_check(
@@ -80,11 +80,11 @@ def _check_pricing(ws: Path) -> Verdict:
         "assert d(19.99, 15) == 16.99, d(19.99, 15)\n",
         "apply_discount gives wrong prices",
     )
-    return Verdict.of(problems)
+    return TaskVerdict.of(problems)
 
 
 register(
-    Task(
+    EvalTask(
         id="fix-failing-test",
         plan="bugfix_workflow",
         request=(
@@ -167,7 +167,7 @@ def _setup_textutil(root: Path) -> Path:
     return root
 
 
-def _check_textutil(ws: Path) -> Verdict:
+def _check_textutil(ws: Path) -> TaskVerdict:
     problems = [*unchanged_files(ws, {"tests/test_textutil.py": TEXTUTIL_TESTS})]
     problems += tests_pass(ws)
     problems += hidden_check(
@@ -180,11 +180,11 @@ def _check_textutil(ws: Path) -> Verdict:
         "    assert s(given) == want, f'slugify({given!r}) = {s(given)!r}, want {want!r}'\n",
         "slugify is still wrong",
     )
-    return Verdict.of(problems)
+    return TaskVerdict.of(problems)
 
 
 register(
-    Task(
+    EvalTask(
         id="fix-reported-bug",
         plan="bugfix_workflow",
         request=(
@@ -285,14 +285,14 @@ def _setup_report(root: Path) -> Path:
     return root
 
 
-def _check_report(ws: Path) -> Verdict:
+def _check_report(ws: Path) -> TaskVerdict:
     problems = [*unchanged_files(ws, {"tests/test_report.py": REPORT_TESTS})]
     problems += tests_pass(ws)
     source = (ws / "report.py").read_text() if (ws / "report.py").is_file() else ""
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        return Verdict.of([*problems, f"report.py does not parse: {exc.msg}"])
+        return TaskVerdict.of([*problems, f"report.py does not parse: {exc.msg}"])
     names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     if "format_price" not in names:
         problems.append("report.py has no top-level function format_price")
@@ -310,11 +310,11 @@ def _check_report(ws: Path) -> Verdict:
         "from report import format_price as f\nassert f(1234.5) == '$1,234.50', f(1234.5)\n",
         "format_price is wrong",
     )
-    return Verdict.of(problems)
+    return TaskVerdict.of(problems)
 
 
 register(
-    Task(
+    EvalTask(
         id="refactor-keep-tests",
         plan="refactor_safe",
         request=(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from waygraph.eval.suite import Task, Verdict, register, sh, write
+from waygraph.eval.suite import EvalTask, TaskVerdict, register, sh, write
 from waygraph.eval.workspace import (
     GITIGNORE,
     init_repo,
@@ -160,7 +160,7 @@ def _setup_dependency(root: Path) -> Path:
     return root
 
 
-def _check_dependency(ws: Path) -> Verdict:
+def _check_dependency(ws: Path) -> TaskVerdict:
     problems = [
         *unchanged_files(
             ws,
@@ -178,11 +178,11 @@ def _check_dependency(ws: Path) -> Verdict:
     ok, output = run_python(ws, "check.py")
     if not ok:
         problems.append(f"check.py fails: {output.strip()[-200:]}")
-    return Verdict.of(problems)
+    return TaskVerdict.of(problems)
 
 
 register(
-    Task(
+    EvalTask(
         id="upgrade-pinned-dependency",
         plan="dependency_update",
         request=(

@@ -8,7 +8,7 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from waygraph.eval.suite import Task, Verdict, register, sh, write
+from waygraph.eval.suite import EvalTask, TaskVerdict, register, sh, write
 from waygraph.eval.workspace import sha256_file, sha256_text, write_files
 
 # ------------------------------------------------------------------ backup-and-move
@@ -61,7 +61,7 @@ def _check_backup(ws: Path) -> Iterator[str]:
 
 
 register(
-    Task(
+    EvalTask(
         id="backup-and-move",
         plan="file_backup_restore",
         request=(
@@ -70,7 +70,7 @@ register(
             "to archive/ and make sure with checksums that nothing changed."
         ),
         setup=_setup_backup,
-        check=lambda ws: Verdict.of(_check_backup(ws)),
+        check=lambda ws: TaskVerdict.of(_check_backup(ws)),
         solution=(
             sh("du -sh data; find data -type f | wc -l", "inventory"),
             sh(
@@ -137,7 +137,7 @@ def _check_restore(ws: Path) -> Iterator[str]:
 
 
 register(
-    Task(
+    EvalTask(
         id="restore-from-backup",
         plan="file_backup_restore",
         request=(
@@ -146,7 +146,7 @@ register(
             "against those checksums. Keep a copy of the current config first, just in case."
         ),
         setup=_setup_restore,
-        check=lambda ws: Verdict.of(_check_restore(ws)),
+        check=lambda ws: TaskVerdict.of(_check_restore(ws)),
         solution=(
             sh(
                 'find config -type f | wc -l; for d in backups/*/; do (cd "$d" && '
@@ -283,7 +283,7 @@ def _check_logs(ws: Path) -> Iterator[str]:
 
 
 register(
-    Task(
+    EvalTask(
         id="log-root-cause",
         plan="log_investigation",
         request=(
@@ -292,7 +292,7 @@ register(
             "lines that show it."
         ),
         setup=_setup_logs,
-        check=lambda ws: Verdict.of(_check_logs(ws)),
+        check=lambda ws: TaskVerdict.of(_check_logs(ws)),
         solution=(
             sh("find . -name '*.log' -not -path './.git/*'", "locate_logs"),
             sh("grep -inE 'error|exception|fatal' logs/app.log | tail -n 50", "filter_errors"),

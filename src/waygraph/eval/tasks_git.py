@@ -6,7 +6,7 @@ import configparser
 from collections.abc import Iterator
 from pathlib import Path
 
-from waygraph.eval.suite import Task, Verdict, register, sh, write
+from waygraph.eval.suite import EvalTask, TaskVerdict, register, sh, write
 from waygraph.eval.workspace import (
     GITIGNORE,
     commit_all,
@@ -92,7 +92,7 @@ def _check_dirty(ws: Path) -> Iterator[str]:
 
 
 register(
-    Task(
+    EvalTask(
         id="feature-branch-dirty-tree",
         plan="git_feature_branch",
         request=(
@@ -101,7 +101,7 @@ register(
             "edits in notes.txt: don't lose them and don't commit them."
         ),
         setup=_setup_dirty,
-        check=lambda ws: Verdict.of(_check_dirty(ws)),
+        check=lambda ws: TaskVerdict.of(_check_dirty(ws)),
         solution=(
             sh("LC_ALL=C git status && git branch --show-current", "check_status"),
             sh(
@@ -166,7 +166,7 @@ def _check_release(ws: Path) -> Iterator[str]:
 
 
 register(
-    Task(
+    EvalTask(
         id="branch-from-release",
         plan="git_feature_branch",
         request=(
@@ -174,7 +174,7 @@ register(
             "and commit a fix for the 'Instalation' typo in README.md there."
         ),
         setup=_setup_release,
-        check=lambda ws: Verdict.of(_check_release(ws)),
+        check=lambda ws: TaskVerdict.of(_check_release(ws)),
         solution=(
             sh("LC_ALL=C git status && git branch --show-current", "check_status"),
             sh("git switch -c feature/readme-typo release-1.0", "create_branch"),
@@ -274,7 +274,7 @@ def _check_merge(ws: Path) -> Iterator[str]:
 
 
 register(
-    Task(
+    EvalTask(
         id="merge-with-conflict",
         plan="git_merge_pr",
         request=(
@@ -282,7 +282,7 @@ register(
             "will conflict: keep timeout = 60 from the branch and retries = 5 from main."
         ),
         setup=_setup_merge,
-        check=lambda ws: Verdict.of(_check_merge(ws)),
+        check=lambda ws: TaskVerdict.of(_check_merge(ws)),
         solution=(
             sh("LC_ALL=C git status", "check_status"),
             sh("git fetch --prune && git switch main && git pull --ff-only", "update_target"),

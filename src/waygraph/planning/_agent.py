@@ -29,9 +29,9 @@ from waygraph.planning._models import (
     RevisionTrigger,
 )
 from waygraph.planning._pattern import PlanningPattern
-from waygraph.planning._planner import Planner
+from waygraph.planning._planner import PlanGenerator
 from waygraph.planning._revising import RevisionRequest
-from waygraph.planning._runtime import Hook, Hooks, Meter, call_hook
+from waygraph.planning._runtime import Hook, Meter, RunCallbacks, call_hook
 from waygraph.planning._tools import Tool, ToolRegistry
 
 __all__ = ["PlanningAgent"]
@@ -107,7 +107,7 @@ class PlanningAgent:
             )
         if self.pattern.require_plan_approval and on_plan_approved is None:
             on_plan_approved = ConsoleApproval()
-        self.hooks = Hooks(
+        self.hooks = RunCallbacks(
             on_plan_generated,
             on_plan_approved,
             on_step_start,
@@ -115,7 +115,7 @@ class PlanningAgent:
             on_revision_needed,
             on_plan_revised,
         )
-        self._planner = Planner(self.planning_llm, self.tools, self.pattern)
+        self._planner = PlanGenerator(self.planning_llm, self.tools, self.pattern)
         self._plan: Plan | None = None
         self._state: PlanExecutionState | None = None
         self._run: PlanRun | None = None

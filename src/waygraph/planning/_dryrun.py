@@ -353,7 +353,7 @@ def simulate_plan(
             return report_without_plan(goal, pattern, found, tokens_spent=tokens_spent)
         plan = parsed
     elif not pattern.require_dependencies:
-        # As a run does (Planner.normalize): references imply dependencies.
+        # As a run does (PlanGenerator.normalize): references imply dependencies.
         plan = add_implied_dependencies(plan)
     if problems is None:
         found = validate_plan(plan, tools, pattern, budget_left=budget_left)

@@ -38,10 +38,10 @@ from waygraph.planning._models import (
     StepStatus,
     _now,
 )
-from waygraph.planning._planner import Planner
+from waygraph.planning._planner import PlanGenerator
 from waygraph.planning._revising import Revising, RevisionRequest
-from waygraph.planning._runtime import Hooks, Meter
-from waygraph.planning._step_calls import Outcome, StepCalls, describe
+from waygraph.planning._runtime import Meter, RunCallbacks
+from waygraph.planning._step_calls import StepCalls, StepOutcome, describe
 
 __all__ = ["PlanRun"]
 
@@ -56,9 +56,9 @@ class PlanRun(StepCalls, Revising):
         plan: Plan,
         goal: str,
         *,
-        planner: Planner,
+        planner: PlanGenerator,
         llm: LLM,
-        hooks: Hooks,
+        hooks: RunCallbacks,
         meter: Meter,
         calls: dict[str, asyncio.Future[Any]],
         depth: int = 0,
@@ -84,7 +84,7 @@ class PlanRun(StepCalls, Revising):
         self.by_strategy: set[str] = set()
         self.mismatched: dict[str, Any] = {}
         self.replaced: dict[str, StepResult] = {}
-        self.running: dict[str, asyncio.Task[Outcome]] = {}
+        self.running: dict[str, asyncio.Task[StepOutcome]] = {}
         self.revisions: list[PlanRevision] = []
         self.revision_attempts = 0
         self.applied_revisions = 0
@@ -286,16 +286,16 @@ class PlanRun(StepCalls, Revising):
             self.running[step.id] = task
 
     @staticmethod
-    def _outcome_of(task: asyncio.Task[Outcome]) -> Outcome:
+    def _outcome_of(task: asyncio.Task[StepOutcome]) -> StepOutcome:
         try:
             return task.result()
         except Exception as exc:  # a scheduler bug must not lose the other steps' results
             log.exception("step task failed unexpectedly")
-            return Outcome(error=describe(exc, None))
+            return StepOutcome(error=describe(exc, None))
 
     # ------------------------------------------------------------ one step
 
-    async def _finish(self, step_id: str, outcome: Outcome) -> None:
+    async def _finish(self, step_id: str, outcome: StepOutcome) -> None:
         step = self._by_id[step_id]
         self._consider(self._dependents.get(step_id, ()))
         if outcome.subplan is not None:

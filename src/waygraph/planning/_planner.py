@@ -18,14 +18,14 @@ from waygraph.planning._runtime import Meter
 from waygraph.planning._tools import ToolRegistry
 from waygraph.planning._validate import add_implied_dependencies, parse_plan, validate_plan
 
-__all__ = ["Planner"]
+__all__ = ["PlanGenerator"]
 
 log = logging.getLogger("waygraph.planning")
 
 Check = Callable[[Plan], list[PlanProblem]]
 
 
-class Planner:
+class PlanGenerator:
     """Plans with one model, one tool registry and one pattern."""
 
     def __init__(self, llm: LLM, tools: ToolRegistry, pattern: PlanningPattern) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from waygraph import callbacks
 from waygraph.planning._models import TokenUsage
 
-__all__ = ["Hook", "Hooks", "Meter"]
+__all__ = ["Hook", "Meter", "RunCallbacks"]
 
 log = logging.getLogger("waygraph.planning")
 
@@ -66,7 +66,7 @@ async def call_hook(hook: Hook, name: str, **values: Any) -> Any:
 
 
 @dataclass
-class Hooks:
+class RunCallbacks:
     """The agent's callbacks (see ``PlanningAgent``)."""
 
     on_plan_generated: Hook | None = None

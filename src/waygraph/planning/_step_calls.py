@@ -29,7 +29,7 @@ from waygraph.planning._validate import ancestors
 if TYPE_CHECKING:
     from waygraph.planning._executor import PlanRun
 
-__all__ = ["FAILED", "Outcome", "StepCalls", "describe"]
+__all__ = ["FAILED", "StepCalls", "StepOutcome", "describe"]
 
 log = logging.getLogger("waygraph.planning")
 
@@ -37,7 +37,7 @@ FAILED = object()  # what a shared call resolves to when it failed
 
 
 @dataclass
-class Outcome:
+class StepOutcome:
     """What one step's task hands back to the scheduler."""
 
     ok: bool = False
@@ -73,8 +73,8 @@ def _call_key(tool: str, parameters: Any) -> str | None:
 class StepCalls:
     """Running one step (a mixin of the scheduler)."""
 
-    async def _execute(self: PlanRun, step: PlanStep) -> Outcome:
-        outcome = Outcome(started_at=_now())
+    async def _execute(self: PlanRun, step: PlanStep) -> StepOutcome:
+        outcome = StepOutcome(started_at=_now())
         clock = time.perf_counter()
         await self._notify("on_step_start", step=step)
         context = StepContext(
@@ -114,7 +114,7 @@ class StepCalls:
         action: str,
         parameters: Mapping[str, Any],
         context: StepContext,
-        outcome: Outcome,
+        outcome: StepOutcome,
         *,
         fallback: bool = False,
     ) -> None:
@@ -162,7 +162,9 @@ class StepCalls:
             future.set_result(value)
         return value, False
 
-    async def _judge(self: PlanRun, step: PlanStep, context: StepContext, outcome: Outcome) -> None:
+    async def _judge(
+        self: PlanRun, step: PlanStep, context: StepContext, outcome: StepOutcome
+    ) -> None:
         schema = prompts.EXPECTATION_SCHEMA if self.pattern.structured_output else None
         reply = await context.complete(
             prompts.expectation_messages(step, outcome.output), json_schema=schema
@@ -176,7 +178,7 @@ class StepCalls:
             outcome.mismatch = str(verdict.get("reason") or "no reason given")
 
     async def _run_composite(
-        self: PlanRun, step: PlanStep, context: StepContext, outcome: Outcome
+        self: PlanRun, step: PlanStep, context: StepContext, outcome: StepOutcome
     ) -> None:
         available = sorted(ancestors(self.plan, step.id) | self.outer_ids)
         sub = step.subplan

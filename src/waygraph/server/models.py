@@ -26,7 +26,7 @@ __all__ = [
     "MatchResult",
     "PlanList",
     "PlanSummary",
-    "Problem",
+    "RequestProblem",
     "ResetResponse",
     "SessionDetail",
     "SessionList",
@@ -71,7 +71,7 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Problem(BaseModel):
+class RequestProblem(BaseModel):
     """One thing wrong with a request: where (``loc``) and what."""
 
     loc: list[str | int]
@@ -84,7 +84,7 @@ class ErrorBody(BaseModel):
 
     error: str = Field(examples=["session_not_found"])
     message: str = Field(examples=["no session 'chat-9' in sqlite:///runs.db"])
-    problems: list[Problem] | None = None
+    problems: list[RequestProblem] | None = None
 
 
 class Health(BaseModel):
