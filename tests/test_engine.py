@@ -504,3 +504,45 @@ def test_context_counts_attempts_left_in_words():
     assert "(2 attempts left)" in render.context(plan, run)
     run = feed(plan, run, [judge_output("error", 1)])
     assert "(1 attempt left)" in render.context(plan, run)
+
+
+@settings(max_examples=60, deadline=None)
+@given(plan=graph_plans())
+def test_the_model_is_told_the_edge_the_engine_takes(plan: Plan):
+    # One edge choice (engine.first_edge) behind the engine, render and check:
+    # for every task, the "On success →" line names where success leads.
+    for node in plan.graph.nodes.values():
+        if node.type != "task":
+            continue
+        edge = engine.pick_edge(plan, node.id, engine.SUCCESS_EDGES)
+        run = engine.Run(run_id="r", plan_id=plan.id, plan_name=plan.id, current_node=node.id)
+        text = render.context(plan, run) or ""
+        lines = [
+            line.strip() for line in text.splitlines() if line.strip().startswith("On success")
+        ]
+        if edge is None:
+            assert lines == [], lines
+            continue
+        assert lines, text
+        # render names an exit "finish (id)" and an escalation by its reason.
+        assert lines[0] == f"On success → {render._target(plan, edge.to)}", lines[0]
+
+
+def test_a_task_with_a_when_on_its_first_success_edge_is_described_as_it_runs():
+    plan = (
+        Graph.builder()
+        .task("a", verify={"type": "any_output"})
+        .task("b")
+        .task("c")
+        .exit("done")
+        .edge("start", "a")
+        .edge("a", "b", "on_success", when={"type": "output_contains", "value": "b"})
+        .edge("a", "c", "on_success")
+        .edge("b", "done", "on_success")
+        .edge("c", "done", "on_success")
+        .plan("two_success_edges")
+    )
+    run, _ = engine.start(plan, run_id="r", turn=1)
+    told = [line.strip() for line in render.context(plan, run).splitlines() if "On success" in line]
+    after, _ = engine.observe(plan, run, judge_output("neither"), turn=2)
+    assert told == [f"On success → {after.current_node}"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from waygraph.engine import first_edge
 from waygraph.model import Edge, Node
 
 if TYPE_CHECKING:
@@ -248,14 +249,10 @@ class RouteChecks:
 
 
 def _first(edges: Sequence[Edge], conditions: tuple[str, ...]) -> int | None:
-    """Where the engine's pick is in ``edges``: the first condition that has an
-    edge, then weight, then file order (``edges`` come from ``Graph.out_edges``,
-    already sorted by weight)."""
-    for condition in conditions:
-        for i, edge in enumerate(edges):
-            if edge.condition == condition:
-                return i
-    return None
+    """Where the engine's pick is in ``edges`` (``Graph.out_edges`` order), by
+    position: two equal edges are still two edges."""
+    chosen = first_edge(edges, conditions)
+    return None if chosen is None else next(i for i, e in enumerate(edges) if e is chosen)
 
 
 def _num(weight: float) -> str:

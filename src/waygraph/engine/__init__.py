@@ -48,7 +48,7 @@ Example:
 from __future__ import annotations
 
 from waygraph.engine.guided import abort, advance, claim, expire, observe, rewind, start
-from waygraph.engine.rules import pick_edge
+from waygraph.engine.rules import first_edge, pick_edge
 from waygraph.engine.state import (
     EVENT_TYPES,
     EXCERPT_CHARS,
@@ -83,6 +83,7 @@ __all__ = [
     "advance",
     "claim",
     "expire",
+    "first_edge",
     "from_record",
     "observe",
     "pick_edge",

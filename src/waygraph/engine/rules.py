@@ -6,7 +6,7 @@ create a :class:`Turn` and call these. Nothing here does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -218,7 +218,25 @@ def pick_edge(
         >>> pick_edge(plan, "fix", ("on_success", "always")).to
         'test'
     """
-    edges = plan.graph.out_edges(node_id)
+    return first_edge(plan.graph.out_edges(node_id), conditions, plain=plain)
+
+
+def first_edge(
+    edges: Sequence[Edge], conditions: tuple[str, ...], *, plain: bool = False
+) -> Edge | None:
+    """Among ``edges`` (in ``Graph.out_edges`` order), the one the engine follows.
+
+    The first condition that has an edge wins; within it, the first edge
+    (``out_edges`` sorts by weight, then file order). ``plain``: only edges
+    without ``when``. The one definition of edge choice: :func:`pick_edge`,
+    rendering and ``waygraph check`` all come here.
+
+    Example:
+        >>> import waygraph
+        >>> plan = waygraph.load_library()["bugfix_workflow"]
+        >>> first_edge(plan.graph.out_edges("test"), ("on_retry", "on_fail")).to
+        'fix'
+    """
     for condition in conditions:
         for edge in edges:
             if edge.condition == condition and not (plain and edge.when is not None):
