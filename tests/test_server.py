@@ -430,3 +430,53 @@ def test_stream_on_postgresql_is_woken_by_notify(postgres_url, tmp_path):
         server.should_exit = True
         thread.join(timeout=10)
         nav.close()
+
+
+def test_an_event_driven_plan_is_drawn_and_told_in_words():
+    import asyncio
+
+    from waygraph.events import (
+        InProcessBus,
+        PlanContext,
+        Planner,
+        StateAction,
+        StateConfig,
+        StateTransition,
+    )
+
+    machine = {
+        "start": StateConfig(state_name="start", default_next="work"),
+        "work": StateConfig(
+            state_name="work",
+            action=StateAction(event_type="job.work.requested"),
+            transitions=[StateTransition(on_event="job.work.completed", to_state="done")],
+        ),
+        "done": StateConfig(state_name="done", is_terminal=True),
+    }
+    nav = Navigator(store="memory://", strict=True)
+
+    async def run() -> None:
+        planner = Planner("jobs", bus=InProcessBus(), store=nav.store)
+        goal = planner.context.bus.envelope(
+            "job.goal", {"n": 2}, correlation_id="c1", session_id="team-8"
+        )
+        plan = await PlanContext.create_from_goal(
+            goal, state_machine=machine, context=planner.context
+        )
+        await plan.execute_next()
+        answer = planner.context.bus.envelope("job.work.completed", {}, correlation_id="c1")
+        await plan.execute_next(answer)
+        await plan.finalize({"ok": True})
+
+    asyncio.run(run())
+    with TestClient(create_app(nav), base_url="http://127.0.0.1") as c:
+        drawing = c.get("/api/sessions/team-8/drawing")
+        assert drawing.status_code == 200
+        svg = drawing.text
+        assert 'data-node="start"' in svg and 'data-node="done"' in svg
+        page = c.get("/sessions/team-8").text
+        assert "<pre class=record>" not in page  # no raw JSON dump
+        assert "Current state" in page and "jobs" in page
+        assert "Entered state work" in page and "Sent job.work.requested from work" in page
+        assert "Plan completed at done" in page
+        assert "at None" not in page

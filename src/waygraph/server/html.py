@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from html import escape
 from typing import Any
 
@@ -166,6 +166,27 @@ def index_page(rows: list[dict[str, Any]], plans: list[dict[str, Any]], status: 
     )
 
 
+def _list(values: object) -> str:
+    return ", ".join(str(v) for v in values) if isinstance(values, list) else str(values)
+
+
+#: Timeline words for the events of an event-driven plan (waygraph.events).
+_EVENT_PLAN_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "plan_created": lambda ev: f"Plan created in state {ev.get('state')}",
+    "state_entered": lambda ev: f"Entered state {ev.get('state')}",
+    "event_applied": lambda ev: (
+        f"{ev.get('event_type')}: {ev.get('from')} → {ev.get('to')}"
+        if ev.get("to")
+        else f"{ev.get('event_type')} received in {ev.get('from')}"
+    ),
+    "request_sent": lambda ev: f"Sent {ev.get('event_type')} from {ev.get('state')}",
+    "plan_paused": lambda ev: f"Paused in state {ev.get('state')}",
+    "plan_resumed": lambda ev: f"Resumed in state {ev.get('state')}",
+    "dependencies_met": lambda ev: f"Dependencies met: {_list(ev.get('depends_on'))}",
+    "plan_saved": lambda ev: "Plan saved",
+}
+
+
 def describe_event(event: Mapping[str, Any]) -> str:
     """One line for the timeline (the dashboard's script words live events the same way).
 
@@ -192,12 +213,25 @@ def describe_event(event: Mapping[str, Any]) -> str:
         return f"Retry {node}: attempt {event.get('attempt')}" + (f" of {most}" if most else "")
     if kind == "edge_followed":
         return f"{node} → {event.get('to')} ({event.get('condition')})"
-    if kind in ("plan_completed", "plan_escalated", "plan_expired", "plan_aborted", "stall"):
+    state = event.get("state")
+    # Event-driven plans say where they are as a state, guided runs as a node.
+    where = node if node is not None else state
+    if kind in (
+        "plan_completed",
+        "plan_escalated",
+        "plan_expired",
+        "plan_aborted",
+        "plan_failed",
+        "stall",
+    ):
         label = kind.replace("plan_", "Plan ").replace("stall", "Stalled")
         reason = event.get("reason")
-        return f"{label} at {node}" + (f": {reason}" if reason else "")
+        at = f" at {where}" if where is not None else ""
+        return f"{label}{at}" + (f": {reason}" if reason else "")
     if kind == "checkpoint_saved":
         return f"Checkpoint saved at {node}"
+    if kind in _EVENT_PLAN_WORDS:
+        return _EVENT_PLAN_WORDS[kind](event)
     details = {k: v for k, v in event.items() if k not in ("seq", "type", "key")}
     return f"{kind}: {json.dumps(details, ensure_ascii=False, default=str)[:200]}"
 
@@ -207,9 +241,16 @@ def _tone(kind: object, event: Mapping[str, Any]) -> str:
         return "good" if event.get("passed") else "bad"
     if kind in ("plan_completed", "checkpoint_saved"):
         return "good"
-    if kind in ("plan_escalated", "plan_aborted", "plan_expired", "stall", "retry_triggered"):
+    if kind in (
+        "plan_escalated",
+        "plan_aborted",
+        "plan_expired",
+        "plan_failed",
+        "stall",
+        "retry_triggered",
+    ):
         return "bad"
-    if kind in ("plan_activated", "node_entered"):
+    if kind in ("plan_activated", "node_entered", "plan_created", "state_entered"):
         return "info"
     return "plain"
 
@@ -235,13 +276,10 @@ def _legend() -> str:
     )
 
 
-def session_page(
-    detail: Mapping[str, Any], events: list[dict[str, Any]], drawing: str | None
-) -> str:
+def _run_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
     run = detail["run"]
-    session = detail["session_id"]
     plan = run.get("plan_id") if isinstance(run, dict) else None
-    facts = [
+    return [
         ("Plan", f'<a href="/plans/{e(_quote(plan))}">{e(plan)}</a>' if plan else "—"),
         ("Current node", f"<span class=mono id=f-node>{e(run.get('current_node') or '—')}</span>"),
         ("Attempts", f"<span id=f-attempts>{e(run.get('attempts', '—'))}</span>"),
@@ -253,6 +291,35 @@ def session_page(
         ),
         ("Run", f"<span class=mono>{e(detail['key'])}</span>"),
     ]
+
+
+def _event_plan_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """An event-driven plan in words: its planner, goal, state, and what it waits for."""
+    plan = detail["run"]
+    awaiting = plan.get("awaiting") or {}
+    waiting = awaiting.get("response_event") or awaiting.get("event_type") or "—"
+    states = plan.get("state_machine") or {}
+    return [
+        ("Planner", f"<span class=mono>{e(plan.get('planner') or '—')}</span>"),
+        ("Goal", f"<span class=mono>{e(plan.get('goal_event') or '—')}</span>"),
+        (
+            "Current state",
+            f"<span class=mono id=f-node>{e(plan.get('current_state') or '—')}</span>",
+        ),
+        ("Waiting for", f"<span class=mono>{e(waiting)}</span>"),
+        ("States", f"<span>{e(len(states))}</span>"),
+        ("Plan", f"<span class=mono>{e(detail['key'])}</span>"),
+    ]
+
+
+def session_page(
+    detail: Mapping[str, Any], events: list[dict[str, Any]], drawing: str | None
+) -> str:
+    run = detail["run"]
+    session = detail["session_id"]
+    facts = (
+        _event_plan_facts(detail) if detail.get("kind") == "plan_context" else _run_facts(detail)
+    )
     fact_html = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
     reason = run.get("reason")
     graph = (

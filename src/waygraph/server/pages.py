@@ -59,12 +59,11 @@ def session(request: Request, session_id: str) -> HTMLResponse:
         events = service.events(session_id)["events"]
     except ApiError as exc:
         return _missing(request, exc, "sessions")
-    drawing = None
-    if detail["kind"] == "run":
-        try:
-            drawing = service.drawing(session_id=session_id)
-        except ApiError:
-            drawing = None
+    try:
+        # A guided run's plan, or an event-driven plan's state machine.
+        drawing: str | None = service.drawing(session_id=session_id)
+    except ApiError:
+        drawing = None
     body = html.session_page(detail, events, drawing)
     return _render(request, session_id, body, "sessions", page="session")
 

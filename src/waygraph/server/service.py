@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from waygraph.draw import to_mermaid
 from waygraph.errors import WaygraphError
+from waygraph.events.context import KIND as EVENT_PLAN_KIND
+from waygraph.events.statemachine import to_plan, validate_state_machine
 from waygraph.formats.json_library import plan_to_data
 from waygraph.match import Matcher
 from waygraph.model import Plan
@@ -215,6 +217,32 @@ class Service:
             return None
         return self.navigator.plan_for(record)
 
+    def _event_plan(self, record: StoredRecord) -> tuple[Plan | None, dict[str, Any]]:
+        """An event-driven plan's state machine as a graph, and a run-like view of it.
+
+        States are nodes and events label the edges (``events.to_plan``); the
+        path is the states entered, in order; a paused or waiting plan shows
+        its state as current.
+        """
+        data = record.data
+        try:
+            machine = validate_state_machine(data["state_machine"], name=str(data.get("plan_id")))
+            plan = to_plan(machine, plan_id=str(data["plan_id"]), name=str(data.get("planner", "")))
+        except (WaygraphError, KeyError, TypeError, ValueError):
+            return None, dict(data)
+        entered = [
+            e.data["state"]
+            for e in self.store.events(record.key)
+            if e.data.get("type") == "state_entered"
+        ]
+        status = data.get("status")
+        state = {
+            "current_node": data.get("current_state"),
+            "status": "running" if status in ("running", "paused", "pending") else status,
+            "path": entered or [data.get("current_state")],
+        }
+        return plan, state
+
     def drawing(
         self,
         *,
@@ -227,7 +255,11 @@ class Service:
         if session_id is not None:
             record, _ = self._latest(session_id)
             state = record.data
-            plan = self.plan_of_run(state) if record.kind == "run" else None
+            plan = None
+            if record.kind == "run":
+                plan = self.plan_of_run(state)
+            elif record.kind == EVENT_PLAN_KIND:
+                plan, state = self._event_plan(record)
             if plan is None:
                 raise ApiError(
                     404,

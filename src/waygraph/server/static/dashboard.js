@@ -138,10 +138,23 @@ function describe(event) {
     case "retry_triggered": return `Retry ${node}: attempt ${event.attempt}` + (event.max_attempts ? ` of ${event.max_attempts}` : "");
     case "edge_followed": return `${node} → ${event.to} (${event.condition})`;
     case "checkpoint_saved": return `Checkpoint saved at ${node}`;
-    case "plan_completed": case "plan_escalated": case "plan_expired": case "plan_aborted": case "stall": {
+    case "plan_completed": case "plan_escalated": case "plan_expired": case "plan_aborted":
+    case "plan_failed": case "stall": {
+      // Event-driven plans say where they are as a state, guided runs as a node.
+      const where = node ?? event.state;
       const label = event.type === "stall" ? "Stalled" : event.type.replace("plan_", "Plan ");
-      return `${label} at ${node}` + (event.reason ? `: ${event.reason}` : "");
+      return label + (where != null ? ` at ${where}` : "") + (event.reason ? `: ${event.reason}` : "");
     }
+    case "plan_created": return `Plan created in state ${event.state}`;
+    case "state_entered": return `Entered state ${event.state}`;
+    case "event_applied":
+      return event.to ? `${event.event_type}: ${event.from} → ${event.to}` : `${event.event_type} received in ${event.from}`;
+    case "request_sent": return `Sent ${event.event_type} from ${event.state}`;
+    case "plan_paused": return `Paused in state ${event.state}`;
+    case "plan_resumed": return `Resumed in state ${event.state}`;
+    case "dependencies_met":
+      return `Dependencies met: ${Array.isArray(event.depends_on) ? event.depends_on.join(", ") : event.depends_on}`;
+    case "plan_saved": return "Plan saved";
     default: {
       const { seq, type, key, ...rest } = event;
       return `${type}: ${JSON.stringify(rest).slice(0, 200)}`;
@@ -152,8 +165,8 @@ function describe(event) {
 function tone(event) {
   if (event.type === "node_verified") return event.passed ? "good" : "bad";
   if (["plan_completed", "checkpoint_saved"].includes(event.type)) return "good";
-  if (["plan_escalated", "plan_aborted", "plan_expired", "stall", "retry_triggered"].includes(event.type)) return "bad";
-  if (["plan_activated", "node_entered"].includes(event.type)) return "info";
+  if (["plan_escalated", "plan_aborted", "plan_expired", "plan_failed", "stall", "retry_triggered"].includes(event.type)) return "bad";
+  if (["plan_activated", "node_entered", "plan_created", "state_entered"].includes(event.type)) return "info";
   return "plain";
 }
 
