@@ -490,7 +490,9 @@ def test_code_fails_on_the_bad_plan_and_not_on_its_fix(code: str, bad: Plan, goo
 def test_every_code_has_a_case():
     library_level = {"bad-match-mode"}  # tested below
     cli_level = {"load-error", "duplicate-plan", "no-plans"}  # reported by `waygraph check`
-    covered = {case.values[0] for case in CASES} | library_level | cli_level
+    from tests.test_check_kinds import COVERED as other_kinds  # state machines, generated plans
+
+    covered = {case.values[0] for case in CASES} | library_level | cli_level | other_kinds
     assert covered == set(CODES)
 
 

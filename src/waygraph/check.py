@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import regex
 
+from waygraph._check_codes import CODES, Level
+from waygraph._check_kinds import check_generated_plan, check_state_machine
 from waygraph._check_routes import ENDS, RouteChecks, names
 from waygraph.errors import PlanFormatError
 from waygraph.model import NODE_TYPES, Edge, Node, Verify
@@ -49,55 +51,15 @@ if TYPE_CHECKING:
     from waygraph.library import Library
     from waygraph.model import Plan
 
-__all__ = ["CODES", "Level", "Problem", "check_library", "check_plan"]
-
-Level = Literal["error", "warning"]
-
-#: Every problem code: ``code -> (level, what it means)``. Codes are stable;
-#: tools may filter on them.
-CODES: dict[str, tuple[Level, str]] = {
-    # -- errors: the engine cannot run the plan as written
-    "no-start": ("error", "graph.start is empty"),
-    "unknown-start": ("error", "graph.start names a node that does not exist"),
-    "multiple-starts": ("error", "more than one node has type start"),
-    "start-has-incoming": ("error", "an edge leads into a start node"),
-    "unknown-node": ("error", "an edge's from or to names a node that does not exist"),
-    "end-node-has-edges": ("error", "an edge leaves an exit or escalate node"),
-    "verify-needs-value": ("error", "a check's `value` is missing or of the wrong type"),
-    "verify-needs-checks": ("error", "all/any without `checks`, or not without exactly one"),
-    "verify-needs-field": ("error", "compare without `field`/`op`, or truthy without `field`"),
-    "verify-needs-run": ("error", "a command gate without the `run` command"),
-    "bad-regex": ("error", "a regex check's pattern does not compile"),
-    "bad-regex-flags": ("error", "a regex check's `flags` has a letter not in imsx"),
-    "bad-trigger-threshold": ("error", "trigger_threshold is < 1 or > the number of triggers"),
-    "bad-match-mode": ("error", "_meta.match_mode is neither phrase nor substring"),
-    # Reported by `waygraph check`, which loads file by file to report them all.
-    "load-error": ("error", "a file cannot be read, parsed or validated"),
-    "duplicate-plan": ("error", "two files of one library define the same plan id"),
-    # -- warnings: the plan runs, but probably not as meant
-    "implicit-start": ("warning", "graph.start names a node that is not a start node"),
-    "unused-start-node": ("warning", "a start node that graph.start does not name"),
-    "unreachable": ("warning", "no route from the start reaches the node"),
-    "trap": ("warning", "no exit or escalate node is reachable from the node"),
-    "no-exit": ("warning", "no exit node is reachable: the plan can only escalate"),
-    "success-loop": ("warning", "a loop of success edges: only max_transitions ends it"),
-    "task-without-verify": ("warning", "a task without verify auto-passes on any result"),
-    "decision-without-check": ("warning", "a decision with neither `when` edges nor verify"),
-    "when-ignored": ("warning", "`when` on an edge out of a non-decision node"),
-    "on-retry-without-retries": ("warning", "on_retry out of max_retries 0: it never fires"),
-    "on-exhaust-without-retries": ("warning", "on_exhaust out of max_retries 0: first failure"),
-    "shadowed-edge": ("warning", "another edge of the same condition always wins"),
-    "unused-edge": ("warning", "edge selection never follows the edge"),
-    "escalate-without-reason": ("warning", "an escalate node without a reason"),
-    "ignored-field": ("warning", "a node sets a field its type does not use"),
-    "on-fail-ignored": ("warning", "a step with on_fail abort/block but required false"),
-    "no-triggers": ("warning", "no triggers: the plan can only be started by id"),
-    "blank-trigger": ("warning", "a trigger that is empty or only spaces"),
-    "duplicate-trigger": ("warning", "a trigger listed twice (case and spacing ignored)"),
-    "no-plans": ("warning", "a folder given to `waygraph check` holds no plan files"),
-    "command-gate": ("warning", "a command gate: waygraph runs it only when commands are allowed"),
-    "regex-backtracking": ("warning", "a regex with nested quantifiers can backtrack for long"),
-}
+__all__ = [
+    "CODES",
+    "Level",
+    "Problem",
+    "check_generated_plan",
+    "check_library",
+    "check_plan",
+    "check_state_machine",
+]
 
 
 @dataclass(frozen=True, slots=True)

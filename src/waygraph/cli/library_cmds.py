@@ -66,8 +66,9 @@ def check(
 ) -> None:
     """Check plan files for errors and warnings; exit 1 when there are errors.
 
-    Every file is checked even when another one does not load: a file that
-    cannot be read or parsed is reported as a 'load-error' problem.
+    Library plans, event-driven state machines and generated plans (JSON or
+    YAML) are all checked. Every file is checked even when another one does not
+    load: a file that cannot be read or parsed is reported as a 'load-error' problem.
 
     Example: waygraph check plans/ --strict
     """
@@ -125,7 +126,13 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
     plans: list[Plan] = []
     sources: dict[str, str] = {}
     meta: dict[str, Any] = {}
+    others = 0
     for file in files:
+        other = _check_other_kind(file)
+        if other is not None:
+            problems.extend(other)
+            others += 1
+            continue
         try:
             loaded = load_library(file, validate=False)
         except WaygraphError as exc:
@@ -147,7 +154,36 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
             plans.append(plan)
     combined = Library(plans, meta=meta, sources=sources, files=files, path=root)
     problems.extend(combined.check())
-    return problems, len(plans)
+    return problems, len(plans) + others
+
+
+def _check_other_kind(file: Path) -> list[Problem] | None:
+    """The problems of a state-machine or generated-plan file; None for a library file.
+
+    Anything that does not read or parse is left to the library loader, which
+    reports it as a load-error.
+    """
+    from waygraph._check_kinds import kind_of
+    from waygraph.check import check_generated_plan, check_state_machine
+    from waygraph.formats import format_of
+    from waygraph.formats.json_library import check_file_size
+    from waygraph.formats.yaml_library import parse_yaml
+
+    fmt = format_of(file)
+    if fmt not in ("json", "yaml"):
+        return None
+    try:
+        text = file.read_text(encoding="utf-8")
+        check_file_size(len(text), fmt, str(file))
+        data = json.loads(text) if fmt == "json" else parse_yaml(text, file=str(file))
+    except (OSError, UnicodeDecodeError, ValueError, WaygraphError):
+        return None
+    kind = kind_of(data)
+    if kind == "state_machine":
+        return check_state_machine(data, name=file.stem, file=str(file))
+    if kind == "generated":
+        return check_generated_plan(data, file=str(file))
+    return None
 
 
 def _plan_files(root: Path) -> list[Path]:

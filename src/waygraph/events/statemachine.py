@@ -46,6 +46,7 @@ __all__ = [
     "failure_event_for",
     "fill_template",
     "response_event_for",
+    "state_machine_problems",
     "to_plan",
     "validate_state_machine",
 ]
@@ -245,17 +246,45 @@ target state 'gone'; states are: start, end (got 'gone')
     """
     if isinstance(states, StateMachine):
         return states
+    machine, problems = state_machine_problems(states, name=name)
+    if problems:
+        raise problems[0][1]
+    assert machine is not None
+    return machine
+
+
+def state_machine_problems(
+    states: Mapping[str, StateConfig | Mapping[str, Any]], *, name: str | None = None
+) -> tuple[StateMachine | None, list[tuple[str, StateMachineError]]]:
+    """Every problem of a state machine, as ``(code, error)`` pairs, and the machine
+    when it has none. :func:`validate_state_machine` raises the first;
+    ``waygraph check`` reports them all (:func:`waygraph.check.check_state_machine`).
+
+    Example:
+        >>> _, found = state_machine_problems({"a": {"state_name": "a", "default_next": "x"}})
+        >>> [code for code, _ in found]
+        ['unknown-state', 'no-terminal-state']
+    """
+    problems: list[tuple[str, StateMachineError]] = []
+
+    def problem(code: str, message: str, **where: Any) -> None:
+        problems.append((code, StateMachineError(message, plan=name, **where)))
+
     if not isinstance(states, Mapping) or not states:
-        raise StateMachineError("a state machine is a non-empty dict of states", plan=name)
+        problem("empty-state-machine", "a state machine is a non-empty dict of states")
+        return None, problems
     parsed: dict[str, StateConfig] = {}
     for key, config in states.items():
-        parsed[str(key)] = _config(key, config, name)
+        try:
+            parsed[str(key)] = _config(key, config, name)
+        except StateMachineError as exc:
+            problems.append(("bad-state", exc))
     known = ", ".join(parsed)
     for key, config in parsed.items():
         if config.state_name != key:
-            raise StateMachineError(
+            problem(
+                "state-name-mismatch",
                 f"the state is stored under {key!r} but its state_name differs",
-                plan=name,
                 state=key,
                 field="state_name",
                 value=config.state_name,
@@ -267,9 +296,9 @@ target state 'gone'; states are: start, end (got 'gone')
             targets.append(("default_next", config.default_next))
         for field, target in targets:
             if target not in parsed:
-                raise StateMachineError(
+                problem(
+                    "unknown-state",
                     f"unknown target state {target!r}; states are: {known}",
-                    plan=name,
                     state=key,
                     field=field,
                     value=target,
@@ -281,46 +310,52 @@ target state 'gone'; states are: start, end (got 'gone')
                 ("default_next", config.default_next is not None),
             ):
                 if present:
-                    raise StateMachineError(
+                    problem(
+                        "terminal-state-moves",
                         f"a terminal state ends the plan, so it cannot have {field}",
-                        plan=name,
                         state=key,
                         field=field,
                     )
         elif not config.transitions and config.default_next is None:
-            raise StateMachineError(
+            problem(
+                "state-without-exit",
                 "the state is not terminal but has no transitions and no default_next, "
                 "so a plan entering it could never leave; add one or set is_terminal",
-                plan=name,
                 state=key,
                 field="transitions",
             )
         elif config.action is None and config.default_next is not None and config.transitions:
-            raise StateMachineError(
+            problem(
+                "default-next-hides-transitions",
                 "a state without an action follows default_next at once, so its transitions "
                 "would never be tried; drop default_next to wait for the events, or the "
                 "transitions",
-                plan=name,
                 state=key,
                 field="default_next",
             )
-    if not any(c.is_terminal for c in parsed.values()):
-        raise StateMachineError(
+    if parsed and not any(c.is_terminal for c in parsed.values()):
+        problem(
+            "no-terminal-state",
             "no terminal state: set is_terminal=True on the state(s) where plans end",
-            plan=name,
             field="is_terminal",
         )
+    if problems:
+        # Loops and reachability need every target to exist.
+        return None, problems
     machine = StateMachine(parsed, name)
-    _refuse_idle_loops(machine)
+    try:
+        _refuse_idle_loops(machine)
+    except StateMachineError as exc:
+        problems.append(("idle-loop", exc))
     reached = _reachable(machine)
     for key in parsed:
         if key not in reached:
-            raise StateMachineError(
+            problem(
+                "unreachable-state",
                 f"unreachable: no transition or default_next leads here from {machine.start!r}",
-                plan=name,
                 state=key,
             )
-    return machine
+    return (None, problems) if problems else (machine, problems)
 
 
 def _config(key: Any, config: Any, name: str | None) -> StateConfig:
