@@ -44,8 +44,12 @@ class Turn:
         self.hops = 0
 
     def emit(self, type_: str, node: str | None, **fields: Any) -> None:
+        self.record({"type": type_, "turn": self.turn, "node": node, **fields})
+
+    def record(self, data: dict[str, Any]) -> None:
+        """Keep one event (``type``, ``turn``, ``node`` and its fields) in the turn and the run."""
         # Read-only, so the driver can be given the very event the run keeps.
-        event = MappingProxyType({"type": type_, "turn": self.turn, "node": node, **fields})
+        event = MappingProxyType(data)
         self.events.append(event)
         run_events = self.run.events
         run_events.append(event)
@@ -274,8 +278,18 @@ def _follow(t: Turn, edge: Edge) -> None:
     if gated and not _gate(t, edge, target):  # type: ignore[arg-type]
         return
     # "from"/"to"/"condition" are document 003's keys; "node" is waygraph's.
-    fields = {"from": edge.from_, "to": edge.to, "condition": edge.condition}
-    t.emit("edge_followed", edge.from_, **fields)
+    # Built directly: "from" cannot be a keyword argument, and this is the
+    # event of every transition.
+    t.record(
+        {
+            "type": "edge_followed",
+            "turn": t.turn,
+            "node": edge.from_,
+            "from": edge.from_,
+            "to": edge.to,
+            "condition": edge.condition,
+        }
+    )
     run.transitions += 1
     if run.transitions > t.plan.max_transitions:
         escalate(
