@@ -34,6 +34,7 @@ from waygraph.errors import Conflict, InputError, WaygraphError
 from waygraph.library import Library, load_library
 from waygraph.match import Matcher
 from waygraph.model import Plan
+from waygraph.retry import CONFLICT_TIMEOUT
 from waygraph.store import Store, Write, open_store
 from waygraph.turns import (
     MAX_ID_CHARS,
@@ -62,8 +63,6 @@ log = logging.getLogger("waygraph.navigator")
 
 #: How often (seconds) the Navigator looks at the library files for changes.
 RELOAD_CHECK_SECONDS = 1.0
-#: Seconds a turn keeps retrying while other writers of the session commit first.
-CONFLICT_TIMEOUT = 10.0
 #: Sessions whose running run a Navigator keeps in memory (least recently used go).
 CACHE_SESSIONS = 4096
 

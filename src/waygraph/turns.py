@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from waygraph import engine
-from waygraph.errors import Conflict, InputError
+from waygraph.errors import InputError
 from waygraph.ids import MAX_ID_CHARS, id_problem
+from waygraph.retry import retry_conflicts
 from waygraph.verify import Observation
 
 __all__ = [
@@ -33,8 +32,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-#: Backoff between retries: full jitter, doubling from the first to the last bound.
-_BACKOFF_FIRST, _BACKOFF_MAX = 0.002, 0.1
 
 
 #: A user message is matched on its first this many characters.
@@ -154,40 +151,3 @@ def evidence_of(observation: Observation) -> engine.Evidence:
         output=text[: engine.MAX_LAST_OUTPUT],
         fingerprint=hashlib.blake2b(key.encode(errors="replace"), digest_size=8).hexdigest(),
     )
-
-
-def retry_conflicts(
-    attempt: Callable[[], T],
-    *,
-    timeout: float,
-    what: str,
-    forget: Callable[[], None] | None = None,
-) -> T:
-    """Run ``attempt`` until no other writer beats it, or ``timeout`` seconds pass.
-
-    Each :class:`Conflict` calls ``forget`` (drop what was cached) and waits a
-    jittered, growing pause, so writers that collided once do not collide
-    again in lock step. After ``timeout`` the last Conflict is raised, naming
-    ``what`` and how long it tried.
-
-    Example:
-        >>> retry_conflicts(lambda: 42, timeout=1.0, what="session 's'")
-        42
-    """
-    deadline = time.monotonic() + timeout
-    bound = _BACKOFF_FIRST
-    tries = 0
-    while True:
-        tries += 1
-        try:
-            return attempt()
-        except Conflict:
-            if forget is not None:
-                forget()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise Conflict(
-                    f"{what}: other writers committed first for {timeout:g}s ({tries} tries)"
-                ) from None
-            time.sleep(min(left, random.uniform(0, bound)))
-            bound = min(bound * 2, _BACKOFF_MAX)

@@ -23,17 +23,15 @@ from waygraph.events._planner_context import (
 )
 from waygraph.events.envelope import Envelope
 from waygraph.events.statemachine import StateConfig, validate_state_machine
+from waygraph.retry import retry_conflicts_async
 from waygraph.store import StoredRecord
 
 if TYPE_CHECKING:
     from waygraph.events.context import PlanContext, PlanStatus
 
-__all__ = ["MAX_CONFLICT_RETRIES", "Change", "PlanRecords"]
+__all__ = ["Change", "PlanRecords"]
 
 log = logging.getLogger("waygraph.events")
-
-#: Conflicts a change retries (reloading each time) before giving up.
-MAX_CONFLICT_RETRIES = 20
 
 # Index entries that are not event correlation ids; the prefix keeps them apart.
 OUTBOX_PENDING = "waygraph:outbox-pending"
@@ -261,25 +259,23 @@ class PlanRecords:
         """
         context = self.context
         async with context.lock(self.plan_id):
-            for _ in range(MAX_CONFLICT_RETRIES):
+
+            async def attempt() -> Change | None:
                 draft = self._draft()
                 change = Change()
                 if not apply(draft, change):
-                    return False
-                try:
-                    await draft._commit(self._version, change.events)
-                except Conflict:
-                    await self._reload()
-                    continue
+                    return None
+                await draft._commit(self._version, change.events)
                 self._adopt(draft)
-                break
-            else:
-                raise Conflict(
-                    f"plan {self.plan_id!r}: {MAX_CONFLICT_RETRIES} writers in a row committed "
-                    "first; giving up"
-                )
-            if change.outbox:
-                await self._publish_and_mark(change.outbox)
+                return change
+
+            done = await retry_conflicts_async(
+                attempt, what=f"plan {self.plan_id!r}", forget=self._reload
+            )
+            if done is None:
+                return False
+            if done.outbox:
+                await self._publish_and_mark(done.outbox)
             return True
 
     def _draft(self: PlanContext) -> PlanContext:
@@ -313,16 +309,19 @@ class PlanRecords:
 
     async def _mark_published(self: PlanContext, ids: Sequence[str]) -> None:
         done = set(ids)
-        for _ in range(MAX_CONFLICT_RETRIES):
-            if not any(entry["id"] in done for entry in self.outbox):
-                return
-            self.outbox = [e for e in self.outbox if e["id"] not in done]
-            try:
+
+        async def attempt() -> None:
+            if any(entry["id"] in done for entry in self.outbox):
+                self.outbox = [e for e in self.outbox if e["id"] not in done]
                 await self._commit(self._version, [])
-                return
-            except Conflict:
-                await self._reload()
-        log.warning("plan %s: could not mark %d outbox entries published", self.plan_id, len(ids))
+
+        try:
+            await retry_conflicts_async(attempt, what=f"plan {self.plan_id!r}", forget=self._reload)
+        except Conflict:
+            # Left in the outbox, they are sent again with the same ids: receivers dedupe.
+            log.warning(
+                "plan %s: could not mark %d outbox entries published", self.plan_id, len(ids)
+            )
 
     async def publish_pending(self: PlanContext) -> int:
         """Publish what the outbox still holds (left by a process that stopped); the count."""

@@ -45,13 +45,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from waygraph import callbacks
-from waygraph.errors import Conflict
-from waygraph.events._plan_records import MAX_CONFLICT_RETRIES
 from waygraph.events._planner_context import _CURRENT, PlannerContext, plan_id_for
 from waygraph.events.context import PlanContext, PlanStatus
 from waygraph.events.envelope import Envelope, Topic, new_event_id
 from waygraph.events.goals import GoalContext, Transition, TransitionContext
 from waygraph.events.statemachine import StateAction
+from waygraph.retry import retry_conflicts_async
 from waygraph.store import open_store
 
 if TYPE_CHECKING:
@@ -362,7 +361,8 @@ class Planner:
             # This planner's own requests: no plan of it takes them (a nested
             # plan has their id as its goal's, and goals never move plans).
             return
-        for attempt in range(1, MAX_CONFLICT_RETRIES + 1):
+
+        async def attempt() -> None:
             transition = None
             for plan in await self._candidates(event.correlation_id):
                 if event.plan_id == plan.plan_id and event.source == self.context.source:
@@ -373,19 +373,14 @@ class Planner:
                     break
             if transition is None:
                 return
-            try:
-                if self._transition is not None:
-                    values = {"transition": transition, "context": self.context, "planner": self}
-                    await callbacks.call(self._transition, ("transition", "context"), values)
-                else:
-                    await self.advance(transition)
-                return
-            except Conflict:
-                if attempt == MAX_CONFLICT_RETRIES:
-                    raise
-                log.debug(
-                    "plan %s changed meanwhile; routing %s again", transition.plan.plan_id, event.id
-                )
+            if self._transition is not None:
+                values = {"transition": transition, "context": self.context, "planner": self}
+                await callbacks.call(self._transition, ("transition", "context"), values)
+            else:
+                await self.advance(transition)
+
+        # A plan that changed meanwhile is looked up again on the next try.
+        await retry_conflicts_async(attempt, what=f"routing {event.type} ({event.id})")
 
     @staticmethod
     async def advance(transition: TransitionContext) -> None:
