@@ -60,3 +60,17 @@ def test_no_public_class_name_means_two_things():
                 where.setdefault(node.name, []).append(str(path.relative_to(SRC)))
     twice = {name: files for name, files in where.items() if len(files) > 1}
     assert set(twice) <= SHARED_NAMES, twice
+
+
+def test_every_kind_of_run_speaks_run_status():
+    # One status vocabulary: each kind's statuses are RunStatus values.
+    from typing import get_args
+
+    from waygraph.events.context import PlanStatus
+    from waygraph.model import FINISHED, RunStatus
+    from waygraph.sessions import _rules
+
+    values = {s.value for s in RunStatus}
+    assert set(get_args(PlanStatus)) <= values
+    assert set(_rules.PLAN_STATUSES) <= values
+    assert _rules.FINISHED is FINISHED

@@ -581,7 +581,7 @@ def _write(
         events,
         kind="run",
         session=run.session_id,
-        status=run.status,
+        status=str(run.status),
         plan=run.plan_id,
         make_current=new,
     )

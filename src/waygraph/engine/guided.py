@@ -36,7 +36,7 @@ from waygraph.engine.state import (
     Result,
     Run,
 )
-from waygraph.model import Plan
+from waygraph.model import Plan, RunStatus
 
 # ---------------------------------------------------------------- public API
 
@@ -199,7 +199,7 @@ def _count_turn(t: Turn, *, transitioned: bool, progressed: bool | None) -> None
     run.turn = t.turn
     run.turns_since_transition = 0 if transitioned else run.turns_since_transition + 1
     if run.turns_since_transition > run.stale_after_turns:
-        run.status = "expired"
+        run.status = RunStatus.EXPIRED
         run.reason = (
             f"no progress for {run.turns_since_transition} turns "
             f"(the plan allows {run.stale_after_turns})"
@@ -254,7 +254,7 @@ def abort(plan: Plan | None, run: Run, *, turn: int, reason: str) -> Result:
         return Result(run, [])
     draft = run.draft()
     draft.turn = max(run.turn, turn)
-    draft.status, draft.reason = "aborted", reason
+    draft.status, draft.reason = RunStatus.ABORTED, reason
     t = Turn(plan, draft, draft.turn, None)  # type: ignore[arg-type]
     t.emit("plan_aborted", draft.current_node, reason=reason)
     return Result(draft.freeze(), t.events)

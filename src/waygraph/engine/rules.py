@@ -27,7 +27,7 @@ from waygraph.engine.state import (
     Run,
     frozen_checkpoint,
 )
-from waygraph.model import Edge, Node, Plan, Verify
+from waygraph.model import Edge, Node, Plan, RunStatus, Verify
 
 
 class Turn:
@@ -385,7 +385,7 @@ def route_through(t: Turn, node: Node) -> None:
     if kind == "exit":
         run.status = node.exit_status
         run.reason = node.reason
-        if run.status == "aborted":
+        if run.status == RunStatus.ABORTED:
             t.emit("plan_aborted", node.id, reason=node.reason)
         else:
             t.emit("plan_completed", node.id)
@@ -447,7 +447,7 @@ def decide(t: Turn, node: Node) -> None:
 
 def escalate(t: Turn, node_id: str | None, reason: str, pace_level: str | None = None) -> None:
     run = t.run
-    run.status = "escalated"
+    run.status = RunStatus.ESCALATED
     run.reason = reason
     run.pace_level = pace_level
     if node_id is not None:

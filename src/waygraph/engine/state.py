@@ -305,6 +305,8 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
     existing supervisors read records unchanged.
     """
     record: dict[str, Any] = {name: getattr(run, name) for name in _RECORD_FIELDS}
+    # Plain text in records, whatever the engine set (a RunStatus is a str subclass).
+    record["status"] = str(run.status)
     for name in ("notice", "streak"):
         if record[name] is not None:
             record[name] = record[name].copy()

@@ -62,6 +62,7 @@ from waygraph.events.statemachine import (
     fill_template,
     validate_state_machine,
 )
+from waygraph.model import FINISHED
 
 if TYPE_CHECKING:
     pass
@@ -70,8 +71,8 @@ __all__ = ["KIND", "PlanContext", "PlanStatus", "PlannerContext", "current_plann
 
 log = logging.getLogger("waygraph.events")
 
+#: The statuses an event-driven plan takes (of ``waygraph.model.RunStatus``).
 PlanStatus = Literal["pending", "running", "completed", "failed", "paused"]
-FINISHED: tuple[str, ...] = ("completed", "failed")
 
 #: How many processed event ids a plan remembers. Redeliveries come soon after
 #: the first delivery; the bound keeps long-lived plans' records small.

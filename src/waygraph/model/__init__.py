@@ -25,19 +25,23 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from waygraph.ids import id_problem
+from waygraph.model._status import FINISHED, NodeOutcome, RunStatus
 
 __all__ = [
     "BUILTIN_VERIFY_TYPES",
     "CONDITIONS",
+    "FINISHED",
     "NODE_TYPES",
     "ON_FAIL_ACTIONS",
     "Condition",
     "Edge",
     "Graph",
     "Node",
+    "NodeOutcome",
     "NodeType",
     "OnFail",
     "Plan",
+    "RunStatus",
     "Step",
     "Verify",
     "register_verify_type",

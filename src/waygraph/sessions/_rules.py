@@ -18,6 +18,8 @@ import copy
 import re
 from typing import Any
 
+from waygraph.model import FINISHED
+
 __all__ = [
     "FINISHED",
     "PLAN_STATUSES",
@@ -45,8 +47,6 @@ PlanData = dict[str, Any]
 
 PLAN_STATUSES = ("pending", "running", "paused", "completed", "failed")
 STEP_STATUSES = ("pending", "running", "completed", "failed")
-#: Plans in these states take no more replies; a new user message starts a fresh plan.
-FINISHED = frozenset({"completed", "failed"})
 #: A transition word completes a step only once the step has run this many iterations.
 TRANSITION_MIN_ITERATIONS = 2
 #: A step that has run this many iterations is completed on that reply.

@@ -1,0 +1,57 @@
+"""Where a run stands and how a node came out: one vocabulary for every kind of run.
+
+A guided run, a generated plan's run, an event-driven plan and a session plan
+each use a subset of :class:`RunStatus`; :data:`FINISHED` says which statuses a
+run never leaves, for all of them. A node's outcome in a run record is a
+:class:`NodeOutcome`. Both are string enums, so records keep plain strings.
+
+Example:
+    >>> RunStatus.EXPIRED in FINISHED, RunStatus.PAUSED in FINISHED
+    (True, False)
+    >>> RunStatus("completed") == "completed"
+    True
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["FINISHED", "NodeOutcome", "RunStatus"]
+
+
+class RunStatus(StrEnum):
+    """The status of a run of any kind."""
+
+    #: Created, waiting to start (an event plan whose dependencies are unfinished).
+    PENDING = "pending"
+    RUNNING = "running"
+    #: Stopped until someone resumes it (the iteration limit, an approval).
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    #: Handed to a person: an escalate node, a bound, or the same failing call again.
+    ESCALATED = "escalated"
+    #: Too many turns without progress (``stale_after_turns``).
+    EXPIRED = "expired"
+    #: Ended on purpose: an aborting exit, a reset, another plan started over it.
+    ABORTED = "aborted"
+
+
+#: Statuses a run never leaves (a paused run resumes, a pending one starts).
+FINISHED: frozenset[str] = frozenset(
+    {
+        RunStatus.COMPLETED,
+        RunStatus.FAILED,
+        RunStatus.ESCALATED,
+        RunStatus.EXPIRED,
+        RunStatus.ABORTED,
+    }
+)
+
+
+class NodeOutcome(StrEnum):
+    """How a node of a run came out so far (``visited[node]["outcome"]`` in a record)."""
+
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAIL = "fail"
