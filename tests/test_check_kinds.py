@@ -173,3 +173,26 @@ def test_waygraph_check_reads_state_machines_and_generated_plans(tmp_path: Path)
     by_code = {p["code"]: p for p in report["problems"]}
     assert by_code["unknown-state"]["node"] == "start"
     assert by_code["unknown-state"]["file"].endswith("research.json")
+
+
+def test_waygraph_draw_draws_state_machines_and_generated_plans(tmp_path: Path):
+    sm = tmp_path / "research.json"
+    sm.write_text(json.dumps({"state_machine": machine()}))
+    result = CliRunner().invoke(app, ["draw", str(sm), "--format", "mermaid"])
+    assert result.exit_code == 0, result.output
+    assert "start" in result.output and "end" in result.output
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "goal: ship it\nsteps:\n"
+        "  - {id: build, action: make, parameters: {}}\n"
+        "  - {id: upload, action: scp, parameters: {}, dependencies: [build]}\n"
+    )
+    svg = CliRunner().invoke(app, ["draw", str(plan), "--format", "svg"])
+    assert svg.exit_code == 0, svg.output
+    assert 'data-node="build"' in svg.output and 'data-node="upload"' in svg.output
+    broken = tmp_path / "broken.json"
+    broken.write_text(
+        json.dumps({"goal": "g", "steps": [{"id": "a", **STEP, "dependencies": ["a"]}]})
+    )
+    failed = CliRunner().invoke(app, ["draw", str(broken)])
+    assert failed.exit_code == 2 and "cycle" in failed.output and "Traceback" not in failed.output

@@ -163,27 +163,15 @@ def _check_other_kind(file: Path) -> list[Problem] | None:
     Anything that does not read or parse is left to the library loader, which
     reports it as a load-error.
     """
-    from waygraph._check_kinds import kind_of
     from waygraph.check import check_generated_plan, check_state_machine
-    from waygraph.formats import format_of
-    from waygraph.formats.json_library import check_file_size
-    from waygraph.formats.yaml_library import parse_yaml
 
-    fmt = format_of(file)
-    if fmt not in ("json", "yaml"):
+    data = _other_kind_data(file)
+    if data is None:
         return None
-    try:
-        text = file.read_text(encoding="utf-8")
-        check_file_size(len(text), fmt, str(file))
-        data = json.loads(text) if fmt == "json" else parse_yaml(text, file=str(file))
-    except (OSError, UnicodeDecodeError, ValueError, WaygraphError):
-        return None
-    kind = kind_of(data)
+    kind, content = data
     if kind == "state_machine":
-        return check_state_machine(data, name=file.stem, file=str(file))
-    if kind == "generated":
-        return check_generated_plan(data, file=str(file))
-    return None
+        return check_state_machine(content, name=file.stem, file=str(file))
+    return check_generated_plan(content, file=str(file))
 
 
 def _plan_files(root: Path) -> list[Path]:
@@ -312,7 +300,14 @@ DRAW_FORMAT_BY_SUFFIX = {
 @app.command()
 @friendly_errors
 def draw(
-    plan_id: Annotated[str, typer.Argument(metavar="PLAN", help="The plan to draw.")],
+    plan_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="PLAN",
+            help="The plan to draw: a library plan id, or a state-machine or "
+            "generated-plan file (JSON or YAML).",
+        ),
+    ],
     fmt: Annotated[
         DrawFormat | None,
         typer.Option(
@@ -336,6 +331,9 @@ def draw(
 ) -> None:
     """Draw a plan as Mermaid or DOT text, as SVG, or as PNG through Graphviz.
 
+    An event-driven state machine is drawn with states as nodes and events on
+    the edges; a generated plan as its DAG of steps.
+
     Example: waygraph draw bugfix_workflow -o bugfix.svg
     """
     from waygraph.draw import (
@@ -346,7 +344,7 @@ def draw(
         to_svg,
     )
 
-    plan = find_plan(load(library, validate=False), plan_id)
+    plan = _other_kind_plan(Path(plan_id)) or find_plan(load(library, validate=False), plan_id)
     record = _read_state(state) if state is not None else None
     chosen = fmt or DRAW_FORMAT_BY_SUFFIX.get(output.suffix.lower() if output else "")
     chosen = chosen or DrawFormat.mermaid
@@ -374,6 +372,55 @@ def draw(
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
     write_output(content, output)
+
+
+def _other_kind_plan(path: Path) -> Plan | None:
+    """A state-machine or generated-plan file compiled to the graph model; None otherwise.
+
+    The compilers refuse what cannot be drawn (an unknown state, a cycle of
+    steps) with the problem named; ``waygraph check`` lists every problem.
+    """
+    data = _other_kind_data(path)
+    if data is None:
+        return None
+    kind, content = data
+    if kind == "state_machine":
+        from waygraph.events.statemachine import to_plan, validate_state_machine
+
+        states = content.get("state_machine", content)
+        machine = validate_state_machine(states, name=path.stem)
+        return to_plan(machine, plan_id=path.stem, name=str(content.get("name") or path.stem))
+    from waygraph.errors import InvalidPlanError
+    from waygraph.planning import to_graph_plan
+    from waygraph.planning._validate import parse_plan
+
+    generated, problems = parse_plan(content, require_dependencies=False)
+    if generated is None:
+        raise InvalidPlanError(problems)
+    return to_graph_plan(generated, path.stem)
+
+
+def _other_kind_data(path: Path) -> tuple[str, Any] | None:
+    """``(kind, parsed data)`` of a state-machine or generated-plan file, else None.
+
+    Anything that does not read or parse is left to the caller's own loading.
+    """
+    from waygraph._check_kinds import kind_of
+    from waygraph.formats import format_of
+    from waygraph.formats.json_library import check_file_size
+    from waygraph.formats.yaml_library import parse_yaml
+
+    fmt = format_of(path)
+    if fmt not in ("json", "yaml") or not path.is_file():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+        check_file_size(len(text), fmt, str(path))
+        data = json.loads(text) if fmt == "json" else parse_yaml(text, file=str(path))
+    except (OSError, UnicodeDecodeError, ValueError, WaygraphError):
+        return None
+    kind = kind_of(data)
+    return None if kind == "library" else (kind, data)
 
 
 def _read_state(path: Path) -> dict[str, Any]:
