@@ -546,3 +546,24 @@ def test_a_task_with_a_when_on_its_first_success_edge_is_described_as_it_runs():
     told = [line.strip() for line in render.context(plan, run).splitlines() if "On success" in line]
     after, _ = engine.observe(plan, run, judge_output("neither"), turn=2)
     assert told == [f"On success → {after.current_node}"]
+
+
+def test_a_run_built_by_hand_is_read_only_too():
+    run = engine.Run(
+        run_id="r",
+        plan_id="p",
+        plan_name="P",
+        path=["start", "a"],
+        visited={"a": {"outcome": "pending", "attempts": 1}},
+        events=[{"type": "plan_activated", "turn": 1, "node": "start"}],
+        notice={"kind": "claim", "node": "a"},
+    )
+    assert run.path == ("start", "a")
+    with pytest.raises(TypeError):
+        run.visited["a"]["attempts"] = 2  # type: ignore[index]
+    with pytest.raises(TypeError):
+        run.events[0]["type"] = "x"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        run.notice["kind"] = "x"  # type: ignore[index]
+    changed = dataclasses.replace(run, completed=["a"])
+    assert changed.completed == ("a",)

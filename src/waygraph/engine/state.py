@@ -129,6 +129,23 @@ class Run:
     #: The current run of identical failing calls: node, fingerprint, count.
     streak: Mapping[str, Any] | None = None
 
+    def __post_init__(self) -> None:
+        # A run built by hand (or by dataclasses.replace) with lists and dicts
+        # is made read-only too; the engine's own runs skip this (Draft.freeze).
+        for name in ("path", "events", "seen", "checkpoints", "completed"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(
+                    self, name, tuple(_frozen(v) if isinstance(v, dict) else v for v in value)
+                )
+        if type(self.visited) is not MappingProxyType:
+            frozen = {k: frozen_node(v) for k, v in self.visited.items()}
+            object.__setattr__(self, "visited", MappingProxyType(frozen))
+        for name in ("notice", "streak"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        if self.report is not None and not isinstance(self.report, tuple):
+            object.__setattr__(self, "report", tuple(_frozen(e) for e in self.report))
+
     @property
     def finished(self) -> bool:
         return self.status != "running"
