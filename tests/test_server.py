@@ -480,3 +480,33 @@ def test_an_event_driven_plan_is_drawn_and_told_in_words():
         assert "Entered state work" in page and "Sent job.work.requested from work" in page
         assert "Plan completed at done" in page
         assert "at None" not in page
+
+
+def test_every_event_is_told_in_words():
+    from waygraph import engine
+    from waygraph.server.html import describe_event
+
+    samples = {
+        "plan_activated": {"plan_id": "p", "triggers": ["fix bug"]},
+        "node_entered": {"attempt": 2},
+        "node_verified": {
+            "passed": None,
+            "outcome": "unknown",
+            "check": "exit_code_zero",
+            "reason": "no exit status",
+        },
+        "retry_triggered": {"attempt": 2, "max_attempts": 3},
+        "edge_followed": {"to": "test", "condition": "on_success"},
+        "plan_escalated": {"reason": "stuck"},
+        "stall": {"reason": "no edge"},
+        "claim_recorded": {"excerpt": "Fixed it!"},
+        "claim_unverified": {"nodes": ["test", "verify"]},
+        "repeat_detected": {"count": 3, "call": "pytest -q"},
+    }
+    for kind in engine.EVENT_TYPES:
+        text = describe_event({"type": kind, "node": "fix", "turn": 3, **samples.get(kind, {})})
+        assert "{" not in text and "None" not in text, (kind, text)
+    unknown = describe_event({"type": "node_verified", "node": "test", **samples["node_verified"]})
+    assert unknown == "Verification could not decide at test (exit_code_zero): no exit status"
+    custom = describe_event({"type": "goal_received", "seq": 4, "state": "start"})
+    assert custom == "Goal received: state start"

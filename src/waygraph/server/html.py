@@ -204,10 +204,13 @@ def describe_event(event: Mapping[str, Any]) -> str:
         attempt = event.get("attempt")
         return f"Entered {node}" + (f" (attempt {attempt})" if attempt else "")
     if kind == "node_verified":
-        verdict = "passed" if event.get("passed") else "failed"
-        return f"Verification {verdict} at {node}" + (
-            f" ({event.get('check')})" if event.get("check") else ""
-        )
+        outcome = event.get("outcome")
+        if outcome is None:  # records written before outcomes were three-valued
+            outcome = "success" if event.get("passed") else "fail"
+        verdict = {"success": "passed", "fail": "failed"}.get(outcome, "could not decide")
+        check = f" ({event.get('check')})" if event.get("check") else ""
+        why = f": {event.get('reason')}" if outcome == "unknown" and event.get("reason") else ""
+        return f"Verification {verdict} at {node}{check}{why}"
     if kind == "retry_triggered":
         most = event.get("max_attempts")
         return f"Retry {node}: attempt {event.get('attempt')}" + (f" of {most}" if most else "")
@@ -232,13 +235,26 @@ def describe_event(event: Mapping[str, Any]) -> str:
         return f"Checkpoint saved at {node}"
     if kind in _EVENT_PLAN_WORDS:
         return _EVENT_PLAN_WORDS[kind](event)
-    details = {k: v for k, v in event.items() if k not in ("seq", "type", "key")}
-    return f"{kind}: {json.dumps(details, ensure_ascii=False, default=str)[:200]}"
+    if kind == "rewound":
+        return f"Rewound to checkpoint {node}"
+    if kind == "claim_recorded":
+        return f"The model said (not evidence) at {node}: “{event.get('excerpt', '')}”"
+    if kind == "claim_unverified":
+        return f"The model claimed it was done; unverified: {_list(event.get('nodes') or [])}"
+    if kind == "repeat_detected":
+        return f"The same failing call {event.get('count')} times at {node}: {event.get('call')}"
+    # An event type this page does not know (a newer waygraph, a custom event):
+    # its fields in words, never a JSON dump.
+    details = ", ".join(
+        f"{k} {v}" for k, v in event.items() if k not in ("seq", "type", "key", "turn")
+    )
+    return f"{str(kind).replace('_', ' ').capitalize()}" + (f": {details[:200]}" if details else "")
 
 
 def _tone(kind: object, event: Mapping[str, Any]) -> str:
     if kind == "node_verified":
-        return "good" if event.get("passed") else "bad"
+        outcome = event.get("outcome") or ("success" if event.get("passed") else "fail")
+        return {"success": "good", "fail": "bad"}.get(outcome, "info")
     if kind in ("plan_completed", "checkpoint_saved"):
         return "good"
     if kind in (
@@ -248,6 +264,8 @@ def _tone(kind: object, event: Mapping[str, Any]) -> str:
         "plan_failed",
         "stall",
         "retry_triggered",
+        "repeat_detected",
+        "claim_unverified",
     ):
         return "bad"
     if kind in ("plan_activated", "node_entered", "plan_created", "state_entered"):
@@ -312,6 +330,19 @@ def _event_plan_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def _record_facts(record: Mapping[str, Any]) -> str:
+    """A record with no drawing (its plan is gone, or it has none), as its plain fields."""
+    rows = "".join(
+        f"<div><dt>{e(k)}</dt><dd class=mono>{e(v)}</dd></div>"
+        for k, v in record.items()
+        if isinstance(v, str | int | float)
+    )
+    return (
+        "<p class=muted>No drawing: the plan of this record is not in the library.</p>"
+        f"<dl class='facts record'>{rows}</dl>"
+    )
+
+
 def session_page(
     detail: Mapping[str, Any], events: list[dict[str, Any]], drawing: str | None
 ) -> str:
@@ -325,7 +356,7 @@ def session_page(
     graph = (
         f"<div class=drawing id=drawing>{drawing}</div>{_legend()}"
         if drawing is not None
-        else "<pre class=record>" + e(json.dumps(run, indent=2, ensure_ascii=False)) + "</pre>"
+        else _record_facts(run)
     )
     items = "".join(timeline_item(ev) for ev in reversed(events))
     others = "".join(

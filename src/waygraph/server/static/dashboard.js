@@ -134,7 +134,16 @@ function describe(event) {
       return `Plan ${event.plan_id} activated` + (triggers ? ` by “${triggers}”` : "");
     }
     case "node_entered": return `Entered ${node}` + (event.attempt ? ` (attempt ${event.attempt})` : "");
-    case "node_verified": return `Verification ${event.passed ? "passed" : "failed"} at ${node}` + (event.check ? ` (${event.check})` : "");
+    case "node_verified": {
+      const outcome = event.outcome ?? (event.passed ? "success" : "fail");
+      const verdict = { success: "passed", fail: "failed" }[outcome] ?? "could not decide";
+      const why = outcome === "unknown" && event.reason ? `: ${event.reason}` : "";
+      return `Verification ${verdict} at ${node}` + (event.check ? ` (${event.check})` : "") + why;
+    }
+    case "rewound": return `Rewound to checkpoint ${node}`;
+    case "claim_recorded": return `The model said (not evidence) at ${node}: “${event.excerpt ?? ""}”`;
+    case "claim_unverified": return `The model claimed it was done; unverified: ${(event.nodes || []).join(", ")}`;
+    case "repeat_detected": return `The same failing call ${event.count} times at ${node}: ${event.call}`;
     case "retry_triggered": return `Retry ${node}: attempt ${event.attempt}` + (event.max_attempts ? ` of ${event.max_attempts}` : "");
     case "edge_followed": return `${node} → ${event.to} (${event.condition})`;
     case "checkpoint_saved": return `Checkpoint saved at ${node}`;
@@ -156,16 +165,22 @@ function describe(event) {
       return `Dependencies met: ${Array.isArray(event.depends_on) ? event.depends_on.join(", ") : event.depends_on}`;
     case "plan_saved": return "Plan saved";
     default: {
-      const { seq, type, key, ...rest } = event;
-      return `${type}: ${JSON.stringify(rest).slice(0, 200)}`;
+      // An event type this page does not know: its fields in words, never a JSON dump.
+      const { seq, type, key, turn, ...rest } = event;
+      const details = Object.entries(rest).map(([k, v]) => `${k} ${v}`).join(", ");
+      const label = String(type).replaceAll("_", " ");
+      return label.charAt(0).toUpperCase() + label.slice(1) + (details ? `: ${details.slice(0, 200)}` : "");
     }
   }
 }
 
 function tone(event) {
-  if (event.type === "node_verified") return event.passed ? "good" : "bad";
+  if (event.type === "node_verified") {
+    const outcome = event.outcome ?? (event.passed ? "success" : "fail");
+    return { success: "good", fail: "bad" }[outcome] ?? "info";
+  }
   if (["plan_completed", "checkpoint_saved"].includes(event.type)) return "good";
-  if (["plan_escalated", "plan_aborted", "plan_expired", "plan_failed", "stall", "retry_triggered"].includes(event.type)) return "bad";
+  if (["plan_escalated", "plan_aborted", "plan_expired", "plan_failed", "stall", "retry_triggered", "repeat_detected", "claim_unverified"].includes(event.type)) return "bad";
   if (["plan_activated", "node_entered", "plan_created", "state_entered"].includes(event.type)) return "info";
   return "plain";
 }
