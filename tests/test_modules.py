@@ -74,3 +74,24 @@ def test_every_kind_of_run_speaks_run_status():
     assert set(get_args(PlanStatus)) <= values
     assert set(_rules.PLAN_STATUSES) <= values
     assert _rules.FINISHED is FINISHED
+
+
+def test_every_name_the_architecture_page_gives_exists():
+    import importlib
+    import re
+
+    page = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    names = set(re.findall(r"`(waygraph(?:\.\w+)+)`", page))
+    assert len(names) >= 10
+    for name in sorted(names):
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for part in parts[cut:]:
+                obj = getattr(obj, part)
+            break
+        else:
+            raise AssertionError(name)
