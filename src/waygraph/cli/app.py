@@ -51,6 +51,29 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from waygraph import __version__
+
+        console.print(f"waygraph {__version__}", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print waygraph's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Keep LLM agents on course through multi-step work with verified plans."""
+
 #: The one ``--library`` option shared by every command that reads plans.
 # The model options shared by every command that talks to a model (demo,
 # eval, plan): one spelling, one help text, one environment variable each.
