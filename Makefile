@@ -3,18 +3,27 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The demo needs only waygraph itself; the test tools (and a browser driver)
+# are installed by `make test`.
+BASE_STAMP := $(VENV)/.installed-base
 
 .PHONY: setup demo test lint bench clean browser
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+
+$(BASE_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $(BASE_STAMP)
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(BASE_STAMP)
 
 setup: $(STAMP)
 
-demo: setup
+demo: $(BASE_STAMP)
 	$(BIN)/waygraph demo
 
 lint: setup

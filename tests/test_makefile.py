@@ -1,0 +1,39 @@
+"""The README's two commands: `make demo` installs only waygraph, `make test` the test tools."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+
+
+def plan_of(target: str, venv: Path) -> str:
+    """What `make TARGET` would run for a fresh virtual environment (make -n)."""
+    done = subprocess.run(
+        ["make", "-n", target, f"VENV={venv}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout
+
+
+def test_make_demo_installs_the_base_package_only(tmp_path: Path):
+    commands = plan_of("demo", tmp_path / "venv")
+    assert "pip install -q -e .\n" in commands
+    assert "[dev]" not in commands and "chromium" not in commands
+    assert commands.rstrip().endswith("waygraph demo")
+
+
+def test_make_test_installs_the_test_tools(tmp_path: Path):
+    commands = plan_of("test", tmp_path / "venv")
+    assert "pip install -q -e '.[dev]'" in commands
+    assert "pytest -q" in commands
