@@ -219,3 +219,24 @@ def test_waygraph_serve_outlives_more_slow_clients_than_it_has_file_descriptors(
         except subprocess.TimeoutExpired:
             server.kill()
             raise
+
+
+def test_a_taken_port_is_one_clear_line_not_a_traceback():
+    port = _free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen(1)
+        command = [sys.executable, "-m", "waygraph", "serve", "--store", "memory://"]
+        done = subprocess.run(
+            [*command, "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "serving" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) <= 2, done.stderr  # rich may wrap one line at 80 columns
+    assert f"cannot listen on 127.0.0.1:{port}" in " ".join(lines)
+    assert "--port" in " ".join(lines)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from typing import Annotated
 
 import typer
@@ -81,17 +83,30 @@ def serve(
     allowed = None if token else frozenset(LOOPBACK_HOSTS | {host.strip("[]").lower()})
     application = create_app(navigator, token=token, max_body=max_body, allowed_hosts=allowed)
     shown = f"[{host}]" if ":" in host else host
+    try:
+        # Bound here, before saying where: a taken port is one clear line, and
+        # "serving at" is only printed once the address is ours.
+        listening = _bind(host, port)
+    except OSError as exc:
+        navigator.close()
+        raise ConfigError(
+            f"cannot listen on {shown}:{port}: {exc.strerror or exc}"
+            + (
+                " (another program, or another waygraph serve, uses it; pick one with --port)"
+                if exc.errno == errno.EADDRINUSE
+                else ""
+            )
+        ) from None
     err_console.print(
         f"waygraph serving {navigator.store.url} with {len(navigator.library)} plans at "
         f"http://{shown}:{port}/" + (" (open it once with ?token=YOUR_TOKEN)" if token else ""),
+        markup=False,
         highlight=False,
         soft_wrap=True,
     )
     try:
-        uvicorn.run(
+        config = uvicorn.Config(
             application,
-            host=host,
-            port=port,
             log_level="warning",
             server_header=False,
             # Slow clients cannot lock others out (see waygraph.server.protocol).
@@ -99,5 +114,21 @@ def serve(
             timeout_keep_alive=5,
             timeout_graceful_shutdown=5,
         )
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
         navigator.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host``:``port`` (IPv6 when the host is an IPv6 address)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host.strip("[]"), port))
+        listening.listen(2048)
+    except OSError:
+        listening.close()
+        raise
+    listening.set_inheritable(True)
+    return listening
