@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,9 +16,12 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 def plan_of(target: str, venv: Path) -> str:
     """What `make TARGET` would run for a fresh virtual environment (make -n)."""
+    # Run under `make test` itself, so the outer make's flags are not passed on.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     done = subprocess.run(
-        ["make", "-n", target, f"VENV={venv}"],
+        ["make", "--no-print-directory", "-n", target, f"VENV={venv}"],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
