@@ -195,3 +195,30 @@ def test_user_fixture_files_in_json_and_yaml(tmp_path: Path):
         ],
     )
     assert result.exit_code == 2 and "nope.yaml: cannot read the fixtures" in result.output
+
+
+def test_runs_that_errored_make_eval_fail_and_say_why(tmp_path: Path):
+    # A server that answers every request with an HTTP 500: no run can measure anything.
+    failing = {"status": 500, "error": "model crashed"}
+    with ScriptedChatServer([failing] * 200) as server:
+        result = runner.invoke(
+            app,
+            [
+                "eval",
+                "--llm",
+                server.base_url,
+                "--model",
+                "scripted",
+                "--tasks",
+                "fix-failing-test",
+                "--mode",
+                "baseline",
+                "--out",
+                str(tmp_path),
+                "--timeout",
+                "5",
+            ],
+        )
+    assert result.exit_code == 1, result.output
+    assert "1 of 1 runs errored" in result.output
+    assert (tmp_path / "results.json").exists()  # the record of what happened is kept

@@ -154,6 +154,7 @@ def _suite(
     console.print(terminal_table(records))
     typer.echo(summary_line(records))
     err_console.print(f"wrote {results} and {report}", highlight=False, soft_wrap=True)
+    _fail_on_errors([r.error for r in records], "runs")
 
 
 def _scripted(
@@ -223,3 +224,18 @@ def _compliance(
     passed = sum(r.passed for r in results)
     typer.echo(f"compliance: {passed}/{len(results)} fixtures passed ({passed / len(results):.0%})")
     err_console.print(f"wrote {path}", highlight=False, soft_wrap=True)
+    _fail_on_errors([r.error for r in results], "fixtures")
+
+
+def _fail_on_errors(errors: list[str | None], what: str) -> None:
+    """Exit 1 when any run errored (a model that did not answer is not a measurement)."""
+    found = [e for e in errors if e]
+    if found:
+        err_console.print(
+            f"error: {len(found)} of {len(errors)} {what} errored, so these figures do not "
+            f"measure the model; the first: {found[0]}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
