@@ -114,6 +114,19 @@ def test_demo_break_escalates(tmp_path: Path):
     assert result.path[-1] == "escalate_stuck"
 
 
+def test_demo_break_says_how_often_each_node_ran_and_exits_1(tmp_path: Path):
+    out = wg("demo", "--break", "--store", "memory://", cwd=tmp_path)
+    assert out.returncode == 1, out.stderr  # the plan escalated: not a success
+    rows = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+        for line in out.stdout.splitlines()
+        if line.startswith("│")
+    }
+    # The test step failed three times, each a fresh entry from fix.
+    assert rows["test"] == ["fail", "3", "1"]
+    assert "entered" in out.stdout and "watch the plan escalate" not in out.stdout
+
+
 def test_demo_llm_without_endpoint_says_so(tmp_path: Path):
     out = wg("demo", "--store", "memory://", "--llm", "http://127.0.0.1:9/v1", "--model", "x")
     assert "No model endpoint reachable at http://127.0.0.1:9/v1" in out.stdout

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -333,9 +334,12 @@ def _show_summary(console: Console, result: DemoResult) -> None:
     colour = {"completed": "green", "escalated": "red"}.get(result.status, "yellow")
     console.print(f"Status: [bold {colour}]{result.status}[/] after {result.turns} tool calls")
     console.print("Path: " + " → ".join(result.path))
-    table = Table("node", "outcome", "attempts", title="nodes visited")
+    # "entered" is how often the run came to the node (fix -> test -> fix
+    # enters test afresh each time); "attempts" counts within the last entry.
+    entered = Counter(result.path)
+    table = Table("node", "outcome", "entered", "attempts", title="nodes visited")
     for node, state in result.visited.items():
-        table.add_row(node, state["outcome"], str(state["attempts"]))
+        table.add_row(node, state["outcome"], str(entered[node]), str(state["attempts"]))
     console.print(table)
     if result.store_url.startswith("memory:"):
         console.print("The session lived in memory:// and is gone with this process.")
