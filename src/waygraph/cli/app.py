@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from waygraph.errors import ConfigError, PlanNotFoundError, WaygraphError
 
@@ -35,6 +36,7 @@ __all__ = [
     "find_plan",
     "friendly_errors",
     "load",
+    "plain",
     "print_json",
     "stdout_is_terminal",
     "write_output",
@@ -50,6 +52,21 @@ app = typer.Typer(
 
 console = Console()
 err_console = Console(stderr=True)
+
+
+def plain(text: object) -> str:
+    """``text`` made safe to put inside rich markup: brackets are shown, not read.
+
+    Every piece of text that comes from a plan, a model, a tool or code goes
+    through here before it reaches a rich console, so ``[waygraph]`` and
+    ``pip install 'waygraph[llm]'`` print as written.
+
+    Example::
+
+        >>> plain("pip install 'waygraph[llm]'")
+        "pip install 'waygraph\\\\[llm]'"
+    """
+    return escape(str(text))
 
 
 def _print_version(value: bool) -> None:
