@@ -9,8 +9,11 @@ missing service can never turn into silently skipped coverage.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
+import tempfile
 import uuid
 from collections.abc import Iterator
 from typing import NoReturn
@@ -27,6 +30,14 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("WAYGRAPH_HYPOTHESIS", "stable"))
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+# The default store (Navigator, PlanningAgent, the CLI without --store) lives
+# under the user's data folder: point it at a folder of this test session, so
+# the suite never writes into (or reads from) a developer's real runs.
+_DATA_HOME = tempfile.mkdtemp(prefix="waygraph-test-data-")
+atexit.register(shutil.rmtree, _DATA_HOME, True)
+os.environ["XDG_DATA_HOME"] = _DATA_HOME
+os.environ.pop("WAYGRAPH_STORE", None)
 
 
 def services_required() -> bool:

@@ -47,6 +47,7 @@ MEANS: dict[str, type[BaseException] | tuple[type[BaseException], ...] | None] =
     "LLMError": RuntimeError,
     "ToolDefinitionError": TypeError,
     "AgentBusyError": RuntimeError,
+    "RunNotFoundError": KeyError,
 }
 
 

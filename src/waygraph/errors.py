@@ -78,6 +78,7 @@ __all__ = [
     "PlanStateError",
     "PlanSyntaxError",
     "PlanningError",
+    "RunNotFoundError",
     "StateMachineError",
     "StoreError",
     "ToolDefinitionError",
@@ -333,3 +334,11 @@ class ToolDefinitionError(PlanningError, TypeError):
 
 class AgentBusyError(PlanningError, RuntimeError):
     """The agent is already running a plan; use one agent per concurrent run."""
+
+
+class RunNotFoundError(PlanningError, KeyError):
+    """No generated run with that id is in the store (``agent.resume(run_id)``)."""
+
+    def __str__(self) -> str:
+        # KeyError would quote the message.
+        return str(self.args[0]) if self.args else ""

@@ -35,7 +35,7 @@ from waygraph.library import Library, load_library
 from waygraph.match import Matcher
 from waygraph.model import Plan
 from waygraph.retry import CONFLICT_TIMEOUT
-from waygraph.store import Store, Write, open_store
+from waygraph.store import Store, Write, default_store_url, open_store
 from waygraph.turns import (
     MAX_ID_CHARS,
     MAX_MESSAGE_CHARS,
@@ -67,15 +67,6 @@ RELOAD_CHECK_SECONDS = 1.0
 CACHE_SESSIONS = 4096
 
 T = TypeVar("T")
-
-
-def default_store_url() -> str:
-    """``$WAYGRAPH_STORE``, else SQLite under the user's data folder."""
-    env = os.environ.get("WAYGRAPH_STORE")
-    if env:
-        return env
-    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return f"sqlite:///{base / 'waygraph' / 'waygraph.db'}"
 
 
 class Navigator:

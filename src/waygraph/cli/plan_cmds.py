@@ -10,6 +10,10 @@ tested). ``--json`` prints the :class:`~waygraph.planning.PlanExecutionResult`.
 ``--dry-run`` plans and validates, then prints what would run instead of
 running it (:mod:`waygraph.cli.plan_dryrun`).
 
+Every run is stored (``--store``, default: the Navigator's store) as it
+goes; ``--resume RUN_ID`` continues one after a crash, a kill or Ctrl-C
+without calling again a step whose result was committed.
+
 Exit codes: 0 the plan succeeded; 1 it ran, or was refused or invalid, and
 did not succeed; 2 a usage or input error, including a model that cannot be
 reached or answers with an error while planning; 130 stopped by Ctrl-C
@@ -26,7 +30,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlparse
@@ -34,9 +38,18 @@ from urllib.parse import urlparse
 import typer
 from rich.markup import escape
 
-from waygraph.cli.app import ApiKeyOption, LlmOption, app, console, err_console, friendly_errors
+from waygraph.cli.app import (
+    ApiKeyOption,
+    LlmOption,
+    app,
+    console,
+    err_console,
+    friendly_errors,
+    plain,
+)
 from waygraph.errors import ConfigError
 from waygraph.planning import ExecutionMode, StepStatus
+from waygraph.planning._journal import load_run, new_run_id
 
 if TYPE_CHECKING:
     from waygraph.planning import (
@@ -91,12 +104,13 @@ def _interrupted_result(agent: PlanningAgent, clock: float) -> PlanExecutionResu
 
 def _run(
     agent: PlanningAgent,
-    goal: str,
-    context: str | None,
+    start: Callable[[], Coroutine[Any, Any, PlanExecutionResult]],
     show: Callable[[PlanExecutionResult, bool], None],
     interrupted_event: threading.Event,
 ) -> tuple[PlanExecutionResult, bool]:
-    """Run ``goal``; Ctrl-C (or SIGTERM) stops it and the partial result is shown at once.
+    """Run ``start()`` (a new run or a resume); Ctrl-C or SIGTERM stops it.
+
+    The partial result is then shown at once.
 
     Stopping sets ``interrupted_event``, which kills the workspace tools'
     running commands. ``show`` runs inside the event loop, before the loop
@@ -108,7 +122,7 @@ def _run(
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        task = asyncio.ensure_future(agent.execute(goal, context=context))
+        task = asyncio.ensure_future(start())
         stopped = False
 
         def stop() -> None:
@@ -196,8 +210,13 @@ def _approval_io(to_stderr: bool) -> dict[str, Any]:
 @friendly_errors
 def plan_command(
     goal: Annotated[
-        str, typer.Argument(help="What to achieve, in words.", metavar="GOAL", show_default=False)
-    ],
+        str | None,
+        typer.Argument(
+            help="What to achieve, in words (not with --resume).",
+            metavar="GOAL",
+            show_default=False,
+        ),
+    ] = None,
     llm: LlmOption = None,
     model: Annotated[
         str | None, typer.Option("--model", help="Model that plans and executes.")
@@ -301,6 +320,24 @@ def plan_command(
             "stdout (progress on stderr).",
         ),
     ] = False,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN_ID",
+            help="Continue a stored run (after a crash, a kill or Ctrl-C) instead of planning "
+            "GOAL: steps whose result was saved are not run again. Give the same tools.",
+        ),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            envvar="WAYGRAPH_STORE",
+            help="Where runs are kept (a store URL). Default: $WAYGRAPH_STORE, else SQLite "
+            "in your user data folder.",
+        ),
+    ] = None,
 ) -> None:
     """Have a model plan GOAL with your tools, then run the plan as a DAG and watch it.
 
@@ -323,7 +360,15 @@ def plan_command(
             "--approve and --dry-run exclude each other: a dry run runs nothing, "
             "so there is nothing to approve"
         )
-    if not goal.strip():
+    if resume is not None:
+        if goal is not None:
+            raise ConfigError(
+                f"--resume {resume} continues a stored run with its own goal; drop GOAL "
+                f"({goal!r}) or drop --resume to plan it anew"
+            )
+        if dry_run:
+            raise ConfigError("--resume and --dry-run exclude each other: a dry run stores nothing")
+    elif goal is None or not goal.strip():
         raise ConfigError('the goal is empty; say what to achieve: waygraph plan "GOAL" ...')
     if not llm or not model:
         raise ConfigError(
@@ -401,7 +446,16 @@ def plan_command(
     view: PlainView | LiveView = LiveView(target) if target.is_terminal else PlainView(err=as_json)
     approval = ConsoleApproval(**_approval_io(as_json)) if approve else None
 
+    run_id = resume or new_run_id()
+
     def plan_generated(*, plan: Plan, **future_kwargs: Any) -> None:
+        # Said before anything runs, so a killed run can still be found.
+        err_console.print(
+            f"run {run_id} (stored in {plain(agent.store.url)}; if it stops, continue it with "
+            f"waygraph plan --resume {run_id})",
+            highlight=False,
+            soft_wrap=True,
+        )
         view.plan_ready(plan=plan)
         if approval is None:
             view.start()
@@ -434,11 +488,29 @@ def plan_command(
             on_step_complete=view.on_step_complete,
             on_revision_needed=revision_needed,
             on_plan_revised=view.on_plan_revised,
+            store=store,
         )
     except ToolDefinitionError as exc:
         raise ConfigError(f"--tools: {exc}") from None
 
-    view.planning(f"asking {planner_name} at {llm}")
+    if resume is not None:
+        saved = load_run(agent.store, resume)
+        view.plan_ready(plan=Plan.model_validate(saved.state["plan"]))
+        view.start()
+        err_console.print(
+            f"resuming run {plain(resume)} from {plain(agent.store.url)}: "
+            f"{plain(saved.describe())}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        view.planning(f"asking {planner_name} at {llm}")
+
+    def start() -> Coroutine[Any, Any, PlanExecutionResult]:
+        if resume is not None:
+            return agent.resume(resume)
+        assert goal is not None
+        return agent.execute(goal, context=context, run_id=run_id)
 
     def show(result: PlanExecutionResult, interrupted: bool) -> None:
         view.finish(result)
@@ -458,10 +530,17 @@ def plan_command(
             typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
     try:
-        result, interrupted = _run(agent, goal, context, show, interrupted_event)
+        result, interrupted = _run(agent, start, show, interrupted_event)
     finally:
         view.stop()
     if interrupted:
+        if agent.run_id is not None:
+            err_console.print(
+                f"run {agent.run_id} is saved; continue it with: "
+                f"waygraph plan --resume {agent.run_id} (and the same --llm, --model, tools)",
+                highlight=False,
+                soft_wrap=True,
+            )
         raise typer.Exit(130)
     if result.plan is None:
         raise typer.Exit(2)

@@ -19,6 +19,7 @@ from waygraph.errors import (
 from waygraph.planning._approval import ConsoleApproval
 from waygraph.planning._dryrun import dry_run_result, report_without_plan, simulate_plan
 from waygraph.planning._executor import PlanRun
+from waygraph.planning._journal import Journal, load_run, new_run_id, restore
 from waygraph.planning._llm import LLM
 from waygraph.planning._models import (
     Plan,
@@ -33,6 +34,7 @@ from waygraph.planning._planner import PlanGenerator
 from waygraph.planning._revising import RevisionRequest
 from waygraph.planning._runtime import Hook, Meter, RunCallbacks, call_hook
 from waygraph.planning._tools import Tool, ToolRegistry
+from waygraph.store import Store, default_store_url, open_store
 
 __all__ = ["PlanningAgent"]
 
@@ -67,6 +69,14 @@ class PlanningAgent:
     - ``on_plan_revised(revision, state, depth)``: observe a revision once it
       was applied or failed (``revision.applied``, ``revision.new_plan``).
 
+    ``store`` (a store URL or a :class:`~waygraph.store.Store`; default: the
+    Navigator's, :func:`~waygraph.store.default_store_url`) keeps every run:
+    each step's result is committed as it finishes, so after a crash
+    ``await agent.resume(run_id)`` continues the run without calling again
+    any step whose result was committed. ``store="memory://"`` keeps runs in
+    this process only. The run's id is ``result.run_id`` (and
+    :attr:`run_id` while it runs).
+
     Example:
         >>> from waygraph.planning import OpenAILLM
         >>> from waygraph.testing import ScriptedChatServer
@@ -95,8 +105,13 @@ class PlanningAgent:
         on_step_complete: Hook | None = None,
         on_revision_needed: Hook | None = None,
         on_plan_revised: Hook | None = None,
+        store: str | Store | None = None,
     ) -> None:
         self.llm = llm
+        self._store_source = store
+        self._store: Store | None = store if isinstance(store, Store) else None
+        #: The id of the run going on, else of the last run (None before any).
+        self.run_id: str | None = None
         self.planning_llm = planning_llm or llm
         self.pattern = pattern or PlanningPattern()
         self.tools = ToolRegistry(tools, side_effect_tools=side_effect_tools)
@@ -122,6 +137,14 @@ class PlanningAgent:
         self._busy = False
 
     # ------------------------------------------------------------ inspection
+
+    @property
+    def store(self) -> Store:
+        """Where runs are kept (opened at first use, so building an agent writes nothing)."""
+        if self._store is None:
+            source = self._store_source
+            self._store = open_store(source if isinstance(source, str) else default_store_url())
+        return self._store
 
     def get_plan(self) -> Plan | None:
         """The current plan: the one running (with revisions applied), else the latest."""
@@ -199,9 +222,14 @@ class PlanningAgent:
 
     # ------------------------------------------------------------ execution
 
-    async def execute(self, goal: str, *, context: str | None = None) -> PlanExecutionResult:
+    async def execute(
+        self, goal: str, *, context: str | None = None, run_id: str | None = None
+    ) -> PlanExecutionResult:
         """Plan, approve and run ``goal``; always returns a result (never raises for
         invalid or rejected plans: ``success`` is False and ``final_output`` says why).
+
+        ``run_id`` is the id the run is stored under (default: a new one), to
+        tell people how to resume before the run starts.
         """
         self._enter()
         clock, meter = time.perf_counter(), Meter()
@@ -224,17 +252,21 @@ class PlanningAgent:
             verdict = await self._approve(plan, goal)
             if isinstance(verdict, str):
                 return self._not_run(plan, verdict, meter, clock)
-            return await self._execute(verdict, goal, meter, clock)
+            return await self._execute(verdict, goal, meter, clock, run_id)
         finally:
             self._busy = False
 
-    async def execute_plan(self, plan: Plan, *, goal: str | None = None) -> PlanExecutionResult:
+    async def execute_plan(
+        self, plan: Plan, *, goal: str | None = None, run_id: str | None = None
+    ) -> PlanExecutionResult:
         """Validate and run a plan you already have (approval callbacks are not asked:
         passing the plan approves it). An invalid plan is not run at all.
         """
         self._enter()
         try:
-            return await self._execute(plan, goal or plan.goal, Meter(), time.perf_counter())
+            return await self._execute(
+                plan, goal or plan.goal, Meter(), time.perf_counter(), run_id
+            )
         finally:
             self._busy = False
 
@@ -287,7 +319,7 @@ class PlanningAgent:
         return plan
 
     async def _execute(
-        self, plan: Plan, goal: str, meter: Meter, clock: float
+        self, plan: Plan, goal: str, meter: Meter, clock: float, run_id: str | None = None
     ) -> PlanExecutionResult:
         plan = self._planner.normalize(plan)
         self._plan = plan
@@ -297,19 +329,92 @@ class PlanningAgent:
             return self._dry_run(plan, goal, meter, clock, problems)
         if problems:
             return self._not_run(plan, str(InvalidPlanError(problems)), meter, clock, problems)
-        run = PlanRun(
+        run = self._new_run(plan, goal, meter)
+        journal = Journal(self.store, run_id or new_run_id())
+        journal.attach(run)
+        return await self._drive(run, journal, meter, clock)
+
+    def _new_run(self, plan: Plan, goal: str, meter: Meter) -> PlanRun:
+        return PlanRun(
             plan, goal, planner=self._planner, llm=self.llm, hooks=self.hooks, meter=meter, calls={}
         )
-        self._run = run
+
+    async def _drive(
+        self, run: PlanRun, journal: Journal, meter: Meter, clock: float
+    ) -> PlanExecutionResult:
+        """Run ``run`` to its end, committing it through ``journal``."""
+        run.journal = journal
+        self._run, self.run_id = run, journal.run_id
         try:
             result = await run.run()
+        except BaseException:
+            # Cancelled (Ctrl-C) or a bug: keep what finished; the run stays resumable.
+            await journal.flush()
+            raise
         finally:
             self._run = None
             self._state = run.snapshot()
             self._plan = run.plan
-        return result.model_copy(
-            update={"execution_time": time.perf_counter() - clock, "token_usage": meter.total}
+        await journal.close(
+            success=result.success, final_output=result.final_output, reason=run.stop_reason
         )
+        return result.model_copy(
+            update={
+                "execution_time": time.perf_counter() - clock,
+                "token_usage": meter.total,
+                "run_id": journal.run_id,
+            }
+        )
+
+    async def resume(self, run_id: str) -> PlanExecutionResult:
+        """Continue the stored run ``run_id`` (after a crash, a kill, Ctrl-C).
+
+        Steps whose result was committed are not called again; steps that
+        were running when the process stopped run again, as do the steps not
+        reached yet. The agent needs the tools the run uses; its pattern
+        (modes, limits, revision settings) applies from now on. A run that
+        already ended is not run again: its stored result comes back.
+        Raises :class:`~waygraph.errors.RunNotFoundError` for an unknown id.
+
+        Example:
+            >>> import asyncio
+            >>> from waygraph.planning import Plan
+            >>> def count(text: str) -> int:
+            ...     return len(text)
+            >>> agent = PlanningAgent(None, tools=[count], store="memory://")
+            >>> first = asyncio.run(agent.execute_plan(
+            ...     Plan(goal="count", steps=[{"id": "n", "action": "count",
+            ...                                 "parameters": {"text": "abc"}}])))
+            >>> again = asyncio.run(agent.resume(first.run_id))
+            >>> again.success, again.final_output, again.run_id == first.run_id
+            (True, 3, True)
+        """
+        self._enter()
+        clock, meter = time.perf_counter(), Meter()
+        try:
+            saved = load_run(self.store, run_id)
+            plan = Plan.model_validate(saved.state["plan"])
+            run = self._new_run(plan, saved.state["goal"], meter)
+            failed = restore(run, saved)
+            journal = Journal(self.store, run_id, session=saved.session, version=saved.version)
+            if saved.ended:
+                # Nothing to do and nothing to write: rebuild the stored result.
+                run.journal = None
+                result = await run.run()
+                self._state, self._plan, self.run_id = run.snapshot(), run.plan, run_id
+                return result.model_copy(update={"run_id": run_id})
+            rerun = [sid for sid, status in run.status.items() if status == "pending"]
+            journal.attach(run, resumed=True, rerun=rerun)
+            for step_id in failed:
+                # Decide about failures the crashed run committed but had not acted on.
+                mismatch = (run.results[step_id].error or "").startswith("the output does not")
+                trigger = (
+                    RevisionTrigger.OUTPUT_MISMATCH if mismatch else RevisionTrigger.STEP_FAILED
+                )
+                run._on_failure(step_id, trigger)
+            return await self._drive(run, journal, meter, clock)
+        finally:
+            self._busy = False
 
     def _dry_run(
         self,

@@ -23,7 +23,7 @@ import collections
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from waygraph.planning._llm import LLM
 from waygraph.planning._models import (
@@ -42,6 +42,9 @@ from waygraph.planning._planner import PlanGenerator
 from waygraph.planning._revising import Revising, RevisionRequest
 from waygraph.planning._runtime import Meter, RunCallbacks
 from waygraph.planning._step_calls import StepCalls, StepOutcome, describe
+
+if TYPE_CHECKING:
+    from waygraph.planning._journal import Journal
 
 __all__ = ["PlanRun"]
 
@@ -64,6 +67,7 @@ class PlanRun(StepCalls, Revising):
         depth: int = 0,
         outer_results: Mapping[str, Any] | None = None,
         outer_ids: frozenset[str] = frozenset(),
+        journal: Journal | None = None,
     ) -> None:
         # The plan's indexes (set with it) need these two first.
         self.outer_ids = outer_ids
@@ -78,6 +82,8 @@ class PlanRun(StepCalls, Revising):
         self.meter = meter
         self.calls = calls
         self.depth = depth
+        #: Commits each step's result to the store (top-level runs with a store).
+        self.journal = journal
         self.status: dict[str, StepStatus] = {sid: StepStatus.PENDING for sid in plan.step_ids}
         self.results: dict[str, StepResult] = {}
         self.outputs: dict[str, Any] = dict(outer_results or {})
@@ -284,6 +290,8 @@ class PlanRun(StepCalls, Revising):
             task = asyncio.create_task(self._execute(step), name=f"waygraph-step-{step.id}")
             task.add_done_callback(lambda _task, step_id=step.id: self._step_done(step_id))
             self.running[step.id] = task
+            if self.journal is not None:
+                self.journal.started(step.id)
 
     @staticmethod
     def _outcome_of(task: asyncio.Task[StepOutcome]) -> StepOutcome:
@@ -334,6 +342,8 @@ class PlanRun(StepCalls, Revising):
             subplan_result=outcome.subplan_result,
         )
         self.results[step_id] = result
+        if self.journal is not None:
+            self.journal.finished(result)
         await self._notify("on_step_complete", step=step, result=result)
         if status == StepStatus.FAILED:
             trigger = (

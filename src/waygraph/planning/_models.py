@@ -458,6 +458,8 @@ class PlanExecutionResult(_Frozen):
     execution_time: float = 0.0
     problems: tuple[PlanProblem, ...] = ()
     dry_run_report: DryRunReport | None = None
+    #: The stored run's id, for ``agent.resume(run_id)`` (None when nothing ran).
+    run_id: str | None = None
 
     @field_validator("problems", mode="before")
     @classmethod

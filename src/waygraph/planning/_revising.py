@@ -113,6 +113,8 @@ class Revising:
         if applied:
             self.applied_revisions += 1
             self.budget_flagged = False
+        if self.journal is not None:
+            self.journal.checkpoint()
         await self._notify("on_plan_revised", revision=self.revisions[-1])
         if not applied and self.stop_reason is None:
             self._after_failed_revision(request, self._problem_step(request), note)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
@@ -51,6 +52,7 @@ __all__ = [
     "StoredEvent",
     "StoredRecord",
     "Write",
+    "default_store_url",
     "open_store",
 ]
 
@@ -59,6 +61,20 @@ SCHEMES = ("memory://", "file://DIR", "sqlite:///PATH", "postgresql://USER@HOST/
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 _SQLITE_OPTIONS = ("synchronous", "timeout")
+
+
+def default_store_url() -> str:
+    """``$WAYGRAPH_STORE``, else SQLite under the user's data folder.
+
+    Example:
+        >>> default_store_url().startswith(("sqlite:///", "memory://", "file://", "postgres"))
+        True
+    """
+    env = os.environ.get("WAYGRAPH_STORE")
+    if env:
+        return env
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return f"sqlite:///{base / 'waygraph' / 'waygraph.db'}"
 
 
 def _bad(url: str, why: str) -> ConfigError:

@@ -1,0 +1,382 @@
+"""Generated runs in the store: every finished step is committed, so a run survives a crash.
+
+A run is one record of kind ``dag`` and its events. The record is small and
+says where the run is (``status``, ``current_node``: the steps running,
+``visited``: each step's status, ``path``: the steps in the order they
+finished); the events carry what a resume needs:
+
+- ``plan_started`` / ``run_checkpoint``: the whole run state (plans, results,
+  revisions), written when the run starts, after every revision and on resume;
+- ``node_started`` and ``node_finished`` (with the step's result) per step;
+- ``plan_resumed``, and ``plan_completed`` or ``plan_failed`` at the end.
+
+Resuming reads the last checkpoint and replays the ``node_finished`` events
+after it: a step whose result was committed is never called again; a step
+that was running when the process died runs again.
+
+Commits happen off the event loop (in a thread) and in groups: while one
+commit is in flight, the steps finishing meanwhile queue up and go in the
+next one. A step's result is therefore committed shortly after it finished,
+in the order steps finished, and a crash loses at most the results of the
+last moments, whose steps run again on resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import PydanticSerializationError
+
+from waygraph.errors import PlanningError, RunNotFoundError
+from waygraph.planning._graph import _slug
+from waygraph.planning._models import (
+    Plan,
+    PlanRevision,
+    StepResult,
+    StepStatus,
+    _now,
+)
+from waygraph.store import Store
+
+if TYPE_CHECKING:
+    from waygraph.planning._executor import PlanRun
+
+__all__ = ["KIND", "Journal", "SavedRun", "load_run", "new_run_id", "restore"]
+
+log = logging.getLogger("waygraph.planning")
+
+#: The store kind of a generated plan's run.
+KIND = "dag"
+#: Run statuses a resume has nothing left to do for.
+_ENDED = frozenset({"completed", "failed"})
+
+
+def new_run_id() -> str:
+    """A fresh run id (``dag_`` and 12 hex digits)."""
+    return f"dag_{uuid.uuid4().hex[:12]}"
+
+
+def _result_data(result: StepResult) -> dict[str, Any]:
+    """A step result as JSON; ``durable`` is False when its output is not JSON.
+
+    A sub-plan's whole result is left out (the step's own output is kept):
+    it can be as large as a run of its own.
+    """
+    try:
+        data = result.model_dump(mode="json", exclude={"subplan_result"})
+        data["durable"] = True
+    except (PydanticSerializationError, ValueError, TypeError):
+        data = result.model_copy(update={"output": repr(result.output)}).model_dump(
+            mode="json", exclude={"subplan_result"}
+        )
+        # The output cannot be stored as itself, so it is not committed: the
+        # step runs again on resume rather than hand its dependents a repr.
+        data["durable"] = False
+    return data
+
+
+def _state_data(run: PlanRun) -> dict[str, Any]:
+    """Everything a resume needs to rebuild ``run`` (between step events)."""
+    return {
+        "goal": run.goal,
+        "initial_plan": run.initial_plan.model_dump(mode="json"),
+        "plan": run.plan.model_dump(mode="json"),
+        "status": {sid: str(status) for sid, status in run.status.items()},
+        "results": {sid: _result_data(r) for sid, r in run.results.items()},
+        "replaced": {sid: _result_data(r) for sid, r in run.replaced.items()},
+        "by_strategy": sorted(run.by_strategy),
+        "revisions": [r.model_dump(mode="json") for r in run.revisions],
+        "revision_attempts": run.revision_attempts,
+        "applied_revisions": run.applied_revisions,
+        "sub_revisions": run.sub_revisions,
+        "budget_flagged": run.budget_flagged,
+        "stop_reason": run.stop_reason,
+        "started_at": run.started_at.isoformat(),
+    }
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """A stored run as a resume finds it: the last checkpoint and the steps after it."""
+
+    run_id: str
+    version: int
+    session: str | None
+    plan_id: str
+    status: str
+    state: dict[str, Any]
+    finished: tuple[dict[str, Any], ...]
+
+    @property
+    def ended(self) -> bool:
+        """True when the run completed or failed: a resume only reports it."""
+        return self.status in _ENDED
+
+    def committed(self) -> dict[str, str]:
+        """Each step's committed status (what a resume keeps; running steps are not in it)."""
+        statuses = {
+            sid: status for sid, status in self.state["status"].items() if status != "running"
+        }
+        for event in self.finished:
+            if event["node"] in self.state["status"] and event["result"].get("durable", True):
+                statuses[event["node"]] = event["status"]
+        return statuses
+
+    def describe(self) -> str:
+        """One line: how far the run got, as a resume will continue it.
+
+        Example:
+            >>> saved = SavedRun("dag_1", 3, None, "p", "running",
+            ...     {"status": {"a": "completed", "b": "running", "c": "pending"}}, ())
+            >>> saved.describe()
+            'running, 1 of 3 steps completed; to run: b, c'
+        """
+        committed = self.committed()
+        done = sum(1 for s in committed.values() if s == "completed")
+        todo = [sid for sid in self.state["status"] if committed.get(sid, "pending") == "pending"]
+        line = f"{self.status}, {done} of {len(self.state['status'])} steps completed"
+        return line + (f"; to run: {', '.join(todo)}" if todo and not self.ended else "")
+
+
+def load_run(store: Store, run_id: str) -> SavedRun:
+    """Read ``run_id`` back from ``store`` (:class:`RunNotFoundError` when it is not there)."""
+    record = store.get(run_id)
+    if record is None or record.kind != KIND:
+        what = "no run" if record is None else f"a {record.kind} record, not a generated run,"
+        raise RunNotFoundError(f"{what} {run_id!r} in the store {store.url}")
+    state: dict[str, Any] | None = None
+    finished: list[dict[str, Any]] = []
+    for event in store.events(run_id):
+        kind = event.data.get("type")
+        if kind in ("plan_started", "run_checkpoint"):
+            state, finished = event.data["state"], []
+        elif kind == "node_finished":
+            finished.append(event.data)
+    if state is None:
+        raise PlanningError(f"run {run_id!r} has no saved state to resume from")
+    data = record.data
+    return SavedRun(
+        run_id=run_id,
+        version=record.version,
+        session=record.session,
+        plan_id=str(data.get("plan") or record.plan or ""),
+        status=str(record.status or data.get("status") or "running"),
+        state=state,
+        finished=tuple(finished),
+    )
+
+
+def _result(data: Mapping[str, Any]) -> StepResult:
+    return StepResult.model_validate({k: v for k, v in data.items() if k != "durable"})
+
+
+def restore(run: PlanRun, saved: SavedRun) -> list[str]:
+    """Put ``saved`` into a fresh ``run``; return the failed steps whose handling was lost.
+
+    ``run`` was built with ``saved``'s plan. Steps that were running are
+    pending again; a failure committed after the last checkpoint is handed
+    back so the caller can decide about it as the crashed run would have.
+    """
+    state = saved.state
+    run.initial_plan = Plan.model_validate(state["initial_plan"])
+    run.status = {sid: StepStatus(s) for sid, s in state["status"].items()}
+    run.results = {sid: _result(r) for sid, r in state["results"].items()}
+    run.replaced = {sid: _result(r) for sid, r in state["replaced"].items()}
+    run.by_strategy = set(state["by_strategy"])
+    run.revisions = [PlanRevision.model_validate(r) for r in state["revisions"]]
+    run.revision_attempts = state["revision_attempts"]
+    run.applied_revisions = state["applied_revisions"]
+    run.sub_revisions = state["sub_revisions"]
+    run.budget_flagged = state["budget_flagged"]
+    run.stop_reason = state["stop_reason"]
+    run.started_at = datetime.fromisoformat(state["started_at"])
+    failed: list[str] = []
+    for event in saved.finished:
+        data = event["result"]
+        sid = event["node"]
+        if sid not in run.status or not data.get("durable", True):
+            continue
+        result = _result(data)
+        run.status[sid] = result.status
+        run.results[sid] = result
+        if result.status == StepStatus.FAILED:
+            failed.append(sid)
+    for sid, status in run.status.items():
+        if status == StepStatus.RUNNING:
+            run.status[sid] = StepStatus.PENDING
+            run.results.pop(sid, None)
+        elif status == StepStatus.COMPLETED and sid in run.results:
+            run.outputs[sid] = run.results[sid].output
+    run._rescan()
+    return failed
+
+
+class Journal:
+    """Commits one generated run to a store while it runs (see the module docstring).
+
+    Every method but :meth:`flush` and :meth:`close` is called on the event
+    loop and costs a list append: the record and the commit happen in
+    :meth:`_write`, one commit at a time.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        *,
+        session: str | None = None,
+        version: int = 0,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.session = session or run_id
+        self.version = version
+        self.error: BaseException | None = None
+        self._run: PlanRun | None = None
+        self._plan_id = ""
+        self._pending: list[dict[str, Any]] = []
+        self._path: list[str] = []
+        self._status = "running"
+        self._final: dict[str, Any] = {}
+        self._writer: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._closing = False
+
+    # ------------------------------------------------------------ what happened
+
+    def attach(
+        self, run: PlanRun, *, resumed: bool = False, rerun: list[str] | None = None
+    ) -> None:
+        """Start journaling ``run``: a ``plan_started`` (or ``plan_resumed``) checkpoint."""
+        self._run = run
+        self._plan_id = _slug(run.initial_plan.goal or run.goal)
+        self._path = [
+            sid
+            for sid, status in run.status.items()
+            if status in (StepStatus.COMPLETED, StepStatus.FAILED)
+        ]
+        if resumed:
+            self._pending.append({"type": "plan_resumed", "rerun": rerun or []})
+            self._pending.append({"type": "run_checkpoint", "state": _state_data(run)})
+        else:
+            self._pending.append(
+                {
+                    "type": "plan_started",
+                    "goal": run.goal,
+                    "steps": len(run.plan.steps),
+                    "state": _state_data(run),
+                }
+            )
+        self._writer = asyncio.get_running_loop().create_task(
+            self._write(), name=f"waygraph-journal-{self.run_id}"
+        )
+        self._wake.set()
+
+    def started(self, step_id: str) -> None:
+        """A step was started."""
+        self._pending.append({"type": "node_started", "node": step_id})
+        self._wake.set()
+
+    def finished(self, result: StepResult) -> None:
+        """A step finished (completed, failed): its result is committed next."""
+        self._path.append(result.step_id)
+        event = {
+            "type": "node_finished",
+            "node": result.step_id,
+            "status": str(result.status),
+            "result": _result_data(result),
+        }
+        if result.error:
+            event["error"] = result.error
+        self._pending.append(event)
+        self._wake.set()
+
+    def checkpoint(self) -> None:
+        """The run changed beyond one step (a revision): save its whole state."""
+        assert self._run is not None
+        self._pending.append({"type": "run_checkpoint", "state": _state_data(self._run)})
+        self._wake.set()
+
+    # ------------------------------------------------------------ writing
+
+    def _record(self) -> dict[str, Any]:
+        run = self._run
+        assert run is not None
+        visited = {sid: str(status) for sid, status in run.status.items()}
+        return {
+            "kind": KIND,
+            "run_id": self.run_id,
+            "plan": self._plan_id,
+            "plan_id": self._plan_id,
+            "goal": run.goal,
+            "status": self._status,
+            "current_node": list(run.running),
+            "visited": visited,
+            "path": list(self._path),
+            "total_nodes": len(visited),
+            "completed_nodes": sum(1 for s in visited.values() if s == "completed"),
+            "revisions": run.applied_revisions + run.sub_revisions,
+            **self._final,
+        }
+
+    def _commit(self, record: dict[str, Any], events: list[dict[str, Any]]) -> int:
+        return self.store.commit(
+            self.run_id,
+            record,
+            self.version,
+            events,
+            kind=KIND,
+            session=self.session,
+            status=self._status,
+            plan=self._plan_id,
+            make_current=True,
+        )
+
+    async def _write(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending and self.error is None:
+                events, self._pending = self._pending, []
+                record = self._record()
+                try:
+                    self.version = await asyncio.to_thread(self._commit, record, events)
+                except Exception as exc:
+                    # Nothing more of this run can be saved (another process
+                    # resumed it, the store is gone): stop it rather than run
+                    # steps whose results would be lost.
+                    log.error("run %s could not be saved: %s", self.run_id, exc)
+                    self.error = exc
+                    if self._run is not None:
+                        self._run._stop(f"the run could not be saved to {self.store.url}: {exc}")
+                        self._run._wake.set()
+            if self._closing:
+                return
+
+    async def close(self, *, success: bool, final_output: Any, reason: str | None) -> None:
+        """Commit the end of the run (``plan_completed`` or ``plan_failed``) and stop writing."""
+        self._status = "completed" if success else "failed"
+        text = final_output if isinstance(final_output, str) else None
+        self._final = {"finished_at": _now().isoformat(), "reason": reason}
+        end: dict[str, Any] = {"type": "plan_completed" if success else "plan_failed"}
+        if not success:
+            end["reason"] = reason or text
+        self._pending.append(end)
+        await self._stop_writer()
+
+    async def flush(self) -> None:
+        """Commit what is queued and stop writing; the run stays resumable (``running``)."""
+        await self._stop_writer()
+
+    async def _stop_writer(self) -> None:
+        self._closing = True
+        self._wake.set()
+        if self._writer is not None:
+            # The writer must finish its commit even when the run is being cancelled.
+            await asyncio.shield(self._writer)
