@@ -390,3 +390,5 @@ def test_a_planner_module_with_a_typo_in_its_machine_is_one_line_exit_2(tmp_path
         "planner 'echo-planner', goal 'echo.goal', state 'echoing', "
         "field 'transitions[0].to_state': unknown target state 'dnoe'"
     ) in line
+    # Said at the user's line that registered the machine, not inside waygraph.
+    assert line.endswith(f"({module}:16)")

@@ -1,8 +1,10 @@
-"""Event commands: ``waygraph worker``, ``waygraph planner`` and ``waygraph events tail``.
+"""Event commands: ``waygraph worker``, ``waygraph planner``, ``waygraph events tail/send/ask``.
 
 ``worker`` and ``planner`` run the workers or planners a Python module
-defines against a bus until Ctrl-C (or SIGTERM), then shut down cleanly;
-``events tail`` prints events as they happen. The bus URL comes from
+defines against a bus until Ctrl-C (or SIGTERM), then shut down cleanly
+(``-v``: a line per handled event); ``events tail`` prints events as they
+happen, ``events send`` publishes one, ``events ask`` publishes a goal and
+prints its answer. The bus URL comes from
 ``--bus``, else ``WAYGRAPH_NATS_URL``, else ``nats://127.0.0.1:4222``.
 """
 
@@ -475,6 +477,7 @@ def send(
     Prints the event's id and topic (with --json the whole event). Events
     go on business-facts unless --topic says otherwise.
     """
+    from waygraph.cli.app import plain
     from waygraph.events import Topic
 
     payload = _data_option(data)
@@ -491,7 +494,7 @@ def send(
             _print_json({**event.to_wire(), "topic": chosen.value}, indent=None)
         else:
             console.print(
-                f"sent {escape(event.type)} on {chosen.value} (id {event.id})",
+                f"sent {plain(event.type)} on {chosen.value} (id {plain(event.id)})",
                 highlight=False,
                 soft_wrap=True,
             )
