@@ -197,7 +197,8 @@ class Planner:
 
         def register(handler: F) -> F:
             self._declared.discard(event_type)
-            self._goals = [g for g in self._goals if not (g[0] == event_type and g[1] is topic)]
+            default = (event_type, topic, run_state_machine)
+            self._goals = [g for g in self._goals if g != default]
             self._goals.append((event_type, topic, handler))
             return handler
 
