@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import subprocess
@@ -382,6 +383,7 @@ def test_a_planner_module_with_a_typo_in_its_machine_is_one_line_exit_2(tmp_path
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, "WAYGRAPH_DATABASE_URL": "memory://"},
     )
     assert result.returncode == 2
     assert result.stdout == "" and "Traceback" not in result.stderr
@@ -392,3 +394,24 @@ def test_a_planner_module_with_a_typo_in_its_machine_is_one_line_exit_2(tmp_path
     ) in line
     # Said at the user's line that registered the machine, not inside waygraph.
     assert line.endswith(f"({module}:16)")
+
+
+def test_a_planner_with_a_goal_type_but_no_handler_does_not_start(tmp_path: Path) -> None:
+    module = tmp_path / "no_handler.py"
+    module.write_text(
+        "from waygraph.events import Planner\n"
+        "planner = Planner('p')\n"
+        "planner.on_goal('x.goal')  # the @ was forgotten\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "waygraph", "planner", str(module), "--bus", "memory://"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WAYGRAPH_DATABASE_URL": "memory://"},
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "error: planner 'p', goal 'x.goal': on_goal('x.goal') was called but no handler was "
+        "registered; decorate an async function with it, or pass state_machine= to run a machine"
+    )
