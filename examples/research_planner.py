@@ -134,9 +134,12 @@ def build(bus: Bus, store: Any) -> tuple[Planner, Worker]:
     planner = Planner("research-planner", bus=bus, store=store)
     worker = Worker("researcher", bus=bus, human_timeout_seconds=2.0)
 
-    @planner.on_goal("research.goal")
-    async def start_research(goal, context):  # type: ignore[no-untyped-def]
-        plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=context)
+    # Given here, SM is validated when the planner is built, not when a goal arrives.
+    @planner.on_goal("research.goal", state_machine=SM)
+    async def start_research(goal, context, state_machine):  # type: ignore[no-untyped-def]
+        plan = await PlanContext.create_from_goal(
+            goal, state_machine=state_machine, context=context
+        )
         await plan.execute_next()
 
     @planner.on_transition()

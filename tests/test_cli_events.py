@@ -1,4 +1,4 @@
-"""The event commands: ``waygraph events tail``, ``waygraph worker``, ``waygraph planner``.
+"""The event commands: ``waygraph events tail/send/ask``, ``waygraph worker``, ``waygraph planner``.
 
 The long-running commands run as real subprocesses against the shared NATS,
 each test in streams of its own (the bus URL carries ``stream_prefix`` and
@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import signal
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -21,7 +24,7 @@ from typer.testing import CliRunner
 from tests.bus_contract import async_test
 from tests.test_events_nats import delete_streams, shared_nats_url, unique_prefixes
 from waygraph.cli import app
-from waygraph.events import Topic
+from waygraph.events import Envelope, Topic
 from waygraph.events.nats_bus import NatsBus
 
 WORKER_MODULE = """
@@ -234,3 +237,181 @@ def test_an_unreachable_bus_is_a_clear_error() -> None:
     assert result.exit_code == 2
     assert "cannot connect to NATS at nats://127.0.0.1:1" in result.output
     assert "Traceback" not in result.output
+
+
+# ------------------------------------------------- send, ask, -v, bad machines
+
+ECHO_PLANNER = """
+from waygraph.events import Planner, StateAction, StateConfig, StateTransition
+from waygraph.events.failures import PermanentError
+
+SM = {
+    "start": StateConfig(state_name="start", default_next="echoing"),
+    "echoing": StateConfig(
+        state_name="echoing",
+        action=StateAction(event_type="echo.requested", data={"echo": "{goal_data.text}"}),
+        transitions=[StateTransition(on_event="echo.completed", to_state="done")],
+    ),
+    "done": StateConfig(state_name="done", is_terminal=True),
+}
+
+planner = Planner("echo-planner")
+planner.on_goal("echo.goal", state_machine=SM)
+
+
+@planner.on_goal("refuse.goal")
+async def refuse(goal, context):
+    raise PermanentError("refused: " + goal.data["why"])
+"""
+
+
+async def run_cli(*args: str, timeout: float = 30.0) -> tuple[int, str, str]:
+    """Run ``waygraph ARGS`` to the end: exit code, stdout, stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "waygraph",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout)
+    return int(process.returncode or 0), out.decode(), err.decode()
+
+
+@async_test(timeout=60)
+async def test_events_send_publishes_one_event_a_subscriber_sees(bus_url: str) -> None:
+    got: list[Envelope] = []
+    async with NatsBus(bus_url, source="test/cli") as bus:
+
+        async def seen(event: Envelope) -> None:
+            got.append(event)
+
+        await bus.subscribe(Topic.BUSINESS_FACTS, "order.placed", seen)
+        code, out, err = await run_cli(
+            "events", "send", "order.placed", "--data", '{"order": 7}', "--bus", bus_url
+        )
+        assert (code, err) == (0, "")
+        for _ in range(100):
+            if got:
+                break
+            await asyncio.sleep(0.05)
+    [event] = got
+    assert (event.type, event.data, event.source) == ("order.placed", {"order": 7}, "waygraph-cli")
+    assert out.strip() == f"sent order.placed on business-facts (id {event.id})"
+
+
+@async_test(timeout=90)
+async def test_events_ask_prints_the_answer_and_v_logs_each_handled_event(
+    bus_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "echo_planner.py").write_text(textwrap.dedent(ECHO_PLANNER))
+    (tmp_path / "echo_worker.py").write_text(textwrap.dedent(WORKER_MODULE))
+    store = f"sqlite:///{tmp_path / 'plans.db'}"
+    planner = await Command.start(
+        "planner", str(tmp_path / "echo_planner.py"), "--bus", bus_url, "--store", store, "-v"
+    )
+    worker = await Command.start("worker", str(tmp_path / "echo_worker.py"), "--bus", bus_url, "-v")
+    try:
+        await planner.wait_for_stderr("1 planner(s) running")
+        await worker.wait_for_stderr("1 worker(s) running")
+        ask = ("events", "ask", "--bus", bus_url, "--timeout", "20")
+        code, out, err = await run_cli(
+            *ask, "echo.goal", "--data", '{"text": "hi"}', "--response-event", "echo.done", "--json"
+        )
+        assert (code, err) == (0, ""), out
+        answer = json.loads(out)
+        assert answer["type"] == "echo.done"
+        assert answer["data"]["status"] == "completed"
+        assert answer["data"]["result"]["results"]["echoing"]["echo"] == {"echo": "hi"}
+        corr = answer["correlationid"]
+
+        code, out, err = await run_cli(
+            *ask, "refuse.goal", "-d", '{"why": "no budget"}', "-r", "refuse.done"
+        )
+        assert (code, err) == (1, "")
+        refused = json.loads(out)
+        assert refused["status"] == "failed"
+        assert refused["error"] == {"type": "PermanentError", "message": "refused: no budget"}
+
+        # -v: one line per handled event, with time, who, type, ids and outcome.
+        await planner.wait_for_stderr("refuse.goal")
+        goal_line = next(line for line in planner.stderr if " echo.goal " in line)
+        assert f"corr={corr}" in goal_line and goal_line.rstrip().endswith("planned")
+        assert "planner echo-planner" in goal_line
+        assert re.match(r"\d\d:\d\d:\d\d\.\d\d\d ", goal_line)
+        step = next(line for line in planner.stderr if " echo.completed " in line)
+        assert step.rstrip().endswith("echoing -> done")
+        assert "failed, answered: PermanentError: refused: no budget" in planner.stderr[-1]
+        await worker.wait_for_stderr("echo.requested")
+        task_line = worker.stderr[-1]
+        assert "worker echo" in task_line and "goal=" in task_line
+        assert task_line.rstrip().endswith("completed, answered echo.completed")
+        for command in (planner, worker):
+            command.process.send_signal(signal.SIGINT)
+            code, rest = await command.finish()
+            assert code == 0 and "Traceback" not in rest
+    finally:
+        planner.kill()
+        worker.kill()
+
+
+@async_test(timeout=60)
+async def test_events_ask_without_an_answer_and_with_bad_data_exit_2(bus_url: str) -> None:
+    code, out, err = await run_cli(
+        "events", "ask", "nobody.goal", "-r", "nobody.done", "--timeout", "0.5", "--bus", bus_url
+    )
+    assert (code, out) == (2, "")
+    assert err.startswith("error: no 'nobody.done' on action-results for 'nobody.goal'")
+    assert "is a planner or worker for 'nobody.goal' running" in err
+    assert len(err.strip().splitlines()) == 1
+    for command in ("send", "ask"):
+        extra = ("-r", "x.done") if command == "ask" else ()
+        code, out, err = await run_cli(
+            "events", command, "x.goal", *extra, "--data", "{topic: 1}", "--bus", bus_url
+        )
+        assert (code, out) == (2, "")
+        assert err.startswith("error: --data is not valid JSON: Expecting property name")
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_planner_module_with_a_typo_in_its_machine_is_one_line_exit_2(tmp_path: Path) -> None:
+    module = tmp_path / "typo_planner.py"
+    module.write_text(textwrap.dedent(ECHO_PLANNER).replace('to_state="done"', 'to_state="dnoe"'))
+    result = subprocess.run(
+        [sys.executable, "-m", "waygraph", "planner", str(module), "--bus", "memory://"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WAYGRAPH_DATABASE_URL": "memory://"},
+    )
+    assert result.returncode == 2
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert (
+        "planner 'echo-planner', goal 'echo.goal', state 'echoing', "
+        "field 'transitions[0].to_state': unknown target state 'dnoe'"
+    ) in line
+    # Said at the user's line that registered the machine, not inside waygraph.
+    assert line.endswith(f"({module}:16)")
+
+
+def test_a_planner_with_a_goal_type_but_no_handler_does_not_start(tmp_path: Path) -> None:
+    module = tmp_path / "no_handler.py"
+    module.write_text(
+        "from waygraph.events import Planner\n"
+        "planner = Planner('p')\n"
+        "planner.on_goal('x.goal')  # the @ was forgotten\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "waygraph", "planner", str(module), "--bus", "memory://"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WAYGRAPH_DATABASE_URL": "memory://"},
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "error: planner 'p', goal 'x.goal': on_goal('x.goal') was called but no handler was "
+        "registered; decorate an async function with it, or pass state_machine= to run a machine"
+    )

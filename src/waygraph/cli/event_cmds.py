@@ -1,8 +1,10 @@
-"""Event commands: ``waygraph worker``, ``waygraph planner`` and ``waygraph events tail``.
+"""Event commands: ``waygraph worker``, ``waygraph planner``, ``waygraph events tail/send/ask``.
 
 ``worker`` and ``planner`` run the workers or planners a Python module
-defines against a bus until Ctrl-C (or SIGTERM), then shut down cleanly;
-``events tail`` prints events as they happen. The bus URL comes from
+defines against a bus until Ctrl-C (or SIGTERM), then shut down cleanly
+(``-v``: a line per handled event); ``events tail`` prints events as they
+happen, ``events send`` publishes one, ``events ask`` publishes a goal and
+prints its answer. The bus URL comes from
 ``--bus``, else ``WAYGRAPH_NATS_URL``, else ``nats://127.0.0.1:4222``.
 """
 
@@ -352,12 +354,14 @@ def worker_command(
         ),
     ],
     bus_url: BusOption = DEFAULT_BUS_URL,
+    verbose: VerboseOption = False,
 ) -> None:
     """Run the workers a Python module defines against a bus until Ctrl-C.
 
     Each worker answers its task types in a queue group named after it, so
     several processes running the same worker share the work.
     """
+    _show_activity(verbose)
     _serve("worker", target, bus_url, None)
 
 
@@ -381,10 +385,168 @@ def planner_command(
             "share one). Default: WAYGRAPH_DATABASE_URL, else the user data folder.",
         ),
     ] = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Run the planners a Python module defines against a bus until Ctrl-C.
 
     Planner processes sharing one store (PostgreSQL) and bus split the goals
     and events between them; each plan moves on in one process at a time.
     """
+    _show_activity(verbose)
     _serve("planner", target, bus_url, store)
+
+
+# ------------------------------------------------------- -v, send and ask
+
+
+def _show_activity(verbose: bool) -> None:
+    """With -v, print one line per event a worker or planner handled to stderr."""
+    if not verbose:
+        return
+    import logging
+
+    from waygraph.events import activity
+
+    class LineFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return activity.format_line(record)
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LineFormatter())
+    activity.LOGGER.addHandler(handler)
+    activity.LOGGER.setLevel(logging.INFO)
+    activity.LOGGER.propagate = False
+
+
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Print one line per handled event to stderr: time, who, event type, "
+        "correlation (and goal) id, outcome.",
+    ),
+]
+
+
+def _data_option(text: str) -> dict[str, Any]:
+    """``--data`` as a JSON object, or a ConfigError naming the flag."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"--data is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}); "
+            """give an object, e.g. --data '{"topic": "graphs"}'"""
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"--data must be a JSON object (got a JSON {type(data).__name__}); "
+            """e.g. --data '{"topic": "graphs"}'"""
+        )
+    return data
+
+
+DataOption = Annotated[
+    str, typer.Option("--data", "-d", help="The event's data: a JSON object.", show_default=True)
+]
+
+
+def _print_json(value: Any, *, indent: int | None) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=indent, default=str) + "\n")
+    sys.stdout.flush()
+
+
+@events_app.command("send")
+@friendly_errors
+def send(
+    event_type: Annotated[str, typer.Argument(metavar="TYPE", help="The event type.")],
+    data: DataOption = "{}",
+    bus_url: BusOption = DEFAULT_BUS_URL,
+    topic: Annotated[
+        str, typer.Option("--topic", "-t", help="The topic to publish on.")
+    ] = "business-facts",
+    correlation_id: Annotated[
+        str | None, typer.Option("--correlation-id", help="The event's correlation id.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the sent event as CloudEvents JSON.")
+    ] = False,
+) -> None:
+    """Publish one event and exit.
+
+    Prints the event's id and topic (with --json the whole event). Events
+    go on business-facts unless --topic says otherwise.
+    """
+    from waygraph.cli.app import plain
+    from waygraph.events import Topic
+
+    payload = _data_option(data)
+    [chosen] = _topics([topic], Topic)
+
+    async def main(stop: asyncio.Event) -> None:
+        bus = await _open_bus(bus_url, "waygraph-cli")
+        try:
+            event = bus.envelope(event_type, payload, correlation_id=correlation_id)
+            await bus.publish(event, chosen)
+        finally:
+            await bus.close()
+        if as_json:
+            _print_json({**event.to_wire(), "topic": chosen.value}, indent=None)
+        else:
+            console.print(
+                f"sent {plain(event.type)} on {chosen.value} (id {plain(event.id)})",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+    run_until_stopped(main)
+
+
+@events_app.command("ask")
+@friendly_errors
+def ask(
+    event_type: Annotated[str, typer.Argument(metavar="TYPE", help="The goal or request type.")],
+    response_event: Annotated[
+        str, typer.Option("--response-event", "-r", help="The event type the answer comes as.")
+    ],
+    data: DataOption = "{}",
+    bus_url: BusOption = DEFAULT_BUS_URL,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.001, help="Seconds to wait for the answer.")
+    ] = 30.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole answer as one line of CloudEvents JSON.")
+    ] = False,
+) -> None:
+    """Publish a goal (or request) on action-requests and print its answer.
+
+    Waits for --response-event with the goal's correlation id on
+    action-results and prints the answer's data as JSON (with --json the
+    whole event). Exit 0 when the answer is not a failure, 1 when its data
+    has "status": "failed" or an "error", 2 when no answer arrives in time.
+    """
+    from waygraph.errors import EventTimeoutError
+
+    payload = _data_option(data)
+    answer: Envelope | None = None
+
+    async def main(stop: asyncio.Event) -> None:
+        nonlocal answer
+        bus = await _open_bus(bus_url, "waygraph-cli")
+        try:
+            answer = await bus.ask(event_type, payload, response_event, timeout=timeout)
+        except EventTimeoutError as exc:
+            raise ConfigError(
+                f"{exc}; is a planner or worker for {event_type!r} running on {bus_url}?"
+            ) from None
+        finally:
+            await bus.close()
+
+    run_until_stopped(main)
+    assert answer is not None
+    if as_json:
+        _print_json({**answer.to_wire(), "topic": "action-results"}, indent=None)
+    else:
+        _print_json(answer.data, indent=2)
+    if answer.data.get("status") == "failed" or "error" in answer.data:
+        raise typer.Exit(1)

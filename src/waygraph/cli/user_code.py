@@ -17,6 +17,9 @@ from waygraph.errors import ConfigError
 
 __all__ = ["describe_error", "load_user_module"]
 
+# Frames of waygraph itself, skipped when saying where user code failed.
+_PACKAGE = str(Path(__file__).resolve().parent.parent)
+
 
 def load_user_module(target: str) -> tuple[ModuleType, str | None]:
     """Import ``MODULE[:ATTR]``: a dotted module name or a path to a .py file.
@@ -78,11 +81,19 @@ def _import_path(path: Path) -> ModuleType:
 
 
 def describe_error(exc: BaseException) -> str:
-    """``Type: message (file:line)`` of the innermost frame, for errors in user code."""
+    """``Type: message (file:line)`` of the innermost frame, for errors in user code.
+
+    The frame is the innermost one outside waygraph, when there is one: a
+    waygraph call the user's code got wrong is reported at the user's line.
+    """
     where = ""
     tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
+    found = None
+    while tb is not None:
+        if found is None or not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+            found = tb
         tb = tb.tb_next
+    tb = found
     if isinstance(exc, SyntaxError) and exc.filename:
         where = f" ({exc.filename}:{exc.lineno})"
     elif tb is not None:

@@ -23,6 +23,7 @@ from waygraph.errors import ConfigError
 from waygraph.events.bus import Bus, Handler, Subscription
 from waygraph.events.context import PlanContext, PlannerContext, current_planner_context
 from waygraph.events.envelope import Envelope, Topic
+from waygraph.events.failures import PermanentError, PlannerSetupError, TransientError
 from waygraph.events.goals import GoalContext, Transition, TransitionContext
 from waygraph.events.inprocess import InProcessBus
 from waygraph.events.planner import Planner
@@ -45,15 +46,18 @@ __all__ = [
     "Handler",
     "InProcessBus",
     "NatsBus",
+    "PermanentError",
     "PlanContext",
     "Planner",
     "PlannerContext",
+    "PlannerSetupError",
     "StateAction",
     "StateConfig",
     "StateTransition",
     "Subscription",
     "Task",
     "Topic",
+    "TransientError",
     "Transition",
     "TransitionContext",
     "Worker",

@@ -36,18 +36,12 @@ import copy
 import logging
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from waygraph.errors import (
-    PlanFormatError,
-    PlanStateError,
-)
-from waygraph.events._plan_records import (
-    Change,
-    PlanRecords,
-)
+from waygraph.errors import PlanFormatError, PlanStateError
+from waygraph.events._plan_records import Change, PlanRecords
 from waygraph.events._planner_context import (
     KIND,
     PLAN_NAMESPACE,
@@ -55,6 +49,7 @@ from waygraph.events._planner_context import (
     current_planner_context,
 )
 from waygraph.events.envelope import Envelope, Topic, new_event_id
+from waygraph.events.failures import error_payload
 from waygraph.events.statemachine import (
     StateAction,
     StateConfig,
@@ -63,9 +58,6 @@ from waygraph.events.statemachine import (
     validate_state_machine,
 )
 from waygraph.model import FINISHED
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["KIND", "PlanContext", "PlanStatus", "PlannerContext", "current_planner_context"]
 
@@ -105,6 +97,7 @@ class PlanContext(PlanRecords, BaseModel):
     started: bool = False
     results: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
+    error: dict[str, Any] | None = None
     parent_plan_id: str | None = None
     session_id: str | None = None
     user_id: str | None = None
@@ -389,7 +382,11 @@ class PlanContext(PlanRecords, BaseModel):
         return StateAction(event_type=event_type)
 
     async def finalize(
-        self, result: Any = None, *, status: Literal["completed", "failed"] | None = None
+        self,
+        result: Any = None,
+        *,
+        status: Literal["completed", "failed"] | None = None,
+        error: dict[str, Any] | None = None,
     ) -> bool:
         """Finish the plan and answer the goal; True the first time, False after.
 
@@ -400,7 +397,8 @@ class PlanContext(PlanRecords, BaseModel):
         on the goal's ``response_event`` (default ``<goal type>.completed``)
         and ``response_topic`` (default ``action-results``) with the goal's
         correlation id, or the parent plan's when the goal had none, data
-        ``{"plan_id", "status", "result"}``; and ``plan.completed`` /
+        ``{"plan_id", "status", "result"}`` (plus ``error``, when given, as
+        a failed answer carries it: ``{"type", "message", ...}``); and ``plan.completed`` /
         ``plan.failed`` on ``plan-events``, which starts plans that depend on
         this one.
         """
@@ -409,7 +407,7 @@ class PlanContext(PlanRecords, BaseModel):
         def apply(plan: PlanContext, change: Change) -> bool:
             if plan.status in FINISHED:
                 return False
-            plan._finish(change, result, status, parent_correlation)
+            plan._finish(change, result, status, parent_correlation, error=error)
             return True
 
         return await self._change(apply)
@@ -427,6 +425,8 @@ class PlanContext(PlanRecords, BaseModel):
         result: Any,
         status: Literal["completed", "failed"] | None,
         parent_correlation: str | None,
+        *,
+        error: dict[str, Any] | None = None,
     ) -> None:
         """Mark the plan finished and put the goal's answer and ``plan.<status>`` in the outbox."""
         final = status or ("failed" if self.current_state == "failed" else "completed")
@@ -438,6 +438,8 @@ class PlanContext(PlanRecords, BaseModel):
         self.awaiting = None
         goal_id = self.goal.get("id")
         data = {"plan_id": self.plan_id, "status": final, "result": result}
+        if error is not None:
+            self.error = data["error"] = error
         response = Envelope(
             id=_derived_id(self.plan_id, "response"),
             source=self.context.source,
@@ -576,6 +578,7 @@ class PlanContext(PlanRecords, BaseModel):
             await self.finalize(
                 {"error": str(exc), "field": exc.field, "state": self.current_state},
                 status="failed",
+                error=error_payload(exc),
             )
             return True
 

@@ -45,11 +45,18 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from waygraph import callbacks
+from waygraph.events._planner_checks import (
+    check_goal_registration,
+    check_planner,
+    run_state_machine,
+)
 from waygraph.events._planner_context import _CURRENT, PlannerContext, plan_id_for
+from waygraph.events.activity import describe, handled
 from waygraph.events.context import PlanContext, PlanStatus
 from waygraph.events.envelope import Envelope, Topic, new_event_id
+from waygraph.events.failures import answer_goal_failed, error_payload, is_permanent
 from waygraph.events.goals import GoalContext, Transition, TransitionContext
-from waygraph.events.statemachine import StateAction
+from waygraph.events.statemachine import StateAction, StateConfig, StateMachine
 from waygraph.retry import retry_conflicts_async
 from waygraph.store import open_store
 
@@ -61,7 +68,7 @@ __all__ = ["Planner", "Transition", "TransitionContext", "default_plan_store_url
 
 log = logging.getLogger("waygraph.events")
 
-GoalHandler = Callable[[GoalContext, PlannerContext], Awaitable[Any]]
+GoalHandler = Callable[..., Awaitable[Any]]  # (goal, context), as callbacks.bind fills it
 EventHandler = Callable[[Envelope, PlannerContext], Awaitable[Any]]
 TransitionHandler = Callable[[TransitionContext, PlannerContext], Awaitable[Any]]
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -143,6 +150,8 @@ class Planner:
             planner=self,
         )
         self._goals: list[tuple[str, Topic, GoalHandler]] = []
+        self._machines: dict[str, StateMachine] = {}
+        self._declared: set[str] = set()
         self._transition: TransitionHandler | None = None
         self._events: list[tuple[Topic, str, EventHandler]] = []
         self._subscriptions: list[Subscription] = []
@@ -163,12 +172,34 @@ class Planner:
     # ------------------------------------------------------------ decorators
 
     def on_goal(
-        self, event_type: str, *, topic: Topic | str = Topic.ACTION_REQUESTS
+        self,
+        event_type: str,
+        *,
+        topic: Topic | str = Topic.ACTION_REQUESTS,
+        state_machine: Mapping[str, StateConfig | Mapping[str, Any]] | None = None,
     ) -> Callable[[F], F]:
-        """Register ``handler(goal, context)`` for goal events of ``event_type``."""
+        """Register ``handler(goal, context)`` for goal events of ``event_type``.
+
+        ``state_machine``: the machine this goal's plans run, validated now
+        (:class:`~waygraph.events.failures.PlannerSetupError` names the
+        planner, goal, state and field). With it the handler may be left
+        out: ``planner.on_goal("x.goal", state_machine=SM)`` alone starts a
+        plan of ``SM`` per goal; a handler that names ``state_machine`` gets
+        the validated states.
+        """
+        machine = check_goal_registration(self.name, event_type, state_machine)
+        topic = Topic(topic)
+        if machine is not None:
+            self._machines[event_type] = machine
+            self._goals.append((event_type, topic, run_state_machine))
+        else:
+            self._declared.add(event_type)
 
         def register(handler: F) -> F:
-            self._goals.append((event_type, Topic(topic), handler))
+            self._declared.discard(event_type)
+            default = (event_type, topic, run_state_machine)
+            self._goals = [g for g in self._goals if g != default]
+            self._goals.append((event_type, topic, handler))
             return handler
 
         return register
@@ -200,6 +231,7 @@ class Planner:
         """
         if self._started:
             return
+        check_planner(self.name, self._declared, self._machines)
         self._started = True
         self._closing = False
         await self.bus.start()
@@ -341,7 +373,14 @@ class Planner:
                 return
             context = self.context
             values = {"goal": GoalContext.from_event(goal), "context": context, "planner": self}
-            await callbacks.call(handler, ("goal", "context"), values)
+            if goal.type in self._machines:
+                values["state_machine"] = self._machines[goal.type].states
+            try:
+                await callbacks.call(handler, ("goal", "context"), values)
+            except Exception as exc:
+                await self._goal_failed(goal, exc)
+                return
+            handled(self.name, goal, "planned")
 
         return on_goal
 
@@ -350,8 +389,17 @@ class Planner:
         async def on_event(event: Envelope) -> None:
             values = {"event": event, "context": self.context, "planner": self}
             await callbacks.call(handler, ("event", "context"), values)
+            handled(self.name, event, "handled")
 
         return on_event
+
+    async def _goal_failed(self, goal: Envelope, exc: Exception) -> None:
+        if not is_permanent(exc):
+            handled(self.name, goal, f"error, to be redelivered: {describe(exc)}")
+            raise exc
+        log.warning("planner %s: goal %s failed: %s", self.name, goal.id, describe(exc))
+        await answer_goal_failed(self.context, goal, exc)
+        handled(self.name, goal, f"failed, answered: {describe(exc)}")
 
     async def _route(self, event: Envelope) -> None:
         """Hand ``event`` to the plan that accepts it, retrying on write conflicts."""
@@ -373,11 +421,22 @@ class Planner:
                     break
             if transition is None:
                 return
-            if self._transition is not None:
-                values = {"transition": transition, "context": self.context, "planner": self}
-                await callbacks.call(self._transition, ("transition", "context"), values)
-            else:
-                await self.advance(transition)
+            before = transition.plan.current_state
+            try:
+                if self._transition is not None:
+                    values = {"transition": transition, "context": self.context, "planner": self}
+                    await callbacks.call(self._transition, ("transition", "context"), values)
+                else:
+                    await self.advance(transition)
+            except Exception as exc:
+                if not is_permanent(exc):
+                    raise
+                # Retrying cannot help: the plan fails and answers its goal now.
+                await transition.plan._reload()
+                await transition.plan.finalize(None, status="failed", error=error_payload(exc))
+                handled(self.name, event, f"plan failed: {describe(exc)}")
+                return
+            handled(self.name, event, f"{before} -> {transition.next_state}")
 
         # A plan that changed meanwhile is looked up again on the next try.
         await retry_conflicts_async(attempt, what=f"routing {event.type} ({event.id})")

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from waygraph.errors import EventTimeoutError
+from waygraph.events import activity
 from waygraph.events.envelope import Envelope, Topic
 from waygraph.events.statemachine import failure_event_for, response_event_for
 
@@ -240,6 +241,8 @@ class Worker:
         await self.close()
 
     def _runner(self, handler: TaskHandler) -> Callable[[Envelope], Awaitable[None]]:
+        who = f"worker {self.name}"
+
         async def run(envelope: Envelope) -> None:
             task = Task(envelope)
             context = WorkerContext(self, self.bus, task)
@@ -252,8 +255,14 @@ class Worker:
                 await self._answer(
                     task, task.failure_event, {"error": str(exc), "error_type": type(exc).__name__}
                 )
+                activity.handled(
+                    who,
+                    envelope,
+                    f"failed, answered {task.failure_event}: {activity.describe(exc)}",
+                )
                 return
             await self._answer(task, task.response_event, _as_data(value))
+            activity.handled(who, envelope, f"completed, answered {task.response_event}")
 
         return run
 

@@ -1,0 +1,166 @@
+"""Errors while handling a goal: permanent ones answer the goal, transient ones are retried.
+
+A goal whose handling fails in a way that would fail the same way on every
+redelivery (a state machine that does not validate, a handler that is not
+there, goal data the handler refuses) is answered at once on its
+``response_event`` with ``status: failed`` and an ``error`` object, and
+acknowledged. Anything else goes back to the bus, which redelivers the goal.
+
+Permanent: :class:`PermanentError` (raise it from a handler to say so),
+``ValueError`` (which covers waygraph's ``StateMachineError``,
+``PlanFormatError``, ``ConfigError``, ``InputError``, ``EventFormatError``
+and pydantic's ``ValidationError``), ``TypeError``, ``LookupError``
+(``KeyError``, ``IndexError``, ``PlanContextNotFoundError``),
+``AttributeError``, ``NameError`` and ``NotImplementedError``.
+Transient: :class:`TransientError` (even when it is also one of the above)
+and everything else: ``OSError`` and ``TimeoutError`` (connections, the
+bus, ``EventTimeoutError``), ``StoreError``, model errors (``LLMError``),
+``RuntimeError``.
+
+Example:
+    >>> is_permanent(KeyError("topic")), is_permanent(ConnectionError("reset"))
+    (True, False)
+    >>> error_payload(PermanentError("no such customer"))
+    {'type': 'PermanentError', 'message': 'no such customer'}
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from waygraph.errors import Conflict, PlanFormatError, StateMachineError, WaygraphError
+
+if TYPE_CHECKING:
+    from waygraph.events._planner_context import PlannerContext
+    from waygraph.events.envelope import Envelope
+
+__all__ = [
+    "PermanentError",
+    "PlannerSetupError",
+    "TransientError",
+    "answer_goal_failed",
+    "error_payload",
+    "is_permanent",
+]
+
+log = logging.getLogger("waygraph.events")
+
+#: Errors that fail the same way on every redelivery (see the module doc).
+PERMANENT: tuple[type[BaseException], ...] = (
+    ValueError,
+    TypeError,
+    LookupError,
+    AttributeError,
+    NameError,
+    NotImplementedError,
+)
+
+
+class PermanentError(WaygraphError):
+    """Raise from a handler when retrying cannot help: the goal is answered as failed at once."""
+
+
+class TransientError(WaygraphError):
+    """Raise from a handler to have the event redelivered, whatever else the error is."""
+
+
+class PlannerSetupError(StateMachineError):
+    """A planner registered something that cannot work; the message names planner and goal.
+
+    Example:
+        >>> str(PlannerSetupError("unknown target state 'dnoe'", planner="p", goal="g.goal",
+        ...                       state="searching", field="default_next"))
+        "planner 'p', goal 'g.goal', state 'searching', field 'default_next': unknown target \
+state 'dnoe'"
+    """
+
+    def __init__(
+        self, message: str, *, planner: str | None = None, goal: str | None = None, **where: Any
+    ) -> None:
+        self.planner = planner
+        self.goal = goal
+        super().__init__(message, **where)
+
+    def _compose(self) -> str:
+        head = [f"planner {self.planner!r}"] if self.planner else []
+        if self.goal:
+            head.append(f"goal {self.goal!r}")
+        text = super()._compose()
+        if not head:
+            return text
+        joiner = ", " if self.node is not None or self.field is not None else ": "
+        return ", ".join(head) + joiner + text
+
+
+def is_permanent(exc: BaseException) -> bool:
+    """True when ``exc`` would fail the same way on every redelivery (see the module doc)."""
+    if isinstance(exc, TransientError | Conflict):
+        return False
+    return isinstance(exc, (PermanentError, *PERMANENT))
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    """The ``error`` object of a failed answer: ``type``, ``message``, and ``state``/``field``
+    when the error names them."""
+    payload: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, StateMachineError) and exc.state is not None:
+        payload["state"] = exc.state
+    if isinstance(exc, PlanFormatError) and exc.field is not None:
+        payload["field"] = exc.field
+    return payload
+
+
+async def answer_goal_failed(context: PlannerContext, goal: Envelope, exc: BaseException) -> bool:
+    """Answer ``goal`` with ``status: failed`` and ``exc`` as its ``error``, exactly once.
+
+    The answer goes through a plan's outbox like every other answer: the
+    goal's plan when its handler made one (finalized as failed), else a
+    plan record made for the goal in the same commit as the answer, so a
+    goal delivered again finds it answered. True when this call answered.
+    """
+    from waygraph.events._plan_records import Change
+    from waygraph.events._planner_context import plan_id_for
+    from waygraph.events.context import PlanContext
+
+    error = error_payload(exc)
+    plan_id = plan_id_for(goal)
+    record = await context.call(context.store.get, plan_id)
+    if record is not None:
+        plan = PlanContext._from_record(record, context)
+        return await plan.finalize(None, status="failed", error=error)
+    now = time.time()
+    plan = PlanContext(
+        plan_id=plan_id,
+        planner=context.name,
+        goal_event=goal.type,
+        goal=goal.to_wire(),
+        goal_data=dict(goal.data),
+        response_event=goal.response_event,
+        response_topic=goal.response_topic,
+        state_machine={},
+        current_state="",
+        parent_plan_id=goal.plan_id,
+        session_id=goal.session_id,
+        user_id=goal.user_id,
+        tenant_id=goal.tenant_id,
+        correlation_id=goal.correlation_id,
+        correlation_ids=[goal.correlation_id] if goal.correlation_id else [],
+        processed_event_ids=[goal.id],
+        created_at=now,
+        updated_at=now,
+    )
+    plan._context = context
+    change = Change()
+    plan._finish(change, None, "failed", await plan._parent_correlation(), error=error)
+    try:
+        await plan._commit(0, [{"type": "plan_created", "goal_id": goal.id}, *change.events])
+    except Conflict:  # another delivery got there first: answer through its plan, once
+        record = await context.call(context.store.get, plan_id)
+        if record is None:
+            raise
+        stored = PlanContext._from_record(record, context)
+        return await stored.finalize(None, status="failed", error=error)
+    await plan._publish_and_mark(change.outbox)
+    return True
