@@ -48,6 +48,9 @@ MEANS: dict[str, type[BaseException] | tuple[type[BaseException], ...] | None] =
     "ToolDefinitionError": TypeError,
     "AgentBusyError": RuntimeError,
     "RunNotFoundError": KeyError,
+    "PermanentError": None,
+    "TransientError": None,
+    "PlannerSetupError": ValueError,
 }
 
 

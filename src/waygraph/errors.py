@@ -70,6 +70,7 @@ __all__ = [
     "LLMError",
     "LibraryError",
     "PatternTimeout",
+    "PermanentError",
     "PlanContextNotFoundError",
     "PlanFormatError",
     "PlanNotFoundError",
@@ -77,11 +78,13 @@ __all__ = [
     "PlanRejectedError",
     "PlanStateError",
     "PlanSyntaxError",
+    "PlannerSetupError",
     "PlanningError",
     "RunNotFoundError",
     "StateMachineError",
     "StoreError",
     "ToolDefinitionError",
+    "TransientError",
     "WaygraphError",
 ]
 
@@ -257,6 +260,42 @@ class EventTimeoutError(WaygraphError, TimeoutError):
 
 class BusClosedError(WaygraphError, RuntimeError):
     """The bus was closed; it publishes and subscribes no more until started again."""
+
+
+class PermanentError(WaygraphError):
+    """Raise from a handler when retrying cannot help: the goal is answered as failed at once."""
+
+
+class TransientError(WaygraphError):
+    """Raise from a handler to have the event redelivered, whatever else the error is."""
+
+
+class PlannerSetupError(StateMachineError):
+    """A planner registered something that cannot work; the message names planner and goal.
+
+    Example:
+        >>> str(PlannerSetupError("unknown target state 'dnoe'", planner="p", goal="g.goal",
+        ...                       state="searching", field="default_next"))
+        "planner 'p', goal 'g.goal', state 'searching', field 'default_next': unknown target \
+state 'dnoe'"
+    """
+
+    def __init__(
+        self, message: str, *, planner: str | None = None, goal: str | None = None, **where: Any
+    ) -> None:
+        self.planner = planner
+        self.goal = goal
+        super().__init__(message, **where)
+
+    def _compose(self) -> str:
+        head = [f"planner {self.planner!r}"] if self.planner else []
+        if self.goal:
+            head.append(f"goal {self.goal!r}")
+        text = super()._compose()
+        if not head:
+            return text
+        joiner = ", " if self.node is not None or self.field is not None else ": "
+        return ", ".join(head) + joiner + text
 
 
 class CorruptPlan(PlanFormatError):

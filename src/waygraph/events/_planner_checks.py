@@ -11,7 +11,7 @@ Example:
     >>> check_goal_registration("p", "x.goal", {"start": {"state_name": "start"}})
     Traceback (most recent call last):
     ...
-    waygraph.events.failures.PlannerSetupError: planner 'p', goal 'x.goal', state 'start', \
+    waygraph.errors.PlannerSetupError: planner 'p', goal 'x.goal', state 'start', \
 field 'transitions': the state is not terminal but has no transitions and no default_next, \
 so a plan entering it could never leave; add one or set is_terminal (and 1 more problem)
 """

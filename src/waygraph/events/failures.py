@@ -30,7 +30,14 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from waygraph.errors import Conflict, PlanFormatError, StateMachineError, WaygraphError
+from waygraph.errors import (
+    Conflict,
+    PermanentError,
+    PlanFormatError,
+    PlannerSetupError,
+    StateMachineError,
+    TransientError,
+)
 
 if TYPE_CHECKING:
     from waygraph.events._planner_context import PlannerContext
@@ -56,42 +63,6 @@ PERMANENT: tuple[type[BaseException], ...] = (
     NameError,
     NotImplementedError,
 )
-
-
-class PermanentError(WaygraphError):
-    """Raise from a handler when retrying cannot help: the goal is answered as failed at once."""
-
-
-class TransientError(WaygraphError):
-    """Raise from a handler to have the event redelivered, whatever else the error is."""
-
-
-class PlannerSetupError(StateMachineError):
-    """A planner registered something that cannot work; the message names planner and goal.
-
-    Example:
-        >>> str(PlannerSetupError("unknown target state 'dnoe'", planner="p", goal="g.goal",
-        ...                       state="searching", field="default_next"))
-        "planner 'p', goal 'g.goal', state 'searching', field 'default_next': unknown target \
-state 'dnoe'"
-    """
-
-    def __init__(
-        self, message: str, *, planner: str | None = None, goal: str | None = None, **where: Any
-    ) -> None:
-        self.planner = planner
-        self.goal = goal
-        super().__init__(message, **where)
-
-    def _compose(self) -> str:
-        head = [f"planner {self.planner!r}"] if self.planner else []
-        if self.goal:
-            head.append(f"goal {self.goal!r}")
-        text = super()._compose()
-        if not head:
-            return text
-        joiner = ", " if self.node is not None or self.field is not None else ": "
-        return ", ".join(head) + joiner + text
 
 
 def is_permanent(exc: BaseException) -> bool:

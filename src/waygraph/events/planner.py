@@ -181,7 +181,7 @@ class Planner:
         """Register ``handler(goal, context)`` for goal events of ``event_type``.
 
         ``state_machine``: the machine this goal's plans run, validated now
-        (:class:`~waygraph.events.failures.PlannerSetupError` names the
+        (:class:`~waygraph.errors.PlannerSetupError` names the
         planner, goal, state and field). With it the handler may be left
         out: ``planner.on_goal("x.goal", state_machine=SM)`` alone starts a
         plan of ``SM`` per goal; a handler that names ``state_machine`` gets
