@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
 import shlex
 import subprocess
 import sys
+import termios
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.test_cli_run import wg
 from waygraph.describe import describe_event
@@ -39,6 +44,16 @@ def test_play_tells_events_in_the_dashboards_words(tmp_path: Path):
     for raw in ("plan_completed", "node_verified", "edge_followed", "retry_triggered"):
         assert raw not in out.stdout
     assert "Run completed; path: start → step_1 → done" in out.stdout
+
+
+def test_a_malformed_exit_line_sends_nothing(tmp_path: Path):
+    lib = tmp_path / "hello.json"
+    lib.write_text(HELLO)
+    out = wg("play", "hello", "--library", str(lib), stdin=":exit x\nhello\n")
+    assert out.returncode == 0, out.stderr
+    assert "usage: :exit N output text (nothing was sent to the plan)" in out.stdout
+    # The plan saw only "hello": no empty result failed the step first.
+    assert "Verification failed" not in out.stdout and "Plan completed at done" in out.stdout
 
 
 def test_quit_says_the_run_is_left_in_progress_and_how_to_come_back(tmp_path: Path):
@@ -86,47 +101,92 @@ def test_an_unknown_plan_id_gets_did_you_mean():
     assert "Traceback" not in out.stderr
 
 
-def _read_until(fd: int, done, seen: list[str]) -> str:
-    # A guard against a hung child, not a speed check.
-    end = time.monotonic() + 60
-    while not done(seen[0]):
-        ready, _, _ = select.select([fd], [], [], max(0.0, end - time.monotonic()))
-        assert ready, f"the terminal went quiet; it showed {seen[0][-800:]!r}"
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        seen[0] += chunk.decode("utf-8", "replace")
-    return seen[0]
+class Terminal:
+    """``waygraph play bugfix_workflow`` on a pseudo-terminal, as a person at a keyboard sees it."""
+
+    def __init__(self) -> None:
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "waygraph", "play", "bugfix_workflow", "--store", "memory://"],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
+            close_fds=True,
+            # Its own session with the pty as controlling terminal, so Ctrl-C is SIGINT.
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        )
+        os.close(slave)
+        self.text = ""
+
+    def wait_for(self, done) -> None:
+        # A guard against a hung child, not a speed check.
+        end = time.monotonic() + 60
+        while not done(self.text):
+            left = end - time.monotonic()
+            ready, _, _ = select.select([self.master], [], [], max(0.0, left))
+            assert ready, f"the terminal went quiet; it showed {self.text[-800:]!r}"
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            self.text += chunk.decode("utf-8", "replace")
+
+    def type_at_prompt(self, n: int, keys: bytes) -> None:
+        """Type ``keys`` once the ``n``-th prompt is shown."""
+        self.wait_for(lambda text: text.count("tool output> ") >= n)
+        os.write(self.master, keys)
+
+    def wait_for_a_command(self) -> None:
+        """Wait until play runs a shell command (a child process of its own)."""
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        end = time.monotonic() + 60
+        while not children.read_text().split():
+            assert time.monotonic() < end, "play never started the command"
+            time.sleep(0.05)
+
+    def farewell(self) -> str:
+        """Everything shown, once play has said how it left the run."""
+        self.wait_for(lambda text: "left in progress" in text)
+        return self.text
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(30)
+        os.close(self.master)
 
 
-def test_up_arrow_recalls_the_last_line_on_a_terminal():
-    master, slave = pty.openpty()
-    env = {**os.environ, "TERM": "xterm", "COLUMNS": "120"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "waygraph", "play", "bugfix_workflow", "--store", "memory://"],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        close_fds=True,
-    )
-    os.close(slave)
-    seen = [""]
-    try:
-        prompts = lambda n: lambda text: text.count("tool output> ") >= n  # noqa: E731
-        _read_until(master, prompts(1), seen)
-        os.write(master, b":state\r")
-        _read_until(master, prompts(2), seen)
-        os.write(master, b"\x1b[A\r")  # up arrow, Enter: the same :state again
-        _read_until(master, prompts(3), seen)
-        os.write(master, b":quit\r")
-        text = _read_until(master, lambda text: "left in progress" in text, seen)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(30)
-        os.close(master)
+@pytest.fixture
+def term() -> Iterator[Terminal]:
+    terminal = Terminal()
+    yield terminal
+    terminal.kill()
+
+
+def test_up_arrow_recalls_the_last_line_on_a_terminal(term: Terminal):
+    term.type_at_prompt(1, b":state\r")
+    term.type_at_prompt(2, b"\x1b[A\r")  # up arrow, Enter: the same :state again
+    term.type_at_prompt(3, b":quit\r")
+    text = term.farewell()
     assert text.count('"current_node": "reproduce"') == 2
     # The arrow never reached the plan as a tool output.
     assert "^[[A" not in text and "Verification" not in text
+
+
+def test_ctrl_c_at_the_prompt_leaves_like_quit(term: Terminal):
+    term.type_at_prompt(1, b"\x03")
+    text = term.farewell()
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    assert "left in progress at reproduce" in text
+
+
+def test_ctrl_c_stops_a_command_and_sends_nothing(term: Terminal):
+    term.type_at_prompt(1, b"!sleep 30\r")
+    term.wait_for_a_command()
+    os.write(term.master, b"\x03")
+    term.type_at_prompt(2, b":quit\r")
+    text = term.farewell()
+    assert "Interrupted; nothing was sent to the plan." in text
+    assert "Traceback" not in text and "Verification" not in text

@@ -124,7 +124,9 @@ def play(
     while guidance.active:
         try:
             line = input("tool output> ")
-        except EOFError:
+        except (EOFError, KeyboardInterrupt):
+            # Ctrl-D or Ctrl-C leaves like :quit; the prompt's line is left open.
+            console.print()
             break
         count += 1
         if line.strip() in (":quit", ":q"):
@@ -151,7 +153,10 @@ def play(
             )
             _show_guidance(guidance)
             continue
-        output, exit_code = _tool_result(line, root)
+        result = _tool_result(line, root)
+        if result is None:
+            continue
+        output, exit_code = result
         guidance = nav.turn(
             session,
             tool_output=output,
@@ -256,11 +261,19 @@ def _command(verb: str, session: str, store: str | None, library: Path | None) -
     return " ".join(shlex.quote(w) for w in words)
 
 
-def _tool_result(line: str, root: Path) -> tuple[str, int | None]:
+def _tool_result(line: str, root: Path) -> tuple[str, int | None] | None:
+    """The tool output and exit code a typed line stands for; None when there is none to send."""
     if line.startswith("!"):
-        proc = subprocess.run(
-            line[1:], shell=True, cwd=root, capture_output=True, text=True, timeout=300
-        )
+        try:
+            proc = subprocess.run(
+                line[1:], shell=True, cwd=root, capture_output=True, text=True, timeout=300
+            )
+        except KeyboardInterrupt:
+            console.print("[yellow]Interrupted; nothing was sent to the plan.[/]")
+            return None
+        except subprocess.TimeoutExpired:
+            console.print("[yellow]Stopped after 300 s; nothing was sent to the plan.[/]")
+            return None
         output = (proc.stdout + proc.stderr).rstrip()
         console.print(Panel(plain(output) or "(no output)", title=f"exit code {proc.returncode}"))
         return output, proc.returncode
@@ -269,8 +282,8 @@ def _tool_result(line: str, root: Path) -> tuple[str, int | None]:
         try:
             code = int(parts[1])
         except (IndexError, ValueError):
-            console.print("usage: :exit N output text")
-            return "", None
+            console.print("usage: :exit N output text (nothing was sent to the plan)")
+            return None
         return (parts[2] if len(parts) > 2 else ""), code
     return line.replace("\\n", "\n"), None
 
