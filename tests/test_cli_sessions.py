@@ -129,7 +129,9 @@ def test_records_of_other_kinds_are_rows_with_their_kind(tmp_path: Path):
     assert "kind" in _header(out)
     table = {r[0]: r for r in _rows(out)}
     assert table["p"][1] == "dag" and table["s"][1] == "run"
-    out = wg("sessions", "show", "p", "--run", "dag_1", "--store", url)
-    assert out.returncode == 0, out.stderr
-    assert "dag dag_1 of session p: status running" in out.stdout
-    assert '"goal": "ship it"' in out.stdout
+    # A session with no guided run shows its newest record, named or not.
+    for named in ((), ("--run", "dag_1")):
+        out = wg("sessions", "show", "p", *named, "--store", url)
+        assert out.returncode == 0, out.stderr
+        assert "dag dag_1 of session p: status running" in out.stdout
+        assert '"goal": "ship it"' in out.stdout

@@ -211,13 +211,21 @@ def _session_plans(workspace: Path | None) -> list[dict[str, Any]]:
 
 
 def _record(nav: Navigator, session_id: str, run_id: str | None) -> StoredRecord:
-    """The session's current record, or its stored run ``run_id``; else say what exists, exit 1."""
+    """The record to show: ``run_id``, else the session's current one; else say what exists.
+
+    A session that never had a guided run (only event-driven or planning
+    records, which set no pointer) shows its newest record. One whose runs
+    it forgot in a reset has no current run: the message names them, exit 1.
+    """
     store = nav.store
+    records = [r for r in store.list(session=session_id) if r.kind not in HIDDEN_KINDS]
     if run_id is None:
         key = store.current(session_id)
         record = store.get(key) if key else None
         if record is not None:
             return record
+        if records and all(r.kind != "run" for r in records):
+            return records[0]
         problem = f"No current run for session {session_id!r} in {store.url}"
     else:
         record = store.get(run_id)
@@ -226,14 +234,14 @@ def _record(nav: Navigator, session_id: str, run_id: str | None) -> StoredRecord
         problem = f"No run {run_id!r} in session {session_id!r} in {store.url}"
         if record is not None and record.session is not None and record.kind not in HIDDEN_KINDS:
             problem += f" (it belongs to session {record.session!r})"
-    runs = session_rows(store, every=True, status=None)
-    runs = [r for r in runs if r["session"] == session_id]
-    if runs:
-        listed = ", ".join(f"{r['run']} ({r['status']}, {ago(r['updated_at'])})" for r in runs[:5])
-        more = f" and {len(runs) - 5} more" if len(runs) > 5 else ""
+    if records:
+        listed = ", ".join(
+            f"{r.key} ({session_row(r, None)['status']}, {ago(r.updated_at)})" for r in records[:5]
+        )
+        more = f" and {len(records) - 5} more" if len(records) > 5 else ""
         problem += (
             f". Its stored runs, newest first: {listed}{more}. Show one with "
-            f"`waygraph sessions show {shlex.quote(session_id)} --run {runs[0]['run']}`."
+            f"`waygraph sessions show {shlex.quote(session_id)} --run {records[0].key}`."
         )
     elif run_id is None:
         problem = (
