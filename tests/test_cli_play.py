@@ -76,6 +76,9 @@ def test_quit_says_the_run_is_left_in_progress_and_how_to_come_back(tmp_path: Pa
     assert again.returncode == 0, again.stderr
     assert "Verification passed at isolate" in again.stdout
     assert "left in progress at fix" in again.stdout
+    # Starting over says what became of the run left in progress.
+    anew = wg("play", "bugfix_workflow", "--store", store, stdin=":quit\n")
+    assert "left in progress in session 'play' was aborted (--resume" in anew.stdout
 
 
 def test_quit_on_a_memory_store_says_the_run_ends_with_the_command():

@@ -105,7 +105,13 @@ def play(
     if resume:
         guidance = _resumed(nav, session, plan, message, store, library)
     else:
+        earlier = nav.state(session)
         nav.reset(session)
+        if earlier and earlier.get("status") == "running":
+            console.print(
+                f"The run {plain(earlier.get('run_id'))} left in progress in session "
+                f"{plain(repr(session))} was aborted (--resume continues such a run)."
+            )
         if plan:
             guidance = nav.start(session, plan)
         else:
