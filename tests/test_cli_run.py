@@ -52,7 +52,7 @@ def test_play_walks_a_plan_with_typed_outputs_and_commands(tmp_path: Path):
     out = wg("play", "bugfix_workflow", "--workspace", str(tmp_path), stdin=script)
     assert out.returncode == 0, out.stderr
     assert "guidance for the model" in out.stdout
-    assert "✓ passed verification at reproduce" in out.stdout
+    assert "✓ Verification passed at reproduce" in out.stdout
     assert "found it" in out.stdout
     assert '"current_node"' in out.stdout
 
@@ -77,7 +77,7 @@ def test_sessions_commands_and_demo(tmp_path: Path):
     out = wg("sessions", "reset", session, "--store", store)
     assert out.returncode == 0
     out = wg("sessions", "show", session, "--store", store)
-    assert out.returncode == 1 and "No run" in out.stdout
+    assert out.returncode == 1 and "No current run for session" in out.stdout
 
 
 def test_demo_goes_round_the_fix_loop_then_passes(tmp_path: Path):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from waygraph.cli import library_cmds  # noqa: F401
 from waygraph.cli import run_cmds  # noqa: F401
+from waygraph.cli import play_cmds  # noqa: F401
+from waygraph.cli import session_cmds  # noqa: F401
 from waygraph.cli import plan_cmds  # noqa: F401
 from waygraph.cli import integration_cmds  # noqa: F401
 from waygraph.cli import serve_cmds  # noqa: F401

@@ -1,9 +1,10 @@
 """The typer application and what every command shares.
 
 Commands live in sibling modules (``library_cmds``: check, show, draw, convert,
-schema; ``run_cmds``: match, play, sessions, demo) and register themselves on
-:data:`app`. Shared here: the ``--library`` and ``--json`` options, error
-printing, library loading, plan lookup and output writing.
+schema; ``run_cmds``: match, demo; ``play_cmds``; ``session_cmds``) and
+register themselves on :data:`app`. Shared here: the ``--library`` and
+``--json`` options, error printing, library loading, plan lookup and output
+writing.
 """
 
 from __future__ import annotations

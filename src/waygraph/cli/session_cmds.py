@@ -1,0 +1,370 @@
+"""``waygraph sessions``: list, show, replay the events of and reset stored sessions.
+
+Listing reads the store's generic records (:meth:`Store.list`), so every
+kind of record a session holds (guided runs, event-driven plans, planning
+runs) is a row, with a ``kind`` column as soon as one is not a guided run.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.panel import Panel
+from rich.table import Table
+
+from waygraph.cli.app import (
+    JsonOption,
+    LibraryOption,
+    app,
+    console,
+    friendly_errors,
+    load,
+    plain,
+    print_json,
+)
+from waygraph.cli.run_cmds import StoreOption
+from waygraph.describe import ago
+from waygraph.errors import WaygraphError
+
+if TYPE_CHECKING:
+    from waygraph.navigator import Navigator
+    from waygraph.store import Store, StoredRecord
+
+sessions_app = typer.Typer(help="Inspect and reset stored sessions.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+
+WorkspaceOption = Annotated[
+    Path | None,
+    typer.Option("--workspace", help="Also list session plans kept under WORKSPACE/.sessions."),
+]
+RunOption = Annotated[
+    str | None,
+    typer.Option(
+        "--run",
+        metavar="RUN_ID",
+        help="A stored run of the session (see `sessions list --all`) instead of its current one.",
+    ),
+]
+
+#: Record kinds that are no session's run: the Navigator's stored plan versions.
+HIDDEN_KINDS = frozenset({"plan"})
+#: The row fields the table shows, in order, after the session (and run) columns.
+_COLUMNS = ("plan", "status", "current_node", "attempts", "turn")
+
+
+def _navigator(store: str | None, library: Path | None) -> Navigator:
+    from waygraph.navigator import Navigator
+
+    return Navigator(load(library, validate=False), store=store, strict=True)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def session_row(record: StoredRecord, current: str | None) -> dict[str, Any]:
+    """One stored record as a ``sessions list`` row (machine values, as ``--json`` prints them).
+
+    ``current`` is the key the record's session points to now.
+
+    Example:
+        >>> from waygraph.store import StoredRecord
+        >>> rec = StoredRecord(key="run_1", kind="run", version=1, session="s",
+        ...     status="aborted", plan="p", data={"current_node": "fix"}, updated_at=1.5)
+        >>> row = session_row(rec, None)
+        >>> row["run"], row["status"], row["current"], row["updated_at"]
+        ('run_1', 'aborted', False, 1.5)
+    """
+    data = record.data if isinstance(record.data, dict) else {}
+    return {
+        "session": record.session,
+        "run": record.key,
+        "kind": record.kind,
+        "plan": record.plan or _str(data.get("plan_id")),
+        "status": record.status or _str(data.get("status")),
+        # Event-driven plans name their position current_state.
+        "current_node": _str(data.get("current_node")) or _str(data.get("current_state")),
+        "attempts": _int(data.get("attempts")),
+        "turn": _int(data.get("turn")),
+        "current": record.key == current,
+        "updated_at": float(record.updated_at),
+    }
+
+
+def session_rows(
+    store: Store, *, every: bool = False, status: str | None = None
+) -> list[dict[str, Any]]:
+    """Rows of ``sessions list``, most recently updated first.
+
+    Without ``every``: each session's current run, and the newest record of
+    each other kind it holds; runs a session replaced or forgot (``sessions
+    reset``) are left out. With ``every``: every stored record of a session.
+
+    Example:
+        >>> from waygraph.store import open_store
+        >>> store = open_store("memory://")
+        >>> _ = store.commit("r1", {"status": "aborted"}, 0, [], session="s", status="aborted")
+        >>> _ = store.commit("r2", {"status": "running"}, 0, [], session="s",
+        ...                  status="running", make_current=True)
+        >>> [r["run"] for r in session_rows(store)], [r["run"] for r in session_rows(store,
+        ...     every=True)]
+        (['r2'], ['r2', 'r1'])
+    """
+    pointers: dict[str, str | None] = {}
+    seen: set[tuple[str, str]] = set()
+    rows = []
+    for record in store.list():  # newest first
+        if record.kind in HIDDEN_KINDS or record.session is None:
+            continue
+        if record.session not in pointers:
+            pointers[record.session] = store.current(record.session)
+        current = pointers[record.session]
+        if not every:
+            group = (record.session, record.kind)
+            # A session's run is the one it points to: an earlier run, or one
+            # it forgot in a reset, is listed by --all only.
+            if group in seen or (record.kind == "run" and record.key != current):
+                continue
+            seen.add(group)
+        row = session_row(record, current)
+        if status is None or row["status"] == status:
+            rows.append(row)
+    return rows
+
+
+@sessions_app.command("list")
+@friendly_errors
+def sessions_list(
+    store: StoreOption = None,
+    workspace: WorkspaceOption = None,
+    status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    every: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="Every stored run, also those a session replaced or forgot in a reset."
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+    library: LibraryOption = None,
+) -> None:
+    """List sessions with their current run, most recently updated first."""
+    nav = _navigator(store, library)
+    rows = session_rows(nav.store, every=every, status=status)
+    plans = _session_plans(workspace)
+    if as_json:
+        print_json({"sessions": rows, "session_plans": plans})
+        return
+    kinds = any(r["kind"] != "run" for r in rows)
+    head = ["session", *(["run"] if every else []), *(["kind"] if kinds else [])]
+    table = Table(
+        *head,
+        "plan",
+        "status",
+        "current node",
+        "attempts",
+        "turn",
+        "updated",
+        title=f"{'stored runs' if every else 'sessions'} in {plain(nav.store.url)}",
+    )
+    now = time.time()
+    for r in rows:
+        cells = [r["session"], *([r["run"]] if every else []), *([r["kind"]] if kinds else [])]
+        cells += ["—" if r[k] is None else r[k] for k in _COLUMNS]
+        table.add_row(*(plain(c) for c in cells), ago(r["updated_at"], now))
+    if rows:
+        console.print(table)
+    else:
+        hint = "" if every else " (`--all` also lists runs that sessions replaced or reset)"
+        what = "stored runs" if every else "sessions"
+        only = f" with status {plain(status)}" if status else ""
+        console.print(f"No {what}{only} in {plain(nav.store.url)}{hint}.")
+    if workspace is not None:
+        ptable = Table(
+            "session", "goal", "status", "steps", "updated", title=f"session plans in {workspace}"
+        )
+        for p in plans:
+            ptable.add_row(
+                plain(p.get("session_id")),
+                plain(str(p.get("goal", ""))[:60]),
+                plain(p.get("status")),
+                f"{p.get('steps_done', 0)}/{p.get('steps_total', 0)}",
+                plain(p.get("updated_at", "")),
+            )
+        console.print(ptable)
+
+
+def _session_plans(workspace: Path | None) -> list[dict[str, Any]]:
+    if workspace is None:
+        return []
+    from waygraph.sessions import list_session_plans
+
+    return list_session_plans(workspace)
+
+
+def _record(nav: Navigator, session_id: str, run_id: str | None) -> StoredRecord:
+    """The record to show: ``run_id``, else the session's current one; else say what exists.
+
+    A session that never had a guided run (only event-driven or planning
+    records, which set no pointer) shows its newest record. One whose runs
+    it forgot in a reset has no current run: the message names them, exit 1.
+    """
+    store = nav.store
+    records = [r for r in store.list(session=session_id) if r.kind not in HIDDEN_KINDS]
+    if run_id is None:
+        key = store.current(session_id)
+        record = store.get(key) if key else None
+        if record is not None:
+            return record
+        if records and all(r.kind != "run" for r in records):
+            return records[0]
+        problem = f"No current run for session {session_id!r} in {store.url}"
+    else:
+        record = store.get(run_id)
+        if record is not None and record.session == session_id and record.kind not in HIDDEN_KINDS:
+            return record
+        problem = f"No run {run_id!r} in session {session_id!r} in {store.url}"
+        if record is not None and record.session is not None and record.kind not in HIDDEN_KINDS:
+            problem += f" (it belongs to session {record.session!r})"
+    if records:
+        listed = ", ".join(
+            f"{r.key} ({session_row(r, None)['status']}, {ago(r.updated_at)})" for r in records[:5]
+        )
+        more = f" and {len(records) - 5} more" if len(records) > 5 else ""
+        problem += (
+            f". Its stored runs, newest first: {listed}{more}. Show one with "
+            f"`waygraph sessions show {shlex.quote(session_id)} --run {records[0].key}`."
+        )
+    elif run_id is None:
+        problem = (
+            f"No run for session {session_id!r} in {store.url} "
+            "(`waygraph sessions list --all` lists every stored run)."
+        )
+    else:
+        problem += "; the store holds no run of that session (`waygraph sessions list --all`)."
+    console.print(plain(problem))
+    raise typer.Exit(1)
+
+
+@sessions_app.command("show")
+@friendly_errors
+def sessions_show(
+    session_id: str,
+    store: StoreOption = None,
+    workspace: WorkspaceOption = None,
+    run_id: RunOption = None,
+    as_json: JsonOption = False,
+    library: LibraryOption = None,
+) -> None:
+    """Show a session's current run record, a stored one (--run), or its session plan."""
+    if workspace is not None:
+        from waygraph.sessions import load_session_plan, render_summary
+
+        plan = load_session_plan(workspace, session_id)
+        if plan is None:
+            console.print(f"No session plan for {plain(repr(session_id))} in {plain(workspace)}.")
+            raise typer.Exit(1)
+        if as_json:
+            print_json(plan)
+        else:
+            # The summary holds [waygraph] and the model's own brackets: not markup.
+            console.print(render_summary(plan), markup=False)
+        return
+    nav = _navigator(store, library)
+    record = _record(nav, session_id, run_id)
+    if as_json:
+        print_json(record.data)
+    elif record.kind == "run":
+        _show_run(nav, record)
+    else:
+        row = session_row(record, None)
+        console.print(
+            f"{plain(record.kind)} {plain(record.key)} of session {plain(session_id)}: "
+            f"status {plain(row['status'])}, plan {plain(row['plan'])}, "
+            f"updated {ago(row['updated_at'])}"
+        )
+        print_json(record.data)
+
+
+def _show_run(nav: Navigator, record: StoredRecord) -> None:
+    """A guided run: progress in words, each node's outcome, the path and the guidance."""
+    from waygraph import engine, render
+
+    run = engine.from_record(record.data)
+    try:
+        plan = nav.versions.plan_of(run, nav.library)
+    except WaygraphError:
+        plan = None  # a run of a plan no longer in the library still shows its record
+    if plan is not None:
+        console.print(plain(render.progress_summary(plan, run)))
+    else:
+        console.print(
+            f"Run {plain(record.key)} of plan {plain(run.plan_id)} (not in the library) "
+            f"is {plain(run.status)}."
+        )
+    table = Table("node", "outcome", "attempts")
+    for node, st in record.data.get("visited", {}).items():
+        table.add_row(plain(node), plain(st["outcome"]), str(st["attempts"]))
+    console.print(table)
+    console.print("Path: " + plain(" → ".join(record.data.get("path", []))))
+    if run.status != "running":
+        text: str | None = render.finished_message(plan, run)
+    elif plan is not None:
+        text = render.context(plan, run, max_tokens=nav.max_tokens)
+    else:
+        text = None
+    if text:
+        console.print(Panel(plain(text), title="guidance for the model", border_style="dim"))
+
+
+@sessions_app.command("events")
+@friendly_errors
+def sessions_events(
+    session_id: str,
+    store: StoreOption = None,
+    run_id: RunOption = None,
+    after: Annotated[int, typer.Option(help="Only events after this sequence number.")] = 0,
+    as_json: JsonOption = False,
+    library: LibraryOption = None,
+) -> None:
+    """Every stored event of a session's current run (or of a stored one with --run)."""
+    nav = _navigator(store, library)
+    record = _record(nav, session_id, run_id)
+    events = [{"seq": e.seq, **e.data} for e in nav.store.events(record.key, after)]
+    if as_json:
+        print_json({"session": session_id, "run": record.key, "events": events})
+        return
+    table = Table("seq", "turn", "type", "node", "details")
+    for e in events:
+        details = {k: v for k, v in e.items() if k not in ("seq", "turn", "type", "node")}
+        table.add_row(
+            str(e["seq"]),
+            str(e.get("turn")),
+            plain(e["type"]),
+            plain(e.get("node")),
+            plain(json.dumps(details, ensure_ascii=False, default=str)),
+        )
+    console.print(table)
+
+
+@sessions_app.command("reset")
+@friendly_errors
+def sessions_reset(
+    session_id: str, store: StoreOption = None, library: LibraryOption = None
+) -> None:
+    """Forget a session's plan (a running run is aborted; its records stay)."""
+    nav = _navigator(store, library)
+    nav.reset(session_id)
+    console.print(
+        f"Session {plain(repr(session_id))} reset; its runs stay stored: "
+        "`waygraph sessions list --all` lists them, "
+        f"`waygraph sessions show {plain(shlex.quote(session_id))} --run RUN_ID` shows one."
+    )

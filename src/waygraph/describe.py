@@ -1,0 +1,122 @@
+"""Events and times in words, the same for the dashboard and the command line.
+
+:func:`describe_event` is the one description of a run's events: the
+dashboard's timeline and ``waygraph play`` both print it, so a user reads
+the same sentence wherever a run is shown. :func:`ago` is the short relative
+time of the sessions tables. Plain text, no markup: callers escape it for
+HTML or rich.
+
+Example:
+    >>> describe_event({"type": "plan_completed", "node": "done"})
+    'Plan completed at done'
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["ago", "describe_event"]
+
+
+def ago(updated_at: float, now: float | None = None) -> str:
+    """A short relative time ("4 s ago", "3 min ago").
+
+    Example:
+        >>> ago(100.0, now=190.0)
+        '1 min ago'
+    """
+    seconds = max(0, int((now if now is not None else time.time()) - updated_at))
+    if seconds < 60:
+        return f"{seconds} s ago"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 86400:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} d ago"
+
+
+def _list(values: object) -> str:
+    return ", ".join(str(v) for v in values) if isinstance(values, list) else str(values)
+
+
+#: Timeline words for the events of an event-driven plan (waygraph.events).
+_EVENT_PLAN_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "plan_created": lambda ev: f"Plan created in state {ev.get('state')}",
+    "state_entered": lambda ev: f"Entered state {ev.get('state')}",
+    "event_applied": lambda ev: (
+        f"{ev.get('event_type')}: {ev.get('from')} → {ev.get('to')}"
+        if ev.get("to")
+        else f"{ev.get('event_type')} received in {ev.get('from')}"
+    ),
+    "request_sent": lambda ev: f"Sent {ev.get('event_type')} from {ev.get('state')}",
+    "plan_paused": lambda ev: f"Paused in state {ev.get('state')}",
+    "plan_resumed": lambda ev: f"Resumed in state {ev.get('state')}",
+    "dependencies_met": lambda ev: f"Dependencies met: {_list(ev.get('depends_on'))}",
+    "plan_saved": lambda ev: "Plan saved",
+}
+
+
+def describe_event(event: Mapping[str, Any]) -> str:
+    """One line for a run's timeline (the dashboard's script words live events the same way).
+
+    Example:
+        >>> describe_event({"type": "edge_followed", "node": "fix", "to": "test",
+        ...                 "condition": "on_success"})
+        'fix → test (on_success)'
+    """
+    kind = event.get("type")
+    node = event.get("node")
+    if kind == "plan_activated":
+        triggers = ", ".join(str(t) for t in event.get("triggers") or [])
+        return f"Plan {event.get('plan_id')} activated" + (f" by “{triggers}”" if triggers else "")
+    if kind == "node_entered":
+        attempt = event.get("attempt")
+        return f"Entered {node}" + (f" (attempt {attempt})" if attempt else "")
+    if kind == "node_verified":
+        outcome = event.get("outcome")
+        if outcome is None:  # records written before outcomes were three-valued
+            outcome = "success" if event.get("passed") else "fail"
+        verdict = {"success": "passed", "fail": "failed"}.get(outcome, "could not decide")
+        check = f" ({event.get('check')})" if event.get("check") else ""
+        why = f": {event.get('reason')}" if outcome == "unknown" and event.get("reason") else ""
+        return f"Verification {verdict} at {node}{check}{why}"
+    if kind == "retry_triggered":
+        most = event.get("max_attempts")
+        return f"Retry {node}: attempt {event.get('attempt')}" + (f" of {most}" if most else "")
+    if kind == "edge_followed":
+        return f"{node} → {event.get('to')} ({event.get('condition')})"
+    state = event.get("state")
+    # Event-driven plans say where they are as a state, guided runs as a node.
+    where = node if node is not None else state
+    if kind in (
+        "plan_completed",
+        "plan_escalated",
+        "plan_expired",
+        "plan_aborted",
+        "plan_failed",
+        "stall",
+    ):
+        label = kind.replace("plan_", "Plan ").replace("stall", "Stalled")
+        reason = event.get("reason")
+        at = f" at {where}" if where is not None else ""
+        return f"{label}{at}" + (f": {reason}" if reason else "")
+    if kind == "checkpoint_saved":
+        return f"Checkpoint saved at {node}"
+    if kind in _EVENT_PLAN_WORDS:
+        return _EVENT_PLAN_WORDS[kind](event)
+    if kind == "rewound":
+        return f"Rewound to checkpoint {node}"
+    if kind == "claim_recorded":
+        return f"The model said (not evidence) at {node}: “{event.get('excerpt', '')}”"
+    if kind == "claim_unverified":
+        return f"The model claimed it was done; unverified: {_list(event.get('nodes') or [])}"
+    if kind == "repeat_detected":
+        return f"The same failing call {event.get('count')} times at {node}: {event.get('call')}"
+    # An event type this module does not know (a newer waygraph, a custom event):
+    # its fields in words, never a JSON dump.
+    details = ", ".join(
+        f"{k} {v}" for k, v in event.items() if k not in ("seq", "type", "key", "turn")
+    )
+    return f"{str(kind).replace('_', ' ').capitalize()}" + (f": {details[:200]}" if details else "")
