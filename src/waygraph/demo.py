@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -33,6 +33,9 @@ from rich.table import Table
 from rich.text import Text
 
 from waygraph.navigator import Guidance, Navigator
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
 __all__ = ["DemoResult", "Workspace", "make_project", "run_demo"]
 
@@ -360,7 +363,7 @@ SYSTEM_PROMPT = textwrap.dedent(
     """
 )
 
-TOOLS = [
+TOOLS: list[ChatCompletionToolParam] = [
     {
         "type": "function",
         "function": {
@@ -414,7 +417,8 @@ def _llm_loop(
         try:
             reply = client.chat.completions.create(
                 model=model or "default",
-                messages=messages + context,
+                # Plain dicts in the API's message shape (some are the model's own, dumped).
+                messages=cast("list[ChatCompletionMessageParam]", messages + context),
                 tools=TOOLS,
                 timeout=120,
             )
@@ -436,6 +440,7 @@ def _llm_loop(
             continue
         for call in message.tool_calls[:1]:
             turns += 1
+            assert call.type == "function"  # the only kind of tool offered
             node = guidance.run["current_node"]  # type: ignore[index]
             attempt = guidance.run["attempts"]  # type: ignore[index]
             command, result = _call_tool(ws, call.function.name, call.function.arguments)

@@ -396,7 +396,7 @@ def _compare(v: Verify, o: Observation, c: VerifyContext) -> bool:
     return evaluate_data(v, _data_of(o))
 
 
-for _name, _fn in {
+_BUILTINS: dict[str, Verifier] = {
     "output_contains": _contains,
     "output_not_contains": _not_contains,
     "regex": _regex,
@@ -411,7 +411,8 @@ for _name, _fn in {
     "not": _not,
     "compare": _compare,
     "truthy": _compare,
-}.items():
+}
+for _name, _fn in _BUILTINS.items():
     _registry[_name] = _fn
 assert set(_registry) == set(BUILTIN_VERIFY_TYPES)
 

@@ -340,7 +340,8 @@ class LiveView(RunView):
             rows = list(self.rows.values())
             revisions = list(self.revisions[-3:])
             tokens = self.tokens
-        cells = []
+        # Six text columns, then the step's output or error as it came.
+        cells: list[tuple[str, str, str, str, str, str, Any]] = []
         for row in rows:
             result, step = row.result, row.step
             if row.status == StepStatus.RUNNING and row.started is not None:

@@ -274,8 +274,8 @@ def frozen_checkpoint(node_id: str, path_len: int, visited: Mapping[str, Any]) -
 def _thawed_node(state: Mapping[str, Any]) -> dict[str, Any]:
     tried = state.get("tried")
     if tried is None:
-        return state.copy()  # type: ignore[attr-defined, no-any-return]
-    thawed = state.copy()  # type: ignore[attr-defined]
+        return dict(state)
+    thawed = dict(state)
     thawed["tried"] = [e.copy() for e in tried]
     return thawed
 

@@ -138,7 +138,7 @@ class Revising:
             log.exception("on_revision_needed failed; using the configured strategy")
             return None
         if isinstance(decision, RevisionStrategy | str) and not isinstance(decision, bool):
-            decision = RevisionDecision(strategy=decision)
+            decision = RevisionDecision.model_validate({"strategy": decision})
         return decision if isinstance(decision, RevisionDecision) else None
 
     def _after_failed_revision(

@@ -108,7 +108,7 @@ class AgentZeroConfig:
                 raise ConfigError(
                     f"{file}: field {name!r} must be a non-empty string or null (got {value!r})"
                 )
-        defaults = {f.name: f.default for f in fields(cls)}
+        defaults: dict[str, Any] = {f.name: f.default for f in fields(cls)}
         flags = {}
         for name in ("compat", "exit_codes", "allow_commands", "confine", "tools_run_elsewhere"):
             value = data.get(name, defaults[name])

@@ -247,6 +247,8 @@ def install(
     ours = set(old.get("files", {})) if old else set()
     selectors = find_selectors(base, skip=ours)
     carried = None if library is not None else _carried_library(base, [*old_disabled, *selectors])
+    library_setting: str | None
+    source: str | None
     if carried is not None:
         library_files, library_setting, source, starters = carried
     else:

@@ -101,7 +101,12 @@ class Transaction:
         aside = self._beside(source, "old")
         os.rename(source, aside)
         self._aside.append(aside)
-        self._undo.append(lambda: (os.rename(aside, source), self._aside.remove(aside)))
+
+        def undo() -> None:
+            os.rename(aside, source)
+            self._aside.remove(aside)
+
+        self._undo.append(undo)
 
 
 def _relocate(source: Path, target: Path) -> None:
