@@ -103,12 +103,14 @@ class Workspace:
         self.root = root.resolve()
 
     def path(self, relative: str) -> Path:
+        """The absolute path of ``relative``; PermissionError outside the workspace."""
         target = (self.root / relative).resolve()
         if target != self.root and self.root not in target.parents:
             raise PermissionError(f"{relative!r} is outside the workspace")
         return target
 
     def run(self, command: str) -> ToolResult:
+        """Run a shell command in the workspace (bounded by COMMAND_TIMEOUT)."""
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         # The project's tests run with this interpreter, so `python` works anywhere.
         command = command.replace("python ", f"{shlex.quote(sys.executable)} ", 1)
@@ -127,6 +129,7 @@ class Workspace:
         return ToolResult((proc.stdout + proc.stderr).strip(), proc.returncode)
 
     def edit(self, relative: str, old: str, new: str) -> ToolResult:
+        """Replace the first ``old`` in a file with ``new``; exit code 1 when it cannot."""
         try:
             target = self.path(relative)
             text = target.read_text()
@@ -138,6 +141,7 @@ class Workspace:
         return ToolResult(f"edited {relative}:\n- {old.strip()}\n+ {new.strip()}", 0)
 
     def write(self, relative: str, content: str) -> ToolResult:
+        """Write a whole file, making its folders; exit code 1 when it cannot."""
         try:
             target = self.path(relative)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -198,6 +202,8 @@ class ScriptedAgent:
 
 @dataclass
 class DemoResult:
+    """How a demo run ended: its session, status, path, node states, store and workspace."""
+
     session_id: str
     status: str
     path: list[str]

@@ -556,6 +556,7 @@ class Navigator:
         return self.store.sessions()
 
     def close(self) -> None:
+        """Release the store (files, connections, locks)."""
         self.store.close()
 
     def __enter__(self) -> Navigator:

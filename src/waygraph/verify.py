@@ -107,6 +107,7 @@ class Observation:
 
     @property
     def text(self) -> str:
+        """The output checks see: all of it, or its start and end when very long."""
         out = self.output or ""
         if len(out) > 2 * MAX_VERIFIED_CHARS:
             return out[:MAX_VERIFIED_CHARS] + "\n" + out[-MAX_VERIFIED_CHARS:]

@@ -355,4 +355,5 @@ def library_to_data(plans: list[Plan], meta: dict[str, Any] | None = None) -> di
 
 
 def to_json(data: Any) -> str:
+    """Plan data as the JSON library format writes it (indented, UTF-8, final newline)."""
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -75,7 +75,8 @@ class LLM(Protocol):
         *,
         json_schema: Mapping[str, Any] | None = None,
         schema_name: str = "reply",
-    ) -> LLMResponse: ...
+    ) -> LLMResponse:
+        """The model's reply to ``messages``; with ``json_schema``, JSON of that shape."""
 
 
 class OpenAILLM:

@@ -76,6 +76,7 @@ class Transaction:
         return created
 
     def move(self, src: str, dst: str) -> None:
+        """Move ``src`` to ``dst`` (which must not exist); moved back on rollback."""
         source, target = self.root / src, self.root / dst
         if target.exists():
             raise ConfigError(f"{target}: already exists; cannot move {src} there")
@@ -83,6 +84,7 @@ class Transaction:
         self._undo.append(lambda: _relocate(target, source))
 
     def write(self, rel: str, content: bytes) -> None:
+        """Create ``rel`` with ``content`` (it must not exist); removed on rollback."""
         target = self.root / rel
         if target.exists():
             raise ConfigError(f"{target}: already exists")
