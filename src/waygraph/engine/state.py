@@ -276,8 +276,8 @@ def frozen_checkpoint(node_id: str, path_len: int, visited: Mapping[str, Any]) -
 def _thawed_node(state: Mapping[str, Any]) -> dict[str, Any]:
     tried = state.get("tried")
     if tried is None:
-        return dict(state)
-    thawed = dict(state)
+        return state.copy()  # type: ignore[attr-defined, no-any-return]
+    thawed: dict[str, Any] = state.copy()  # type: ignore[attr-defined]
     thawed["tried"] = [e.copy() for e in tried]
     return thawed
 
