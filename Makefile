@@ -28,6 +28,7 @@ demo: $(BASE_STAMP)
 
 lint: setup
 	$(BIN)/ruff check src tests bench examples
+	$(BIN)/mypy src/waygraph
 
 # Headless Chromium for the dashboard's browser test. Installing never fails make:
 # without it the test skips with the reason (or fails under WAYGRAPH_REQUIRE_SERVICES=1).
@@ -53,4 +54,4 @@ bench: setup
 	if [ -n "$$failed" ]; then echo "targets missed in:$$failed"; exit 1; fi
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache

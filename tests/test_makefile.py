@@ -41,3 +41,24 @@ def test_make_test_installs_the_test_tools(tmp_path: Path):
     commands = plan_of("test", tmp_path / "venv")
     assert "pip install -q -e '.[dev]'" in commands
     assert "pytest -q" in commands
+
+
+def test_make_test_lints_and_type_checks(tmp_path: Path):
+    # `make test` runs lint first: ruff, then mypy (strict, settings in pyproject.toml).
+    commands = plan_of("test", tmp_path / "venv").splitlines()
+    venv_bin = f"{tmp_path / 'venv'}/bin"
+    ruff = commands.index(f"{venv_bin}/ruff check src tests bench examples")
+    mypy = commands.index(f"{venv_bin}/mypy src/waygraph")
+    tests = next(i for i, c in enumerate(commands) if c.endswith("pytest -q"))
+    assert ruff < mypy < tests
+
+
+def test_mypy_settings_are_strict_over_the_package():
+    import tomllib
+
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    mypy = settings["tool"]["mypy"]
+    assert mypy["strict"] is True
+    assert mypy["files"] == ["src/waygraph"]
+    dev = settings["project"]["optional-dependencies"]["dev"]
+    assert any(d.startswith("mypy") for d in dev)

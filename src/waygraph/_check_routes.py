@@ -14,7 +14,7 @@ from waygraph.engine import first_edge
 from waygraph.model import Edge, Node
 
 if TYPE_CHECKING:
-    from waygraph.check import _PlanChecker
+    from waygraph.model import Graph, Plan
 
 SUCCESS = ("on_success", "always")
 EXHAUST = ("on_exhaust", "on_fail", "always")
@@ -32,7 +32,26 @@ def names(ids: Iterable[str]) -> str:
 class RouteChecks:
     """Checks of edges and reachability (a mixin of the plan checker)."""
 
-    def check_edge_use(self: _PlanChecker, node_id: str, node: Node) -> None:
+    if TYPE_CHECKING:
+        # What the plan checker (waygraph.check._PlanChecker) provides.
+        plan: Plan
+        graph: Graph
+        nodes: dict[str, Node]
+        entry: str | None
+
+        def add(
+            self,
+            code: str,
+            message: str,
+            *,
+            node: str | None = None,
+            edge: Edge | None = None,
+            field: str | None = None,
+        ) -> None: ...
+
+        def guided_out(self, node_id: str) -> Sequence[Edge]: ...
+
+    def check_edge_use(self, node_id: str, node: Node) -> None:
         """Report edges the engine's selection never follows, and retry edges without retries."""
         kind = node.type
         if kind in ENDS:
@@ -121,7 +140,7 @@ class RouteChecks:
 
     # -------------------------------------------------------------- shape
 
-    def check_shape(self: _PlanChecker) -> None:
+    def check_shape(self) -> None:
         """Unreachable nodes, traps (no way to an end) and plans that cannot complete."""
         entry = self.entry
         if entry is None:
@@ -164,7 +183,7 @@ class RouteChecks:
             )
         self.report_traps(reached, finishing)
 
-    def report_traps(self: _PlanChecker, reached: set[str], finishing: set[str]) -> None:
+    def report_traps(self, reached: set[str], finishing: set[str]) -> None:
         trapped = [nid for nid in self.nodes if nid in reached and nid not in finishing]
         if not trapped:
             return
@@ -207,7 +226,7 @@ class RouteChecks:
                 node=at,
             )
 
-    def check_success_loops(self: _PlanChecker) -> None:
+    def check_success_loops(self) -> None:
         """Loops the run goes round while every check passes.
 
         Each node has at most one successor on success (the edge the engine

@@ -35,22 +35,29 @@ class AsyncNavigator:
         self.sync = Navigator(*args, **kwargs)
 
     async def turn(self, session_id: str, **kwargs: Any) -> Guidance:
+        """Navigator.turn in a worker thread: record what happened, get the guidance."""
         return await asyncio.to_thread(self.sync.turn, session_id, **kwargs)
 
     async def start(self, session_id: str, plan_id: str) -> Guidance:
+        """Navigator.start in a worker thread: begin ``plan_id`` for the session."""
         return await asyncio.to_thread(self.sync.start, session_id, plan_id)
 
     async def state(self, session_id: str) -> dict[str, Any] | None:
+        """Navigator.state in a worker thread: the session's run record, or None."""
         return await asyncio.to_thread(self.sync.state, session_id)
 
     async def reset(self, session_id: str) -> None:
+        """Navigator.reset in a worker thread: abort and forget the session's run."""
         await asyncio.to_thread(self.sync.reset, session_id)
 
     async def rewind(self, session_id: str) -> Guidance:
+        """Navigator.rewind in a worker thread: back to the run's last checkpoint."""
         return await asyncio.to_thread(self.sync.rewind, session_id)
 
     async def sessions(self) -> list[str]:
+        """Navigator.sessions in a worker thread: every session id in the store."""
         return await asyncio.to_thread(self.sync.sessions)
 
     async def close(self) -> None:
+        """Navigator.close in a worker thread: release the store."""
         await asyncio.to_thread(self.sync.close)

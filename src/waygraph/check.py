@@ -487,8 +487,11 @@ class _PlanChecker(RouteChecks):
         try:
             compile_pattern(pattern, flags)
         except regex.error as exc:
-            where = f" at position {exc.pos}" if exc.pos is not None else ""
-            report("bad-regex", f"the regex does not compile: {exc.msg}{where}", f"{at}.value")
+            # types-regex leaves out the pos and msg that regex.error sets (like re.error).
+            pos: int | None = exc.pos  # type: ignore[attr-defined]
+            msg: str = exc.msg  # type: ignore[attr-defined]
+            where = f" at position {pos}" if pos is not None else ""
+            report("bad-regex", f"the regex does not compile: {msg}{where}", f"{at}.value")
             return
         if nested_quantifier(pattern):
             report(

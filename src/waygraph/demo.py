@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -33,6 +33,9 @@ from rich.table import Table
 from rich.text import Text
 
 from waygraph.navigator import Guidance, Navigator
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
 __all__ = ["DemoResult", "Workspace", "make_project", "run_demo"]
 
@@ -100,12 +103,14 @@ class Workspace:
         self.root = root.resolve()
 
     def path(self, relative: str) -> Path:
+        """The absolute path of ``relative``; PermissionError outside the workspace."""
         target = (self.root / relative).resolve()
         if target != self.root and self.root not in target.parents:
             raise PermissionError(f"{relative!r} is outside the workspace")
         return target
 
     def run(self, command: str) -> ToolResult:
+        """Run a shell command in the workspace (bounded by COMMAND_TIMEOUT)."""
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         # The project's tests run with this interpreter, so `python` works anywhere.
         command = command.replace("python ", f"{shlex.quote(sys.executable)} ", 1)
@@ -124,6 +129,7 @@ class Workspace:
         return ToolResult((proc.stdout + proc.stderr).strip(), proc.returncode)
 
     def edit(self, relative: str, old: str, new: str) -> ToolResult:
+        """Replace the first ``old`` in a file with ``new``; exit code 1 when it cannot."""
         try:
             target = self.path(relative)
             text = target.read_text()
@@ -135,6 +141,7 @@ class Workspace:
         return ToolResult(f"edited {relative}:\n- {old.strip()}\n+ {new.strip()}", 0)
 
     def write(self, relative: str, content: str) -> ToolResult:
+        """Write a whole file, making its folders; exit code 1 when it cannot."""
         try:
             target = self.path(relative)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -195,6 +202,8 @@ class ScriptedAgent:
 
 @dataclass
 class DemoResult:
+    """How a demo run ended: its session, status, path, node states, store and workspace."""
+
     session_id: str
     status: str
     path: list[str]
@@ -360,7 +369,7 @@ SYSTEM_PROMPT = textwrap.dedent(
     """
 )
 
-TOOLS = [
+TOOLS: list[ChatCompletionToolParam] = [
     {
         "type": "function",
         "function": {
@@ -414,7 +423,8 @@ def _llm_loop(
         try:
             reply = client.chat.completions.create(
                 model=model or "default",
-                messages=messages + context,
+                # Plain dicts in the API's message shape (some are the model's own, dumped).
+                messages=cast("list[ChatCompletionMessageParam]", messages + context),
                 tools=TOOLS,
                 timeout=120,
             )
@@ -436,6 +446,7 @@ def _llm_loop(
             continue
         for call in message.tool_calls[:1]:
             turns += 1
+            assert call.type == "function"  # the only kind of tool offered
             node = guidance.run["current_node"]  # type: ignore[index]
             attempt = guidance.run["attempts"]  # type: ignore[index]
             command, result = _call_tool(ws, call.function.name, call.function.arguments)

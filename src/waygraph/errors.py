@@ -216,6 +216,7 @@ class StateMachineError(PlanFormatError):
 
     @property
     def state(self) -> str | None:
+        """The state the error is about (stored as ``node``), or None."""
         return self.node
 
     def _compose(self) -> str:

@@ -196,6 +196,7 @@ class Hooks:
             self.navigator.reset(self.session_id)
 
     def close(self) -> None:
+        """Release the navigator's store (nothing to do without a navigator)."""
         if self.navigator is not None:
             self.navigator.close()
 

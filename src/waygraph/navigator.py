@@ -343,7 +343,7 @@ class Navigator:
         domain: str | None,
         allowed_plans: Any,
         turn_no: int,
-    ) -> tuple[Plan, engine.Run, list[dict[str, Any]], dict[str, Any]] | None:
+    ) -> tuple[Plan, engine.Run, list[Mapping[str, Any]], dict[str, Any]] | None:
         allowed = list(allowed_plans) if allowed_plans is not None else None
         best = self.matcher.best(message, domain or None, allowed)
         if best is None:
@@ -547,6 +547,7 @@ class Navigator:
         return self.store.sessions()
 
     def close(self) -> None:
+        """Release the store (files, connections, locks)."""
         self.store.close()
 
     def __enter__(self) -> Navigator:

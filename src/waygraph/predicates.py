@@ -36,10 +36,10 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from waygraph.errors import PlanFormatError
-from waygraph.model import Verify
+from waygraph.model import CompareOp, Verify
 
 __all__ = [
     "DATA_VERIFY_TYPES",
@@ -309,12 +309,12 @@ class _Parser:
         value = self.literal(depth, after=op)
         return Verify(type="compare", field=token.text, op=op, value=value)
 
-    def operator(self) -> str | None:
+    def operator(self) -> CompareOp | None:
         token = self.peek
         if token.kind == "symbol" and token.text in _COMPARE_OPS:
-            return self.advance().text
+            return cast(CompareOp, self.advance().text)
         if token.kind == "word" and token.text in ("in", "contains"):
-            return self.advance().text
+            return cast(CompareOp, self.advance().text)
         if token.kind == "word" and token.text == "not":
             following = self.tokens[self.i + 1]
             if following.kind == "word" and following.text == "in":
@@ -536,7 +536,7 @@ def _equal(left: Any, right: Any) -> bool:
     if isinstance(left, bool) or isinstance(right, bool):
         return isinstance(left, bool) and isinstance(right, bool) and left is right
     if _is_number(left) and _is_number(right):
-        return left == right
+        return bool(left == right)
     if isinstance(left, list | tuple) and isinstance(right, list | tuple):
         return len(left) == len(right) and all(map(_equal, left, right))
     if isinstance(left, Mapping) and isinstance(right, Mapping):
@@ -556,12 +556,12 @@ def _ordered(op: str, left: Any, right: Any) -> bool:
     ):
         return False
     if op == ">":
-        return left > right
+        return bool(left > right)
     if op == ">=":
-        return left >= right
+        return bool(left >= right)
     if op == "<":
-        return left < right
-    return left <= right
+        return bool(left < right)
+    return bool(left <= right)
 
 
 def _member(item: Any, container: Any) -> bool | None:

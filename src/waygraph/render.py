@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Protocol
 
 from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
@@ -213,7 +214,7 @@ def evidence_lines(plan: Plan, run: Run, node: Node) -> list[str]:
 _VERDICT_WORDS = {"success": "passed", "fail": "FAILED", "unknown": "not judged"}
 
 
-def _notice_text(plan: Plan, node: Node, notice: dict[str, object]) -> str:
+def _notice_text(plan: Plan, node: Node, notice: Mapping[str, object]) -> str:
     kind = notice.get("kind")
     reason = notice.get("reason")
     if kind == "unknown":

@@ -314,8 +314,8 @@ def to_svg(plan: Plan, *, state: Mapping[str, Any] | None = None) -> str:
     layers: list[list[str]] = [[] for _ in range(depth)]
     for key, box in boxes.items():
         layers[box.layer].append(key)
-    for layer in layers:
-        layer.sort(key=lambda k: initial_rank(k, boxes, discovery, ups))
+    for row in layers:
+        row.sort(key=lambda k: initial_rank(k, boxes, discovery, ups))
     order = order_layers(layers, ups, downs)
     place_layers(order, boxes, ups, downs)
 
@@ -333,9 +333,9 @@ def to_svg(plan: Plan, *, state: Mapping[str, Any] | None = None) -> str:
                 gap_lines[min(mid, depth - 1)], text.count("\n") + 1
             )
     y = MARGIN
-    for i, layer in enumerate(order):
-        height = max((boxes[k].height for k in layer), default=0.0)
-        for key in layer:
+    for i, row in enumerate(order):
+        height = max((boxes[k].height for k in row), default=0.0)
+        for key in row:
             boxes[key].y = y + height / 2
         y += height + LAYER_GAP + 14.0 * gap_lines[i]
 

@@ -66,6 +66,7 @@ class Guidance:
 
     @property
     def active(self) -> bool:
+        """Whether a plan is running for the session."""
         return self.run is not None and self.run.get("status") == "running"
 
 
@@ -142,6 +143,7 @@ def call_digest(tool_args: Any) -> str | None:
 
 
 def evidence_of(observation: Observation) -> engine.Evidence:
+    """The evidence an observation gives the engine (output cut, fingerprinted)."""
     text = observation.text
     key = f"{observation.tool_name}\0{observation.call}\0{observation.exit_code}\0{text}"
     return engine.Evidence(

@@ -107,6 +107,7 @@ class Observation:
 
     @property
     def text(self) -> str:
+        """The output checks see: all of it, or its start and end when very long."""
         out = self.output or ""
         if len(out) > 2 * MAX_VERIFIED_CHARS:
             return out[:MAX_VERIFIED_CHARS] + "\n" + out[-MAX_VERIFIED_CHARS:]
@@ -396,7 +397,7 @@ def _compare(v: Verify, o: Observation, c: VerifyContext) -> bool:
     return evaluate_data(v, _data_of(o))
 
 
-for _name, _fn in {
+_BUILTINS: dict[str, Verifier] = {
     "output_contains": _contains,
     "output_not_contains": _not_contains,
     "regex": _regex,
@@ -411,7 +412,8 @@ for _name, _fn in {
     "not": _not,
     "compare": _compare,
     "truthy": _compare,
-}.items():
+}
+for _name, _fn in _BUILTINS.items():
     _registry[_name] = _fn
 assert set(_registry) == set(BUILTIN_VERIFY_TYPES)
 

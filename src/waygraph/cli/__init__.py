@@ -22,4 +22,5 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
+    """The ``waygraph`` command's entry point: run the typer app on ``sys.argv``."""
     app()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rich.markup import escape
 from rich.table import Table
@@ -43,8 +43,22 @@ def _root(lib: Library) -> Path | None:
     return lib.path if lib.path.is_dir() else lib.path.parent
 
 
+class _PlanRow(TypedDict):
+    """One plan's line of ``waygraph library list`` (and its ``--json`` object)."""
+
+    id: str
+    name: str
+    domains: list[str]
+    triggers: list[str]
+    trigger_threshold: int
+    nodes: int
+    edges: int
+    linear: bool
+    source: str | None
+
+
 def print_library(lib: Library, *, as_json: bool) -> None:
-    rows = [
+    rows: list[_PlanRow] = [
         {
             "id": plan.id,
             "name": plan.name,

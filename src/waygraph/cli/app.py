@@ -251,4 +251,5 @@ def display_path(path: str | Path | None, root: Path | None = None) -> str:
 
 
 def stdout_is_terminal() -> bool:
+    """Whether standard output is a terminal (live views and colour only then)."""
     return sys.stdout.isatty()

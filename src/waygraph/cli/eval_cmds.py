@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -27,6 +27,10 @@ from waygraph.cli.app import (
     friendly_errors,
 )
 from waygraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    from waygraph.eval.runner import Record
+    from waygraph.eval.suite import EvalTask
 
 __all__ = ["eval_command"]
 
@@ -117,7 +121,7 @@ def _suite(
     key: str,
     timeout: float,
     mode: str,
-    chosen: list,
+    chosen: list[EvalTask],
     repeat: int,
     out: Path,
     jobs: int,
@@ -143,7 +147,7 @@ def _suite(
     with _progress() as progress:
         bar = progress.add_task("eval", total=total, last="")
 
-        def advance(record) -> None:  # type: ignore[no-untyped-def]
+        def advance(record: Record) -> None:
             mark = "[green]ok[/]" if record.success else "[red]failed[/]"
             progress.update(bar, advance=1, last=f"{record.task} {record.mode}: {mark}")
 
@@ -160,7 +164,7 @@ def _suite(
 def _scripted(
     kind: str,
     mode: str,
-    chosen: list,
+    chosen: list[EvalTask],
     repeat: int,
     out: Path,
     jobs: int,
@@ -184,7 +188,7 @@ def _scripted(
     # Enough replies for every model call any run can make (steps, pushbacks, plans).
     calls = sum(task.max_steps + 8 for task in chosen) * len(modes) * repeat
     name = f"scripted-{kind}"
-    policy = ScriptedModel(kind, chosen)  # type: ignore[arg-type]
+    policy = ScriptedModel(kind, chosen)
     with ScriptedChatServer([policy] * calls, model=name) as server:
         _suite(server.base_url, name, "not-needed", 60.0, mode, chosen, repeat, out, jobs, library)
 

@@ -17,7 +17,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -238,6 +238,7 @@ def find_runnables(
 
 
 def _call_factory(factory: Callable[..., Any], options: dict[str, Any], where: str) -> Any:
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):

@@ -365,7 +365,7 @@ def draw(
         content = to_svg(plan, state=record)
     else:
         try:
-            content = render_with_graphviz(to_dot(plan, state=record), chosen.value)
+            content = render_with_graphviz(to_dot(plan, state=record), "png")  # the one left
         except GraphvizNotFoundError as exc:
             # A missing optional program is the user's choice to make, not a
             # usage error: exit 1 with the fix, as the docs promise.

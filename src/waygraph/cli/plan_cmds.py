@@ -118,7 +118,7 @@ def _run(
     your own tools end when they end). A second Ctrl-C quits at once.
     """
     clock = time.perf_counter()
-    outcome: dict[str, Any] = {}
+    outcome: dict[str, tuple[PlanExecutionResult, bool]] = {}
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -442,8 +442,10 @@ def plan_command(
         hint = f"is {llm} an OpenAI-compatible server with model {planner_name}?"
         raise typer.Exit(run_dry(dry_agent, goal, context, as_json=as_json, model_hint=hint))
 
-    target = err_console if as_json else console
-    view: PlainView | LiveView = LiveView(target) if target.is_terminal else PlainView(err=as_json)
+    shown_on = err_console if as_json else console
+    view: PlainView | LiveView = (
+        LiveView(shown_on) if shown_on.is_terminal else PlainView(err=as_json)
+    )
     approval = ConsoleApproval(**_approval_io(as_json)) if approve else None
 
     run_id = resume or new_run_id()

@@ -137,7 +137,7 @@ def load_tools(target: str) -> list[Callable[..., Any]]:
     module, attr = load_user_module(target)
     where = getattr(module, "__file__", None) or module.__name__
     if attr is None:
-        found = [
+        found: list[Callable[..., Any]] = [
             value
             for name, value in vars(module).items()
             if not name.startswith("_")

@@ -108,6 +108,7 @@ class RunView:
     # -- the agent's callbacks (keyword arguments only, as the agent calls them)
 
     def plan_ready(self, *, plan: Plan, **future_kwargs: Any) -> None:
+        """Hook: one pending row per step of the plan about to run."""
         with self._lock:
             # Called before anything runs (again after an edit at the console).
             self.rows = {(0, step.id): _Row(step, 0) for step in plan.steps}
@@ -116,6 +117,7 @@ class RunView:
     def on_step_start(
         self, *, step: PlanStep, state: PlanExecutionState, depth: int = 0, **future_kwargs: Any
     ) -> None:
+        """Hook: mark the step running and start its clock."""
         with self._lock:
             self._sync(state, depth)
             row = self._row(step, depth)
@@ -131,6 +133,7 @@ class RunView:
         depth: int = 0,
         **future_kwargs: Any,
     ) -> None:
+        """Hook: mark the step finished with its result."""
         with self._lock:
             self._sync(state, depth)
             row = self._row(step, depth)
@@ -146,6 +149,7 @@ class RunView:
         strategy: str | None = None,
         **future_kwargs: Any,
     ) -> None:
+        """Hook: note a revision (trigger, step and chosen strategy) among the last ones."""
         where = f" at {step_id}" if step_id else ""
         line = f"{_value(trigger)}{where} -> {_value(strategy)}: {_short(reason, 120)}"
         with self._lock:
@@ -277,6 +281,7 @@ class PlainView(RunView):
             self._line(f"{row.status.value:<9} {name}{took}{detail}")
 
     def report(self, result: PlanExecutionResult, interrupted: bool = False) -> None:
+        """Print the run's summary line, then its output or what went wrong."""
         self._line(self.summary(result, interrupted))
         if result.success:
             self._line(f"output: {as_text(result.final_output).rstrip()}")
@@ -303,6 +308,7 @@ class LiveView(RunView):
             self._status = None
 
     def plan_ready(self, *, plan: Plan, **future_kwargs: Any) -> None:
+        """End the planning spinner and show the plan's steps."""
         self._end_planning()
         super().plan_ready(plan=plan)
 
@@ -340,7 +346,8 @@ class LiveView(RunView):
             rows = list(self.rows.values())
             revisions = list(self.revisions[-3:])
             tokens = self.tokens
-        cells = []
+        # Six text columns, then the step's output or error as it came.
+        cells: list[tuple[str, str, str, str, str, str, Any]] = []
         for row in rows:
             result, step = row.result, row.step
             if row.status == StepStatus.RUNNING and row.started is not None:
@@ -390,6 +397,7 @@ class LiveView(RunView):
         return Group(*parts)
 
     def report(self, result: PlanExecutionResult, interrupted: bool = False) -> None:
+        """Print the run's summary line, then its output or what went wrong."""
         style = "green" if result.success else ("yellow" if interrupted else "red")
         line = self.summary(result, interrupted)
         head, _, rest = line.partition(":")

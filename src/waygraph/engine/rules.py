@@ -438,9 +438,9 @@ def decide(t: Turn, node: Node) -> None:
     passed = verdict.outcome == "success"
     _set(run, node.id, verdict.outcome, attempts)
     t.emit("node_verified", node.id, passed=passed, outcome=verdict.outcome, attempt=attempts)
-    edge = pick_edge(t.plan, node.id, SUCCESS_EDGES if passed else EXHAUST_EDGES, plain=True)
-    if edge is not None:
-        _follow(t, edge)
+    route = pick_edge(t.plan, node.id, SUCCESS_EDGES if passed else EXHAUST_EDGES, plain=True)
+    if route is not None:
+        _follow(t, route)
         return
     t.emit("stall", node.id, reason=f"no route out of decision {node.id!r}; waiting")
 

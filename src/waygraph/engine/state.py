@@ -148,9 +148,11 @@ class Run:
 
     @property
     def finished(self) -> bool:
+        """Whether the run has stopped (completed, failed, escalated or aborted)."""
         return self.status != "running"
 
     def attempts(self, node_id: str | None = None) -> int:
+        """Attempts made at ``node_id`` (default: the current node) in its latest entry."""
         state = self.visited.get(node_id or self.current_node or "")
         return int(state["attempts"]) if state else 0
 
@@ -275,7 +277,7 @@ def _thawed_node(state: Mapping[str, Any]) -> dict[str, Any]:
     tried = state.get("tried")
     if tried is None:
         return state.copy()  # type: ignore[attr-defined, no-any-return]
-    thawed = state.copy()  # type: ignore[attr-defined]
+    thawed: dict[str, Any] = state.copy()  # type: ignore[attr-defined]
     thawed["tried"] = [e.copy() for e in tried]
     return thawed
 

@@ -122,7 +122,9 @@ class ScriptedModel:
         digest = hashlib.sha256(f"{key}/{n}".encode()).digest()
         return digest[0] / 256 < share
 
-    def _lie(self, task: EvalTask, messages: list[dict[str, Any]], *, guided: bool) -> Any:
+    def _lie(
+        self, task: EvalTask, messages: list[dict[str, Any]], *, guided: bool
+    ) -> dict[str, Any] | str:
         """The next move of this run's liar; after its last, the claim again."""
         said = [m for m in messages if m.get("role") == "assistant"]
         liar = _liar_in(said) if said else self._next_liar(task, "guided" if guided else "baseline")
@@ -181,7 +183,7 @@ def _liar_in(said: list[dict[str, Any]]) -> Liar:
         for call in message.get("tool_calls") or []:
             name = str(call.get("id", "")).split("_")[1:2]
             if name and name[0] in LIARS:
-                return name[0]  # type: ignore[return-value]
+                return name[0]
     return "prose"  # no call yet: every reply so far was the claim
 
 

@@ -65,6 +65,7 @@ class TaskVerdict:
 
     @classmethod
     def of(cls, problems: Iterable[str]) -> TaskVerdict:
+        """A verdict from the problems found: a success when there are none."""
         found = tuple(problems)
         return cls(success=not found, problems=found)
 

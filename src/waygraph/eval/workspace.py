@@ -98,15 +98,18 @@ def init_repo(root: Path, files: Mapping[str, str | bytes] | None = None) -> Non
 
 
 def commit_all(root: Path, message: str) -> None:
+    """Stage everything in the repository at ``root`` and commit it."""
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", message)
 
 
 def sha256_file(path: Path) -> str:
+    """The SHA-256 hex digest of a file's bytes."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def sha256_text(text: str | bytes) -> str:
+    """The SHA-256 hex digest of text (UTF-8) or bytes."""
     data = text.encode() if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()
 

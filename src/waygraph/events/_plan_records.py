@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from waygraph.errors import Conflict, PlanContextNotFoundError
 from waygraph.events._planner_context import (
@@ -27,7 +27,13 @@ from waygraph.retry import retry_conflicts_async
 from waygraph.store import StoredRecord
 
 if TYPE_CHECKING:
+    # PlanContext, the one class with this mixin, is a pydantic model.
+    from pydantic import BaseModel as _Model
+
     from waygraph.events.context import PlanContext, PlanStatus
+    from waygraph.events.statemachine import StateMachine
+else:
+    _Model = object
 
 __all__ = ["Change", "PlanRecords"]
 
@@ -47,14 +53,34 @@ class Change:
         self.outbox: list[dict[str, Any]] = []
 
 
-class PlanRecords:
+class PlanRecords(_Model):
     """Store and outbox methods of :class:`~waygraph.events.PlanContext` (a mixin)."""
+
+    if TYPE_CHECKING:
+        # What PlanContext provides.
+        plan_id: str
+        planner: str
+        status: PlanStatus
+        session_id: str | None
+        parent_plan_id: str | None
+        correlation_id: str | None
+        correlation_ids: list[str]
+        depends_on: list[str]
+        outbox: list[dict[str, Any]]
+        updated_at: float
+        _context: PlannerContext | None
+        _version: int
+        _machine: StateMachine | None
+
+        def __init__(self, **data: Any) -> None: ...
+        @property
+        def context(self) -> PlannerContext: ...
 
     # ------------------------------------------------------------ creating
 
     @classmethod
     async def create_from_goal(
-        cls: type[PlanContext],
+        cls,
         goal: Envelope,
         *,
         state_machine: Mapping[str, StateConfig | Mapping[str, Any]] | PlanContext,
@@ -62,7 +88,7 @@ class PlanRecords:
         plan_id: str | None = None,
         parent_plan_id: str | None = None,
         depends_on: Sequence[str] = (),
-    ) -> PlanContext:
+    ) -> Self:
         """A new plan for ``goal``, stored at once (status ``running``, or ``pending``
         while ``depends_on`` plans are unfinished); nothing is sent until
         :meth:`execute_next`.
@@ -117,31 +143,27 @@ class PlanRecords:
     # ------------------------------------------------------------ loading
 
     @classmethod
-    def _from_record(
-        cls: type[PlanContext], record: StoredRecord, context: PlannerContext
-    ) -> PlanContext:
+    def _from_record(cls, record: StoredRecord, context: PlannerContext) -> Self:
         plan = cls.model_validate(record.data)
         plan._context = context
         plan._version = record.version
         return plan
 
-    def _reload_from(self: PlanContext, record: StoredRecord) -> None:
+    def _reload_from(self, record: StoredRecord) -> None:
         fresh = type(self).model_validate(record.data)
         for name in type(self).model_fields:
             setattr(self, name, getattr(fresh, name))
         self._version = record.version
         self._machine = None
 
-    async def _reload(self: PlanContext) -> None:
+    async def _reload(self) -> None:
         record = await self.context.call(self.context.store.get, self.plan_id)
         if record is None:
             raise PlanContextNotFoundError(f"plan {self.plan_id!r} is no longer in the store")
         self._reload_from(record)
 
     @classmethod
-    async def restore(
-        cls: type[PlanContext], plan_id: str, context: PlannerContext | None = None
-    ) -> PlanContext:
+    async def restore(cls, plan_id: str, context: PlannerContext | None = None) -> Self:
         """The stored plan ``plan_id``; PlanContextNotFoundError when there is none.
 
         ``context`` may be left out inside a planner's handler (the running
@@ -162,8 +184,8 @@ class PlanRecords:
 
     @classmethod
     async def restore_by_correlation(
-        cls: type[PlanContext], correlation_id: str | None, context: PlannerContext | None = None
-    ) -> PlanContext | None:
+        cls, correlation_id: str | None, context: PlannerContext | None = None
+    ) -> Self | None:
         """The plan whose goal or one of whose requests had ``correlation_id``, or None.
 
         ``context`` may be left out inside a planner's handler, as document
@@ -186,26 +208,26 @@ class PlanRecords:
 
     @classmethod
     async def find(
-        cls: type[PlanContext],
+        cls,
         context: PlannerContext,
         *,
         session: str | None = None,
         status: PlanStatus | None = None,
         planner: str | None = None,
         limit: int | None = None,
-    ) -> list[PlanContext]:
+    ) -> list[Self]:
         """Stored plans by session, status and owning planner, most recently updated first."""
         records = await context.call(
             context.store.list, kind=KIND, session=session, status=status, plan=planner, limit=limit
         )
         return [cls._from_record(r, context) for r in records]
 
-    async def children(self: PlanContext) -> list[PlanContext]:
+    async def children(self) -> list[Self]:
         """The plans whose ``parent_plan_id`` is this plan."""
         records = await self.context.by_correlation(PARENT + self.plan_id)
         return [type(self)._from_record(r, self.context) for r in records]
 
-    async def parent(self: PlanContext) -> PlanContext | None:
+    async def parent(self) -> Self | None:
         """The parent plan, or None for a top-level plan (or a parent stored elsewhere)."""
         if self.parent_plan_id is None:
             return None
@@ -216,7 +238,7 @@ class PlanRecords:
 
     # ------------------------------------------------------------ committing
 
-    async def save(self: PlanContext) -> None:
+    async def save(self) -> None:
         """Store the plan as it is now (after changing ``results`` by hand, say).
 
         Version-checked: raises :class:`~waygraph.errors.Conflict` when the
@@ -224,7 +246,7 @@ class PlanRecords:
         """
         await self._commit(self._version, [{"type": "plan_saved"}])
 
-    def _index(self: PlanContext) -> list[str]:
+    def _index(self) -> list[str]:
         ids = list(self.correlation_ids)
         ids += [AFTER + dep for dep in self.depends_on]
         if self.parent_plan_id:
@@ -233,7 +255,7 @@ class PlanRecords:
             ids.append(OUTBOX_PENDING)
         return ids
 
-    async def _commit(self: PlanContext, expected: int, events: list[dict[str, Any]]) -> None:
+    async def _commit(self, expected: int, events: list[dict[str, Any]]) -> None:
         self.updated_at = time.time()
         record = self.model_dump(mode="json")
         context = self.context
@@ -250,7 +272,7 @@ class PlanRecords:
             correlation_ids=self._index(),
         )
 
-    async def _change(self: PlanContext, apply: Callable[[PlanContext, Change], bool]) -> bool:
+    async def _change(self, apply: Callable[[Self, Change], bool]) -> bool:
         """Apply a change to a fresh copy, commit it version-checked, then publish its outbox.
 
         On Conflict the plan is reloaded and the change applied again; the
@@ -278,14 +300,14 @@ class PlanRecords:
                 await self._publish_and_mark(done.outbox)
             return True
 
-    def _draft(self: PlanContext) -> PlanContext:
+    def _draft(self) -> Self:
         draft = type(self).model_validate(self.model_dump(mode="json"))
         draft._context = self._context
         draft._version = self._version
         draft._machine = self._machine
         return draft
 
-    def _adopt(self: PlanContext, draft: PlanContext) -> None:
+    def _adopt(self, draft: Self) -> None:
         for name in type(self).model_fields:
             setattr(self, name, getattr(draft, name))
         self._version = draft._version
@@ -293,7 +315,7 @@ class PlanRecords:
 
     # ------------------------------------------------------------ the outbox
 
-    async def _publish_and_mark(self: PlanContext, entries: Sequence[dict[str, Any]]) -> None:
+    async def _publish_and_mark(self, entries: Sequence[dict[str, Any]]) -> None:
         bus = self.context.bus
         published: list[str] = []
         try:
@@ -307,7 +329,7 @@ class PlanRecords:
             if published:
                 await self._mark_published(published)
 
-    async def _mark_published(self: PlanContext, ids: Sequence[str]) -> None:
+    async def _mark_published(self, ids: Sequence[str]) -> None:
         done = set(ids)
 
         async def attempt() -> None:
@@ -323,7 +345,7 @@ class PlanRecords:
                 "plan %s: could not mark %d outbox entries published", self.plan_id, len(ids)
             )
 
-    async def publish_pending(self: PlanContext) -> int:
+    async def publish_pending(self) -> int:
         """Publish what the outbox still holds (left by a process that stopped); the count."""
         async with self.context.lock(self.plan_id):
             await self._reload()
@@ -333,7 +355,7 @@ class PlanRecords:
             return len(entries)
 
     @classmethod
-    async def publish_all_pending(cls: type[PlanContext], context: PlannerContext) -> int:
+    async def publish_all_pending(cls, context: PlannerContext) -> int:
         """:meth:`publish_pending` for every plan of this planner with outbox entries left."""
         records = await context.by_correlation(OUTBOX_PENDING, planner=context.name)
         sent = 0
@@ -342,9 +364,7 @@ class PlanRecords:
         return sent
 
     @classmethod
-    async def dependents_of(
-        cls: type[PlanContext], plan_id: str, context: PlannerContext
-    ) -> list[PlanContext]:
+    async def dependents_of(cls, plan_id: str, context: PlannerContext) -> list[Self]:
         """Plans of this planner that list ``plan_id`` in ``depends_on``."""
         records = await context.by_correlation(AFTER + plan_id, planner=context.name)
         return [cls._from_record(r, context) for r in records]

@@ -51,7 +51,8 @@ DEFAULT_TOPIC = Topic.BUSINESS_FACTS
 class Subscription(Protocol):
     """What :meth:`Bus.subscribe` returns."""
 
-    async def unsubscribe(self) -> None: ...
+    async def unsubscribe(self) -> None:
+        """Stop delivering to this subscription's handler."""
 
 
 class _Replies:

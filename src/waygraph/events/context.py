@@ -125,6 +125,7 @@ class PlanContext(PlanRecords, BaseModel):
 
     @property
     def context(self) -> PlannerContext:
+        """The planner context the plan is attached to; PlanStateError when none is."""
         if self._context is None:
             raise PlanStateError(f"plan {self.plan_id!r} is not attached to a planner context")
         return self._context

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import re
@@ -488,7 +489,8 @@ class NatsBus(Bus):
             try:
                 await self._ensure_stream(sub.topic)
                 await self._retry(
-                    lambda sub=sub: sub.ensure_consumer(since), f"restore consumer {sub.consumer}"
+                    functools.partial(sub.ensure_consumer, since),
+                    f"restore consumer {sub.consumer}",
                 )
             except Exception as exc:  # keep the others going; the next reconnect tries again
                 failed = True

@@ -330,7 +330,7 @@ class Planner:
         """:meth:`PlanContext.restore_by_correlation`, limited to this planner's plans."""
         return next(iter(await self._candidates(correlation_id)), None)
 
-    async def _candidates(self, correlation_id: str) -> list[PlanContext]:
+    async def _candidates(self, correlation_id: str | None) -> list[PlanContext]:
         if not correlation_id or correlation_id.startswith("waygraph:"):
             return []
         ctx = self.context

@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from waygraph.errors import PlanFormatError, StateMachineError
-from waygraph.model import Edge, Graph, Node, Plan, Verify
+from waygraph.model import Edge, Graph, Node, NodeType, Plan, Verify
 from waygraph.predicates import evaluate_data, parse_condition
 
 __all__ = [
@@ -443,6 +443,7 @@ def to_plan(machine: StateMachine, *, plan_id: str, name: str = "") -> Plan:
                 "response_event": config.action.expected_response,
                 "data": config.action.data,
             }
+        node_type: NodeType
         if key == machine.start:
             node_type = "start"
         elif config.is_terminal:

@@ -76,14 +76,17 @@ class Task:
 
     @property
     def data(self) -> dict[str, Any]:
+        """The request's data."""
         return self.envelope.data
 
     @property
     def event_type(self) -> str:
+        """The request's event type."""
         return self.envelope.type
 
     @property
     def correlation_id(self) -> str | None:
+        """The request's correlation id (the reply carries it back)."""
         return self.envelope.correlation_id
 
     @property
@@ -98,14 +101,17 @@ class Task:
 
     @property
     def id(self) -> str:
+        """The request event's id."""
         return self.envelope.id
 
     @property
     def plan_id(self) -> str | None:
+        """The id of the plan that sent the request, if it says."""
         return self.envelope.plan_id
 
     @property
     def session_id(self) -> str | None:
+        """The session the request belongs to, if it says."""
         return self.envelope.session_id
 
 

@@ -136,4 +136,4 @@ def _clause(clause: str) -> Verify:
             value = parse_literal(raw)
         except PlanFormatError:
             value = raw
-        return Verify(type="compare", field=path, op="==" if op == "=" else op, value=value)
+        return Verify(type="compare", field=path, op="==" if op == "=" else "!=", value=value)

@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from waygraph.errors import PlanFormatError, PlanSyntaxError
 from waygraph.model import Edge, Graph, Node, Plan, Step, Verify
@@ -250,7 +251,7 @@ def _edge_label(body: Any, index: Any) -> str:
         return f"#{index}"
 
 
-def _message(err: dict[str, Any], rest: tuple[Any, ...], in_node: bool, in_edge: bool) -> str:
+def _message(err: ErrorDetails, rest: tuple[Any, ...], in_node: bool, in_edge: bool) -> str:
     kind = err.get("type", "")
     last = rest[-1] if rest else None
     if kind == "extra_forbidden":
@@ -354,4 +355,5 @@ def library_to_data(plans: list[Plan], meta: dict[str, Any] | None = None) -> di
 
 
 def to_json(data: Any) -> str:
+    """Plan data as the JSON library format writes it (indented, UTF-8, final newline)."""
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

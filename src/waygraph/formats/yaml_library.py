@@ -46,4 +46,5 @@ class _Dumper(yaml.SafeDumper):
 
 
 def to_yaml(data: Any) -> str:
+    """Plan data as the YAML library format writes it (keys in order, block style)."""
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

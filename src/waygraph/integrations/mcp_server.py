@@ -39,15 +39,20 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
 
 from waygraph.errors import ConfigError, WaygraphError
 from waygraph.navigator import Guidance, Navigator
+
+if TYPE_CHECKING:
+    # Typed as mcp 2's server; mcp 1's FastMCP has the same decorators.
+    from mcp.server.mcpserver import MCPServer as _Server
 
 __all__ = ["MCP_REQUIREMENT", "RUN_FIELDS", "build_server", "json_uri", "mermaid_uri", "serve"]
 
@@ -92,7 +97,7 @@ def json_uri(plan_id: str) -> str:
     return f"waygraph://plans/{quote(plan_id, safe='')}/json"
 
 
-def _mcp_api() -> tuple[Any, type[Exception], type[Exception]]:
+def _mcp_api() -> tuple[type[_Server], type[Exception], type[Exception]]:
     """(server class, ToolError, ResourceError) of the installed ``mcp`` package.
 
     mcp 2 renamed FastMCP to MCPServer; the decorators used here are the same in both.
@@ -102,12 +107,14 @@ def _mcp_api() -> tuple[Any, type[Exception], type[Exception]]:
         from mcp.server.mcpserver.exceptions import ResourceError, ToolError
     except ImportError:
         try:
-            from mcp.server.fastmcp import FastMCP as MCPServer
-            from mcp.server.fastmcp.exceptions import ResourceError, ToolError
+            # mcp 1.x; imported by name since the installed types may be mcp 2's.
+            fast = importlib.import_module("mcp.server.fastmcp")
+            errors = importlib.import_module("mcp.server.fastmcp.exceptions")
         except ImportError as exc:
             raise ConfigError(
                 f"serving MCP needs the mcp package ({exc}); pip install '{MCP_REQUIREMENT}'"
             ) from None
+        return fast.FastMCP, errors.ToolError, errors.ResourceError
     return MCPServer, ToolError, ResourceError
 
 
@@ -305,7 +312,8 @@ def build_server(
         before = nav.state(session_id)
         nav.reset(session_id)
         running = before is not None and before.get("status") == "running"
-        return {"session_id": session_id, "aborted": before.get("plan_id") if running else None}
+        aborted = before.get("plan_id") if before is not None and running else None
+        return {"session_id": session_id, "aborted": aborted}
 
     # ---------------------------------------------------------------- resources
 

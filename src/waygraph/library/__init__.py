@@ -82,9 +82,11 @@ class Library:
             ) from None
 
     def get(self, plan_id: str) -> Plan | None:
+        """The plan with this id, or None."""
         return self.plans.get(plan_id)
 
     def ids(self) -> list[str]:
+        """Every plan id, in library order."""
         return list(self.plans)
 
     @property
@@ -94,6 +96,7 @@ class Library:
         return mode if mode in ("phrase", "substring") else "phrase"
 
     def match_mode_of(self, plan: Plan) -> str:
+        """How ``plan``'s triggers match: its own match_mode, else the library's."""
         return plan.match_mode or self.match_mode
 
     def check(self) -> list[Problem]:

@@ -166,6 +166,7 @@ class Node(_Frozen):
 
     @property
     def exit_status(self) -> str:
+        """The run status an exit node ends with (``completed`` unless it says)."""
         return self.status or "completed"
 
 
@@ -185,6 +186,7 @@ class Edge(_Frozen):
     label: str | None = None
 
     def describe(self) -> str:
+        """The edge in one line, e.g. ``a -> b (on_success)``."""
         return f"{self.from_} -> {self.to} ({self.condition})"
 
 
@@ -244,6 +246,7 @@ class Graph(_Frozen):
         return self.index.out.get(node_id, ())
 
     def in_edges(self, node_id: str) -> tuple[Edge, ...]:
+        """The edges into ``node_id``, in plan order."""
         return self.index.inc.get(node_id, ())
 
     @property
@@ -381,6 +384,7 @@ class Plan(_Frozen):
 
     @property
     def title(self) -> str:
+        """The plan's name, or its id when it has none."""
         return self.name or self.id
 
     def steps(self) -> list[Step]:
@@ -390,4 +394,5 @@ class Plan(_Frozen):
         return graph_to_steps(self.graph)
 
     def task_nodes(self) -> list[Node]:
+        """The nodes where work happens: task and decision nodes."""
         return [n for n in self.graph.nodes.values() if n.type in ("task", "decision")]

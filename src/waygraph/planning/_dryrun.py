@@ -210,7 +210,7 @@ def report_without_plan(
         (False, 'invalid: 1 problem (no_plan); nothing would run')
     """
     return DryRunReport(
-        goal=goal, valid=False, problems=problems, **_settings(pattern, tokens_spent)
+        goal=goal, valid=False, problems=tuple(problems), **_settings(pattern, tokens_spent)
     )
 
 
@@ -228,8 +228,7 @@ def _layers(steps: Mapping[str, PlanStep]) -> tuple[dict[str, int], list[str]]:
     ready = [sid for sid, n in waiting.items() if n == 0]
     while ready:
         sid = ready.pop()
-        deps = steps[sid].dependencies
-        layer[sid] = 1 + max((layer[d] for d in deps), default=-1)
+        layer[sid] = 1 + max((layer[d] for d in steps[sid].dependencies), default=-1)
         for nxt in dependents[sid]:
             waiting[nxt] -= 1
             if waiting[nxt] == 0:
@@ -400,16 +399,16 @@ def simulate_plan(
         goal=plan.goal,
         plan=plan,
         valid=not found,
-        problems=found,
+        problems=tuple(found),
         peak_parallel=max((len(b) for lay in layers for b in lay.batches), default=0),
-        layers=layers,
-        unschedulable=unschedulable,
+        layers=tuple(layers),
+        unschedulable=tuple(unschedulable),
         critical_path=path,
         critical_path_tokens=sum(steps[s].estimated_tokens for s in path),
         estimated_tokens=plan.estimated_total_tokens,
         unestimated_steps=unestimated,
         over_budget=budget_left is not None and plan.estimated_total_tokens > budget_left,
-        notes=notes,
+        notes=tuple(notes),
         **base,
     )
 

@@ -288,7 +288,11 @@ class PlanRun(StepCalls, Revising):
                 return
             self.status[step.id] = StepStatus.RUNNING
             task = asyncio.create_task(self._execute(step), name=f"waygraph-step-{step.id}")
-            task.add_done_callback(lambda _task, step_id=step.id: self._step_done(step_id))
+
+            def done(_task: asyncio.Task[StepOutcome], step_id: str = step.id) -> None:
+                self._step_done(step_id)
+
+            task.add_done_callback(done)
             self.running[step.id] = task
             if self.journal is not None:
                 self.journal.started(step.id)

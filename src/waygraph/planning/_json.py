@@ -72,8 +72,8 @@ def _candidates(text: str) -> list[str]:
     found += [block.strip() for block in _FENCE.findall(text) if block.strip()]
     starts = [i for i, c in enumerate(text) if c in "{["][:_MAX_SPANS]
     found += [_span(text, i) for i in starts]
-    seen: set[str] = set()
-    return [c for c in found if not (c in seen or seen.add(c))]
+    # First occurrence of each, in order.
+    return list(dict.fromkeys(found))
 
 
 def _span(text: str, start: int) -> str:

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypedDict, runtime_checkable
 
 from waygraph.errors import LLMError
 from waygraph.planning._models import TokenUsage
@@ -35,6 +35,15 @@ log = logging.getLogger("waygraph.planning")
 
 #: A chat message: ``{"role": "system" | "user" | "assistant", "content": str}``.
 Message = Mapping[str, str]
+
+
+class _ClientSettings(TypedDict):
+    """What ``openai.AsyncOpenAI`` is made with, for each event loop."""
+
+    base_url: str | None
+    api_key: str
+    timeout: float | None
+    max_retries: int
 
 
 class LLMResponse(NamedTuple):
@@ -66,7 +75,8 @@ class LLM(Protocol):
         *,
         json_schema: Mapping[str, Any] | None = None,
         schema_name: str = "reply",
-    ) -> LLMResponse: ...
+    ) -> LLMResponse:
+        """The model's reply to ``messages``; with ``json_schema``, JSON of that shape."""
 
 
 class OpenAILLM:
@@ -106,7 +116,7 @@ class OpenAILLM:
         self.extra_body = dict(extra_body or {})
         self.structured_output = structured_output
         self.base_url = base_url
-        self._settings = {
+        self._settings: _ClientSettings = {
             "base_url": base_url,
             # Local servers (Ollama, llama.cpp) ignore the key, but the client needs one.
             "api_key": api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",

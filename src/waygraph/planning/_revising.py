@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from waygraph.errors import InvalidPlanError, LLMError
 from waygraph.planning import _prompts as prompts
@@ -29,7 +29,11 @@ from waygraph.planning._references import rename_reference
 from waygraph.planning._runtime import call_hook
 
 if TYPE_CHECKING:
-    from waygraph.planning._executor import PlanRun
+    from waygraph.planning._models import PlanExecutionState
+    from waygraph.planning._pattern import PlanningPattern
+    from waygraph.planning._planner import PlanGenerator
+    from waygraph.planning._runtime import Meter, RunCallbacks
+    from waygraph.planning._tools import ToolRegistry
 
 __all__ = ["FAILURES", "Revising", "RevisionRequest"]
 
@@ -53,18 +57,46 @@ class RevisionRequest:
 class Revising:
     """Revision of the running plan (a mixin of the scheduler)."""
 
-    def _can_revise(self: PlanRun, *, requested: bool = False) -> bool:
+    if TYPE_CHECKING:
+        # What the scheduler (waygraph.planning._executor.PlanRun) provides.
+        plan: Plan
+        goal: str
+        planner: PlanGenerator
+        pattern: PlanningPattern
+        tools: ToolRegistry
+        hooks: RunCallbacks
+        meter: Meter
+        depth: int
+        outputs: dict[str, Any]
+        outer_ids: frozenset[str]
+        status: dict[str, StepStatus]
+        results: dict[str, StepResult]
+        replaced: dict[str, StepResult]
+        mismatched: dict[str, Any]
+        by_strategy: set[str]
+        revisions: list[PlanRevision]
+        revision_attempts: int
+        applied_revisions: int
+        budget_flagged: bool
+        stop_reason: str | None
+
+        def snapshot(self) -> PlanExecutionState: ...
+        def _stop(self, reason: str) -> None: ...
+        def _update_skips(self) -> None: ...
+        async def _notify(self, name: str, **kwargs: Any) -> None: ...
+
+    def _can_revise(self, *, requested: bool = False) -> bool:
         allowed = self.pattern.allow_revision or requested
         return allowed and self.revision_attempts < self.pattern.max_revisions
 
-    def _problem_step(self: PlanRun, request: RevisionRequest) -> PlanStep | None:
+    def _problem_step(self, request: RevisionRequest) -> PlanStep | None:
         if request.step_id is None or request.trigger not in FAILURES:
             return None
         if self.status.get(request.step_id) != StepStatus.FAILED:
             return None
         return self.plan.step(request.step_id)
 
-    async def _revise(self: PlanRun, request: RevisionRequest) -> None:
+    async def _revise(self, request: RevisionRequest) -> None:
         step = self._problem_step(request)
         if request.trigger in FAILURES and step is None:
             return  # already dealt with by an earlier revision
@@ -120,7 +152,7 @@ class Revising:
             self._after_failed_revision(request, self._problem_step(request), note)
 
     async def _decide(
-        self: PlanRun, request: RevisionRequest, strategy: RevisionStrategy
+        self, request: RevisionRequest, strategy: RevisionStrategy
     ) -> RevisionDecision | None:
         hook = self.hooks.on_revision_needed
         if hook is None:
@@ -140,11 +172,11 @@ class Revising:
             log.exception("on_revision_needed failed; using the configured strategy")
             return None
         if isinstance(decision, RevisionStrategy | str) and not isinstance(decision, bool):
-            decision = RevisionDecision(strategy=decision)
+            decision = RevisionDecision.model_validate({"strategy": decision})
         return decision if isinstance(decision, RevisionDecision) else None
 
     def _after_failed_revision(
-        self: PlanRun, request: RevisionRequest, step: PlanStep | None, note: str = ""
+        self, request: RevisionRequest, step: PlanStep | None, note: str = ""
     ) -> None:
         """No revision could help: a failed step is handled as if revision were off."""
         if step is None:
@@ -154,7 +186,7 @@ class Revising:
         else:
             self._stop(f"step {step.id!r} failed: {self.results[step.id].error}{note}")
 
-    def _skip(self: PlanRun, step: PlanStep | None, request: RevisionRequest) -> bool:
+    def _skip(self, step: PlanStep | None, request: RevisionRequest) -> bool:
         if step is None:
             return True  # nothing to skip: carry on with the plan as it is
         previous = self.results[step.id]
@@ -178,17 +210,17 @@ class Revising:
         self._update_skips()  # rescans: the skipped step may have freed its dependents
         return True
 
-    def _kept_steps(self: PlanRun) -> list[PlanStep]:
+    def _kept_steps(self) -> list[PlanStep]:
         return [
             s
             for s in self.plan.steps
             if self.status[s.id] == StepStatus.COMPLETED or s.id in self.by_strategy
         ]
 
-    def _replace_remaining(self: PlanRun, new_steps: tuple[PlanStep, ...]) -> Plan:
+    def _replace_remaining(self, new_steps: tuple[PlanStep, ...]) -> Plan:
         return self.plan.with_steps([*self._kept_steps(), *new_steps])
 
-    def _insert_recovery(self: PlanRun, failed: PlanStep, recovery: tuple[PlanStep, ...]) -> Plan:
+    def _insert_recovery(self, failed: PlanStep, recovery: tuple[PlanStep, ...]) -> Plan:
         """Put ``recovery`` where ``failed`` was; its last step stands in for ``failed``."""
         if not recovery:
             return self.plan  # an empty recovery is reported by validation as empty_plan
@@ -212,7 +244,7 @@ class Revising:
         return self.plan.with_steps(steps)
 
     async def _new_plan(
-        self: PlanRun,
+        self,
         request: RevisionRequest,
         strategy: RevisionStrategy,
         step: PlanStep | None,
@@ -274,7 +306,7 @@ class Revising:
         )
         return replanned, set(kept)
 
-    def _apply(self: PlanRun, new_plan: Plan, carried: set[str]) -> None:
+    def _apply(self, new_plan: Plan, carried: set[str]) -> None:
         """Switch to ``new_plan``; steps not in ``carried`` are new (or replaced) and pending."""
         for sid in self.plan.step_ids:
             if sid in carried:

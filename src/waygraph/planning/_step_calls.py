@@ -27,7 +27,11 @@ from waygraph.planning._tools import StepContext
 from waygraph.planning._validate import ancestors
 
 if TYPE_CHECKING:
-    from waygraph.planning._executor import PlanRun
+    from waygraph.planning._llm import LLM
+    from waygraph.planning._pattern import PlanningPattern
+    from waygraph.planning._planner import PlanGenerator
+    from waygraph.planning._runtime import RunCallbacks
+    from waygraph.planning._tools import ToolRegistry
 
 __all__ = ["FAILED", "StepCalls", "StepOutcome", "describe"]
 
@@ -73,7 +77,41 @@ def _call_key(tool: str, parameters: Any) -> str | None:
 class StepCalls:
     """Running one step (a mixin of the scheduler)."""
 
-    async def _execute(self: PlanRun, step: PlanStep) -> StepOutcome:
+    if TYPE_CHECKING:
+        # What the scheduler (waygraph.planning._executor.PlanRun) provides.
+        plan: Plan
+        goal: str
+        planner: PlanGenerator
+        pattern: PlanningPattern
+        tools: ToolRegistry
+        llm: LLM
+        hooks: RunCallbacks
+        meter: Meter
+        calls: dict[str, asyncio.Future[Any]]
+        depth: int
+        outputs: dict[str, Any]
+        outer_ids: frozenset[str]
+        _known: frozenset[str]
+
+        def __init__(
+            self,
+            plan: Plan,
+            goal: str,
+            *,
+            planner: PlanGenerator,
+            llm: LLM,
+            hooks: RunCallbacks,
+            meter: Meter,
+            calls: dict[str, asyncio.Future[Any]],
+            depth: int = 0,
+            outer_results: Mapping[str, Any] | None = None,
+            outer_ids: frozenset[str] = frozenset(),
+        ) -> None: ...
+
+        async def run(self) -> PlanExecutionResult: ...
+        async def _notify(self, name: str, **kwargs: Any) -> None: ...
+
+    async def _execute(self, step: PlanStep) -> StepOutcome:
         outcome = StepOutcome(started_at=_now())
         clock = time.perf_counter()
         await self._notify("on_step_start", step=step)
@@ -110,7 +148,7 @@ class StepCalls:
         return outcome
 
     async def _run_action(
-        self: PlanRun,
+        self,
         action: str,
         parameters: Mapping[str, Any],
         context: StepContext,
@@ -133,7 +171,7 @@ class StepCalls:
             return
 
     async def _call(
-        self: PlanRun, action: str, parameters: Mapping[str, Any], context: StepContext
+        self, action: str, parameters: Mapping[str, Any], context: StepContext
     ) -> tuple[Any, bool]:
         """Call a tool with resolved parameters; reuse an identical earlier call's result."""
         tool = self.tools[action]
@@ -162,9 +200,7 @@ class StepCalls:
             future.set_result(value)
         return value, False
 
-    async def _judge(
-        self: PlanRun, step: PlanStep, context: StepContext, outcome: StepOutcome
-    ) -> None:
+    async def _judge(self, step: PlanStep, context: StepContext, outcome: StepOutcome) -> None:
         schema = prompts.EXPECTATION_SCHEMA if self.pattern.structured_output else None
         reply = await context.complete(
             prompts.expectation_messages(step, outcome.output), json_schema=schema
@@ -178,7 +214,7 @@ class StepCalls:
             outcome.mismatch = str(verdict.get("reason") or "no reason given")
 
     async def _run_composite(
-        self: PlanRun, step: PlanStep, context: StepContext, outcome: StepOutcome
+        self, step: PlanStep, context: StepContext, outcome: StepOutcome
     ) -> None:
         available = sorted(ancestors(self.plan, step.id) | self.outer_ids)
         sub = step.subplan

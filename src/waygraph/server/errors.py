@@ -59,6 +59,7 @@ class AsciiJSONResponse(JSONResponse):
     """JSON with non-ASCII escaped: any stored string, even a lone surrogate, can be sent."""
 
     def render(self, content: Any) -> bytes:
+        """Compact ASCII JSON (non-ASCII escaped, NaN refused)."""
         text = json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
         return text.encode("ascii")
 
@@ -70,6 +71,7 @@ def error_response(
     problems: list[dict[str, Any]] | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
+    """The API's error body ``{error, message, problems?}`` with a status code."""
     body: dict[str, Any] = {"error": code, "message": message}
     if problems is not None:
         body["problems"] = problems
@@ -164,6 +166,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 
 def install_handlers(app: FastAPI) -> None:
+    """Make every error the app raises an API error body (no tracebacks)."""
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(HTTPException, _http)
     app.add_exception_handler(ApiError, _api)

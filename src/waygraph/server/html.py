@@ -39,6 +39,7 @@ STATUSES = ("running", "completed", "escalated", "expired", "aborted")
 
 
 def e(value: object) -> str:
+    """HTML-escape a value for text and attributes (None is empty)."""
     return escape("" if value is None else str(value), quote=True)
 
 
@@ -119,6 +120,7 @@ def _match_box() -> str:
 
 
 def index_page(rows: list[dict[str, Any]], plans: list[dict[str, Any]], status: str | None) -> str:
+    """The sessions page: status filters, session rows and links to the plans."""
     filters = "".join(
         f'<a href="/{"?status=" + s if s else ""}" class="chip{" on" if s == status else ""}">'
         f"{e(s or 'all')}</a>"
@@ -245,6 +247,7 @@ def _record_facts(record: Mapping[str, Any]) -> str:
 def session_page(
     detail: Mapping[str, Any], events: list[dict[str, Any]], drawing: str | None
 ) -> str:
+    """A session's page: its facts, the plan drawing and its events."""
     run = detail["run"]
     session = detail["session_id"]
     facts = (
@@ -301,6 +304,7 @@ def _chips(values: Iterable[str], css: str = "tag") -> str:
 
 
 def plans_page(plans: list[dict[str, Any]]) -> str:
+    """The plans page: a card per plan and the match box."""
     cards = "".join(
         f'<a class="card plan-card" href="/plans/{e(_quote(p["id"]))}">'
         f"<h3>{e(p['name'])}</h3><p class='mono muted'>{e(p['id'])}</p>"
@@ -317,6 +321,7 @@ def plans_page(plans: list[dict[str, Any]]) -> str:
 
 
 def plan_page(plan: Plan, drawing: str) -> str:
+    """A plan's page: its drawing and a table of its nodes."""
     from waygraph.draw import predicate_label
 
     rows = "".join(
@@ -347,6 +352,7 @@ def plan_page(plan: Plan, drawing: str) -> str:
 
 
 def not_found_page(message: str) -> str:
+    """The page for an unknown session or plan."""
     return (
         "<div class=page-head><h1>Not found</h1></div>"
         f'<section class=card><p>{e(message)}</p><p><a href="/">Back to sessions</a></p></section>'

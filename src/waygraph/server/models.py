@@ -88,6 +88,8 @@ class ErrorBody(BaseModel):
 
 
 class Health(BaseModel):
+    """The server's health: status, version, store and plan count."""
+
     status: str = Field(examples=["ok"])
     version: str
     store: str
@@ -95,6 +97,8 @@ class Health(BaseModel):
 
 
 class PlanSummary(BaseModel):
+    """A plan in a listing: id, name, triggers and size."""
+
     id: str
     name: str
     description: str | None
@@ -107,6 +111,8 @@ class PlanSummary(BaseModel):
 
 
 class PlanList(BaseModel):
+    """Every plan in the library (``GET /api/plans``)."""
+
     plans: list[PlanSummary]
 
 
@@ -119,6 +125,8 @@ class MatchRequest(_Request):
 
 
 class MatchResult(BaseModel):
+    """One plan's match against a message: score, hits and whether it activates."""
+
     plan_id: str
     score: int
     hits: list[str]
@@ -128,6 +136,8 @@ class MatchResult(BaseModel):
 
 
 class MatchResponse(BaseModel):
+    """Which plans a message would start (``POST /api/match``)."""
+
     message: str
     domain: str | None
     activates: str | None
@@ -153,10 +163,14 @@ class SessionSummary(BaseModel):
 
 
 class SessionList(BaseModel):
+    """Every session in the store (``GET /api/sessions``)."""
+
     sessions: list[SessionSummary]
 
 
 class SessionDetail(BaseModel):
+    """A session: its latest record, the guidance now and every record."""
+
     session_id: str
     key: str
     kind: str
@@ -166,6 +180,8 @@ class SessionDetail(BaseModel):
 
 
 class EventList(BaseModel):
+    """A session's events after a sequence number (``GET /api/sessions/ID/events``)."""
+
     session_id: str
     key: str
     events: list[dict[str, Any]]
@@ -184,11 +200,15 @@ class TurnRequest(_Request):
 
 
 class TurnResponse(BaseModel):
+    """What one turn produced: guidance text, events and the run record."""
+
     text: str | None = Field(description="Guidance to inject into the model's context.")
     events: list[dict[str, Any]]
     run: dict[str, Any] | None
 
 
 class ResetResponse(BaseModel):
+    """A session after its run was reset."""
+
     session_id: str
     run: dict[str, Any] | None

@@ -69,6 +69,7 @@ def summary(record: StoredRecord) -> dict[str, Any]:
 
 
 def plan_summary(plan: Plan) -> dict[str, Any]:
+    """A plan as listings show it: id, name, domains, triggers and size."""
     return {
         "id": plan.id,
         "name": plan.title,
@@ -92,9 +93,11 @@ class Service:
     # ------------------------------------------------------------ plans
 
     def plans(self) -> list[dict[str, Any]]:
+        """A summary of every plan in the library."""
         return [plan_summary(plan) for plan in self.navigator.library]
 
     def plan(self, plan_id: str) -> Plan:
+        """The library plan ``plan_id``; ApiError 404 when there is none."""
         plan = self.navigator.library.get(plan_id)
         if plan is None:
             raise ApiError(404, "plan_not_found", f"no plan {plan_id!r} in the library")
@@ -170,6 +173,7 @@ class Service:
         return (runs or records)[0], records
 
     def session(self, session_id: str) -> dict[str, Any]:
+        """A session's latest record, its guidance now and all its records."""
         record, records = self._latest(session_id)
         context = None
         if record.kind == "run":
@@ -191,11 +195,13 @@ class Service:
         return self._latest(session_id)[0].key
 
     def events(self, session_id: str, after: int = 0, limit: int | None = None) -> dict[str, Any]:
+        """A session's events after sequence ``after`` (at most ``limit``)."""
         key = self.session_key(session_id)
         events = [{"seq": e.seq, **e.data} for e in self.store.events(key, after, limit)]
         return {"session_id": session_id, "key": key, "events": events}
 
     def turn(self, session_id: str, **keywords: Any) -> dict[str, Any]:
+        """Run one turn for the session; its guidance text, events and run."""
         guidance = self.navigator.turn(session_id, **keywords)
         return {
             "text": guidance.text,
@@ -204,6 +210,7 @@ class Service:
         }
 
     def reset(self, session_id: str) -> dict[str, Any]:
+        """Abort and forget the session's run; 404 for an unknown session."""
         self._latest(session_id)  # 404 for an unknown session
         self.navigator.reset(session_id)
         record, _ = self._latest(session_id)

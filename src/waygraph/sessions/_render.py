@@ -20,7 +20,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from waygraph.sessions._rules import current_step, steps_done
 
@@ -40,7 +40,48 @@ MARKS = {"completed": "✓", "running": "⏳", "pending": "⏸", "failed": "✗"
 CONTEXT_STEPS_BEFORE = 3
 CONTEXT_STEPS_AFTER = 6
 
-_TEXT = {
+
+class _Texts(TypedDict):
+    """One language's texts (every language has every key)."""
+
+    status: dict[str, str]
+    summary_head: str
+    goal: str
+    progress: str
+    current: str
+    current_implicit: str
+    no_current: str
+    step_progress: str
+    failure: str
+    resume: str
+    done_line: str
+    earlier: str
+    later: str
+    all_done: str
+    instructions: str
+    paused: str
+    limit: str
+    limit_no_plan: str
+    completed: str
+    failed: str
+    no_reason: str
+    doc_block: str
+    doc_current: str
+    doc_step_progress: str
+    doc_current_implicit: str
+    doc_no_current: str
+    more_instructions: str
+    summary_task: str
+    summary_progress: str
+    summary_current: str
+    summary_iterations: str
+    summary_iterations_all: str
+    summary_history: str
+    summary_marks: dict[str, str]
+    resume_wrapper: str
+
+
+_TEXT: dict[str, _Texts] = {
     "en": {
         "status": {
             "pending": "pending",
@@ -173,11 +214,11 @@ _TEXT = {
 }
 
 
-def _t(language: str) -> dict[str, Any]:
+def _t(language: str) -> _Texts:
     return _TEXT["zh" if str(language).lower().startswith("zh") else "en"]
 
 
-def _step_progress(step: dict[str, Any], t: dict[str, Any]) -> str:
+def _step_progress(step: dict[str, Any], t: _Texts) -> str:
     progress = step.get("progress")
     if not isinstance(progress, dict):
         return ""
@@ -193,7 +234,7 @@ def _step_line(index: int, step: dict[str, Any]) -> str:
     return f"  {mark} {index + 1}. {step.get('description', '')}{tail}"
 
 
-def _current_line(plan: dict[str, Any], t: dict[str, Any]) -> str:
+def _current_line(plan: dict[str, Any], t: _Texts) -> str:
     step = current_step(plan)
     if step is None:
         return t["no_current"]
@@ -301,7 +342,7 @@ def progress_summary(
     return "\n".join(lines)
 
 
-def _summary_current(plan: dict[str, Any], t: dict[str, Any]) -> str:
+def _summary_current(plan: dict[str, Any], t: _Texts) -> str:
     step = current_step(plan)
     if step is None:
         return t["doc_no_current"]

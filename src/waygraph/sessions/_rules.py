@@ -195,7 +195,7 @@ def _normal(description: str) -> str:
 def current_step(plan: PlanData) -> dict[str, Any] | None:
     """The running step the plan points at, or None (no steps, or all done)."""
     index = plan.get("current_step_index", 0)
-    steps = plan.get("steps", [])
+    steps: list[dict[str, Any]] = plan.get("steps", [])
     if 0 <= index < len(steps) and steps[index].get("status") == "running":
         return steps[index]
     return None

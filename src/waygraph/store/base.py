@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import time
@@ -235,8 +236,11 @@ class Store(ABC):
         Records committed at the same clock reading come in key order.
         """
 
+    # builtins.list: from here on `list` in the class body is the list() method above.
     @abstractmethod
-    def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+    def events(
+        self, key: str, after_seq: int = 0, limit: int | None = None
+    ) -> builtins.list[StoredEvent]:
         """Events of ``key`` with ``seq > after_seq``, in ``seq`` order, at most ``limit``."""
 
     @abstractmethod
@@ -248,7 +252,7 @@ class Store(ABC):
         """Drop the session's pointer; its records stay for inspection."""
 
     @abstractmethod
-    def sessions(self) -> list[str]:
+    def sessions(self) -> builtins.list[str]:
         """Every session with a current pointer or any record, sorted."""
 
     @abstractmethod

@@ -48,6 +48,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import fcntl
 import hashlib
 import logging
@@ -58,7 +59,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from waygraph.errors import StoreError
 from waygraph.store.base import (
@@ -344,7 +345,7 @@ class FileStore(Store):
         except ValueError:
             ok = False
         if ok:
-            return pointers
+            return cast(dict[str, str], pointers)  # checked key by key just above
         if not writing:
             with self._writing():
                 return self._read_pointers(writing=True)
@@ -520,7 +521,9 @@ class FileStore(Store):
             docs = docs[:limit]
         return [_to_record(doc) for doc in docs]
 
-    def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+    def events(
+        self, key: str, after_seq: int = 0, limit: int | None = None
+    ) -> builtins.list[StoredEvent]:
         after_seq, limit = paging(after_seq, limit)
         self._check_open()
         _, events_path = self._paths(key)
@@ -577,7 +580,7 @@ class FileStore(Store):
         with self._errors(f"reading the pointer of session {session!r}"):
             return self._read_pointers(writing=False).get(session)
 
-    def sessions(self) -> list[str]:
+    def sessions(self) -> builtins.list[str]:
         self._check_open()
         with self._errors("listing sessions"):
             names = set(self._read_pointers(writing=False))

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -157,7 +158,9 @@ class MemoryStore(Store):
             rows = rows[:limit]
         return [row.to_record(key) for key, row in rows]
 
-    def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+    def events(
+        self, key: str, after_seq: int = 0, limit: int | None = None
+    ) -> builtins.list[StoredEvent]:
         after_seq, limit = paging(after_seq, limit)
         start = max(after_seq, 0)
         with self._lock:
@@ -179,7 +182,7 @@ class MemoryStore(Store):
             self._check_open()
             self._pointers.pop(session, None)
 
-    def sessions(self) -> list[str]:
+    def sessions(self) -> builtins.list[str]:
         with self._lock:
             self._check_open()
             names = set(self._pointers)

@@ -23,6 +23,7 @@ Example (needs a server, so it is not a doctest)::
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import re
@@ -395,7 +396,9 @@ class PostgresStore(Store):
         params.append(limit)
         return [_row_to_record(row) for row in self._fetch("listing records", query, params)]
 
-    def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+    def events(
+        self, key: str, after_seq: int = 0, limit: int | None = None
+    ) -> builtins.list[StoredEvent]:
         after_seq, limit = paging(after_seq, limit)
         rows = self._fetch(
             f"reading the events of {key!r}",
@@ -412,7 +415,7 @@ class PostgresStore(Store):
         )
         return rows[0][0] if rows else None
 
-    def sessions(self) -> list[str]:
+    def sessions(self) -> builtins.list[str]:
         rows = self._fetch(
             "listing sessions",
             "SELECT session FROM (SELECT session FROM session_pointers UNION "

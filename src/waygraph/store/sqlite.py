@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import os
 import sqlite3
 import threading
@@ -365,7 +366,9 @@ class SQLiteStore(Store):
             rows = self._conn().execute(sql, params).fetchall()
         return [_row_to_record(row) for row in rows]
 
-    def events(self, key: str, after_seq: int = 0, limit: int | None = None) -> list[StoredEvent]:
+    def events(
+        self, key: str, after_seq: int = 0, limit: int | None = None
+    ) -> builtins.list[StoredEvent]:
         after_seq, limit = paging(after_seq, limit)
         with self._lock, self._errors(f"reading the events of {key!r}"):
             rows = (
@@ -387,7 +390,7 @@ class SQLiteStore(Store):
             )
         return None if row is None else row[0]
 
-    def sessions(self) -> list[str]:
+    def sessions(self) -> builtins.list[str]:
         with self._lock, self._errors("listing sessions"):
             rows = (
                 self._conn()

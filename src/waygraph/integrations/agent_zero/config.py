@@ -79,11 +79,13 @@ class AgentZeroConfig:
     tools_run_elsewhere: bool = False
 
     def to_data(self) -> dict[str, Any]:
+        """The settings as the JSON object the config file holds (with its format tag)."""
         data = asdict(self)
         data["reply_tools"] = list(self.reply_tools)
         return {"format": FORMAT, **data}
 
     def to_json(self) -> str:
+        """The config file's text."""
         return json.dumps(self.to_data(), indent=2) + "\n"
 
     @classmethod
@@ -108,7 +110,7 @@ class AgentZeroConfig:
                 raise ConfigError(
                     f"{file}: field {name!r} must be a non-empty string or null (got {value!r})"
                 )
-        defaults = {f.name: f.default for f in fields(cls)}
+        defaults: dict[str, Any] = {f.name: f.default for f in fields(cls)}
         flags = {}
         for name in ("compat", "exit_codes", "allow_commands", "confine", "tools_run_elsewhere"):
             value = data.get(name, defaults[name])

@@ -112,6 +112,7 @@ class InstallReport:
 
     @property
     def changed(self) -> bool:
+        """Whether the install added, updated, replaced, removed or disabled anything."""
         return bool(self.added or self.updated or self.replaced or self.removed or self.disabled)
 
     def summary(self) -> str:
@@ -157,6 +158,7 @@ class UninstallReport:
     kept: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
+        """One line saying what the uninstall removed, restored and kept."""
         if not self.installed:
             return f"waygraph is not installed in {self.root} (no {MANIFEST_PATH}); nothing to do"
         text = f"removed waygraph from {self.root}: {len(self.removed)} file(s) removed"
@@ -247,6 +249,8 @@ def install(
     ours = set(old.get("files", {})) if old else set()
     selectors = find_selectors(base, skip=ours)
     carried = None if library is not None else _carried_library(base, [*old_disabled, *selectors])
+    library_setting: str | None
+    source: str | None
     if carried is not None:
         library_files, library_setting, source, starters = carried
     else:

@@ -76,6 +76,7 @@ class Transaction:
         return created
 
     def move(self, src: str, dst: str) -> None:
+        """Move ``src`` to ``dst`` (which must not exist); moved back on rollback."""
         source, target = self.root / src, self.root / dst
         if target.exists():
             raise ConfigError(f"{target}: already exists; cannot move {src} there")
@@ -83,6 +84,7 @@ class Transaction:
         self._undo.append(lambda: _relocate(target, source))
 
     def write(self, rel: str, content: bytes) -> None:
+        """Create ``rel`` with ``content`` (it must not exist); removed on rollback."""
         target = self.root / rel
         if target.exists():
             raise ConfigError(f"{target}: already exists")
@@ -101,7 +103,12 @@ class Transaction:
         aside = self._beside(source, "old")
         os.rename(source, aside)
         self._aside.append(aside)
-        self._undo.append(lambda: (os.rename(aside, source), self._aside.remove(aside)))
+
+        def undo() -> None:
+            os.rename(aside, source)
+            self._aside.remove(aside)
+
+        self._undo.append(undo)
 
 
 def _relocate(source: Path, target: Path) -> None:
