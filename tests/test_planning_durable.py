@@ -427,3 +427,20 @@ def test_waygraph_plan_resume_and_a_goal_exclude_each_other(tmp_path: Path):
     )
     assert result.exit_code == 2
     assert "drop GOAL" in result.output
+
+
+def test_the_pattern_style_agent_stores_and_resumes_runs_too():
+    from waygraph.planning import Agent
+
+    store = open_store("memory://")
+    tools = Tools(hold=True)
+
+    async def scenario() -> Any:
+        agent = Agent(tools=tools.all(), llm=object(), store=store)  # type: ignore[arg-type]
+        engine = agent.engine(agent.pattern)
+        run_id = await cancel_when(engine, chain_plan(), lambda: "b" in tools.calls)
+        again = Tools()
+        return await Agent(tools=again.all(), llm=object(), store=store).resume(run_id), again
+
+    result, again = asyncio.run(scenario())
+    assert result.success and again.calls == ["b", "c"]

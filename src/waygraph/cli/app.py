@@ -92,6 +92,7 @@ def _root(
 ) -> None:
     """Keep LLM agents on course through multi-step work with verified plans."""
 
+
 #: The one ``--library`` option shared by every command that reads plans.
 # The model options shared by every command that talks to a model (demo,
 # eval, plan): one spelling, one help text, one environment variable each.

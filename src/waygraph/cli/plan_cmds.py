@@ -440,6 +440,7 @@ def plan_command(
             soft_wrap=True,
         )
         hint = f"is {llm} an OpenAI-compatible server with model {planner_name}?"
+        assert goal is not None  # --dry-run refuses --resume above
         raise typer.Exit(run_dry(dry_agent, goal, context, as_json=as_json, model_hint=hint))
 
     shown_on = err_console if as_json else console

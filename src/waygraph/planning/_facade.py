@@ -22,6 +22,7 @@ from waygraph.planning._tools import Tool
 
 if TYPE_CHECKING:
     from waygraph.planning._pattern import PlanningPattern
+    from waygraph.store import Store
 
 __all__ = ["CALLBACK_NAMES", "Agent", "PlanningCallbacks", "model_from_environment"]
 
@@ -152,6 +153,8 @@ class Agent:
     standing instructions: the planning model reads them before waygraph's own
     planning instructions in every plan request (generation, repair,
     revision, decomposition). ``callbacks`` is a :class:`PlanningCallbacks`.
+    ``store`` keeps every run so :meth:`resume` can continue it after a crash
+    (default: the Navigator's store; see :class:`PlanningAgent`).
 
     Example:
         >>> from waygraph.planning import OpenAILLM, PlanningPattern
@@ -179,6 +182,7 @@ class Agent:
         *,
         planning_model: LLM | None = None,
         side_effect_tools: Collection[str] = (),
+        store: str | Store | None = None,
     ) -> None:
         from waygraph.planning._pattern import PlanningPattern
 
@@ -193,9 +197,10 @@ class Agent:
         self.planning_model = planning_model
         self.system_prompt = system_prompt or None
         self.callbacks = callbacks
-        self._hooks = _callbacks_keywords(callbacks)
+        self._hooks: dict[str, Any] = dict(_callbacks_keywords(callbacks))
         self._tools = list(tools)
         self._side_effect_tools = tuple(side_effect_tools)
+        self._store = store
         self._engines: list[tuple[PlanningPattern, PlanningAgent]] = []
         # Built now so a bad tool fails at construction, not at the first run.
         self._own = self.engine(self.pattern)
@@ -222,6 +227,7 @@ class Agent:
             pattern=effective,
             planning_llm=self.planning_model,
             side_effect_tools=self._side_effect_tools,
+            store=self._store,
             **self._hooks,
         )
         self._engines.append((pattern, engine))
@@ -234,6 +240,10 @@ class Agent:
         ``final_output`` says why.
         """
         return await self.pattern.execute(self, query)
+
+    async def resume(self, run_id: str) -> Any:
+        """Continue the stored run ``run_id`` after a crash (see :meth:`PlanningAgent.resume`)."""
+        return await self._own.resume(run_id)
 
     def get_plan(self) -> Any:
         """The plan of the latest run with the agent's own pattern (None before one)."""

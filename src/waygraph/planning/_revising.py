@@ -29,6 +29,7 @@ from waygraph.planning._references import rename_reference
 from waygraph.planning._runtime import call_hook
 
 if TYPE_CHECKING:
+    from waygraph.planning._journal import Journal
     from waygraph.planning._models import PlanExecutionState
     from waygraph.planning._pattern import PlanningPattern
     from waygraph.planning._planner import PlanGenerator
@@ -75,6 +76,7 @@ class Revising:
         mismatched: dict[str, Any]
         by_strategy: set[str]
         revisions: list[PlanRevision]
+        journal: Journal | None
         revision_attempts: int
         applied_revisions: int
         budget_flagged: bool
