@@ -444,3 +444,22 @@ def test_the_pattern_style_agent_stores_and_resumes_runs_too():
 
     result, again = asyncio.run(scenario())
     assert result.success and again.calls == ["b", "c"]
+
+
+def test_generated_runs_are_listed_and_told_in_words_by_waygraph_sessions(tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    agent = PlanningAgent(None, tools=Tools().all(), store=url)
+    run_id = asyncio.run(agent.execute_plan(chain_plan(), run_id="dag_listed")).run_id
+    listed = runner.invoke(app, ["sessions", "list", "--store", url, "--json"])
+    assert listed.exit_code == 0, listed.output
+    row = next(r for r in json.loads(listed.output)["sessions"] if r["session"] == run_id)
+    assert row["kind"] == "dag" and row["status"] == "completed"
+    assert row["plan"] == "three-steps-in-a-row"
+    events = runner.invoke(
+        app, ["sessions", "events", run_id, "--store", url], env={"COLUMNS": "200"}
+    )
+    assert events.exit_code == 0, events.output
+    text = " ".join(events.output.split())
+    assert "Plan started: 3 steps for “three steps in a row”" in text
+    assert 'Step a completed: {"n": 1}' in text and "Step c completed: 3" in text
+    assert '"result"' not in text  # words, not the stored JSON

@@ -9,10 +9,14 @@ HTML or rich.
 Example:
     >>> describe_event({"type": "plan_completed", "node": "done"})
     'Plan completed at done'
+    >>> describe_event({"type": "node_finished", "node": "fetch", "status": "failed",
+    ...                 "result": {"attempts": 2, "error": "timed out after 60 s"}})
+    'Step fetch failed after 2 attempts: timed out after 60 s'
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -52,9 +56,43 @@ _EVENT_PLAN_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     ),
     "request_sent": lambda ev: f"Sent {ev.get('event_type')} from {ev.get('state')}",
     "plan_paused": lambda ev: f"Paused in state {ev.get('state')}",
-    "plan_resumed": lambda ev: f"Resumed in state {ev.get('state')}",
+    "plan_resumed": lambda ev: (
+        f"Resumed in state {ev.get('state')}"
+        if "state" in ev
+        else "Resumed" + (f"; to run: {_list(ev.get('rerun'))}" if ev.get("rerun") else "")
+    ),
     "dependencies_met": lambda ev: f"Dependencies met: {_list(ev.get('depends_on'))}",
     "plan_saved": lambda ev: "Plan saved",
+}
+
+
+def _excerpt(value: object, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _step_finished(ev: Mapping[str, Any]) -> str:
+    result = ev.get("result") if isinstance(ev.get("result"), Mapping) else {}
+    assert isinstance(result, Mapping)
+    status = ev.get("status") or result.get("status")
+    attempts = result.get("attempts")
+    tries = f" after {attempts} attempts" if isinstance(attempts, int) and attempts > 1 else ""
+    if status == "completed":
+        output = result.get("output")
+        return f"Step {ev.get('node')} completed{tries}" + (
+            f": {_excerpt(output)}" if output is not None else ""
+        )
+    error = ev.get("error") or result.get("error")
+    return f"Step {ev.get('node')} {status}{tries}" + (f": {_excerpt(error)}" if error else "")
+
+
+#: Timeline words for the events of a generated plan's run (waygraph.planning).
+_DAG_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "plan_started": lambda ev: f"Plan started: {ev.get('steps')} steps for “{ev.get('goal')}”",
+    "node_started": lambda ev: f"Step {ev.get('node')} started",
+    "node_finished": _step_finished,
+    "run_checkpoint": lambda ev: "Run state saved (after a revision or a resume)",
 }
 
 
@@ -106,6 +144,8 @@ def describe_event(event: Mapping[str, Any]) -> str:
         return f"Checkpoint saved at {node}"
     if kind in _EVENT_PLAN_WORDS:
         return _EVENT_PLAN_WORDS[kind](event)
+    if kind in _DAG_WORDS:
+        return _DAG_WORDS[kind](event)
     if kind == "rewound":
         return f"Rewound to checkpoint {node}"
     if kind == "claim_recorded":

@@ -7,7 +7,6 @@ runs) is a row, with a ``kind`` column as soon as one is not a guided run.
 
 from __future__ import annotations
 
-import json
 import shlex
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from waygraph.cli.app import (
     print_json,
 )
 from waygraph.cli.run_cmds import StoreOption
-from waygraph.describe import ago
+from waygraph.describe import ago, describe_event
 from waygraph.errors import WaygraphError
 
 if TYPE_CHECKING:
@@ -342,15 +341,15 @@ def sessions_events(
     if as_json:
         print_json({"session": session_id, "run": record.key, "events": events})
         return
-    table = Table("seq", "turn", "type", "node", "details")
+    # In words, as the dashboard's timeline: --json has every field.
+    table = Table("seq", "turn", "type", "what happened")
     for e in events:
-        details = {k: v for k, v in e.items() if k not in ("seq", "turn", "type", "node")}
+        turn = e.get("turn")
         table.add_row(
             str(e["seq"]),
-            str(e.get("turn")),
-            plain(e["type"]),
-            plain(e.get("node")),
-            plain(json.dumps(details, ensure_ascii=False, default=str)),
+            "" if turn is None else str(turn),
+            plain(e.get("type")),
+            plain(describe_event(e)),
         )
     console.print(table)
 
