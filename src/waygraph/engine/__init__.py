@@ -2,6 +2,8 @@
 
 No I/O, no clock, no globals: every function takes what it needs and returns
 a new :class:`Run` (the input is never modified) plus the events it produced.
+:mod:`waygraph.engine.dag` holds the rules of an executed plan (which nodes
+are ready, which are skipped) as pure functions too.
 Verifications that need I/O run in the driver; the engine receives a
 ``judge`` callable that answers "does the latest observation satisfy this
 predicate?" for the current node's ``verify`` and decision ``when`` edges.
@@ -47,6 +49,7 @@ Example:
 
 from __future__ import annotations
 
+from waygraph.engine import dag
 from waygraph.engine.guided import abort, advance, claim, expire, observe, rewind, start
 from waygraph.engine.rules import first_edge, pick_edge
 from waygraph.engine.state import (
@@ -82,6 +85,7 @@ __all__ = [
     "abort",
     "advance",
     "claim",
+    "dag",
     "expire",
     "first_edge",
     "from_record",

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from waygraph.engine.dag import DagIndex, can_start, propagate_skips
 from waygraph.planning._llm import LLM
 from waygraph.planning._models import (
     ExecutionMode,
@@ -117,10 +118,9 @@ class PlanRun(StepCalls, Revising):
         self._plan = plan
         self._by_id = {s.id: s for s in plan.steps}
         self._order = {s.id: i for i, s in enumerate(plan.steps)}
-        self._dependents: dict[str, list[str]] = {}
-        for step in plan.steps:
-            for dep in step.dependencies:
-                self._dependents.setdefault(dep, []).append(step.id)
+        # The engine's DAG rules decide readiness and skips; this class runs steps.
+        self._dag = DagIndex.of_dependencies({s.id: s.dependencies for s in plan.steps})
+        self._dependents = self._dag.dependents
         self._known = frozenset(self._by_id) | self.outer_ids
         self._priority = self._priorities(plan)
         self._rescan()
@@ -242,9 +242,6 @@ class PlanRun(StepCalls, Revising):
 
     # ------------------------------------------------------------ scheduling
 
-    def _satisfied(self, dep: str) -> bool:
-        return self.status.get(dep) == StepStatus.COMPLETED or dep in self.by_strategy
-
     def _exclusive(self, step: PlanStep) -> bool:
         tool = self.tools.get(step.action)
         return tool is not None and tool.side_effects
@@ -271,9 +268,7 @@ class PlanRun(StepCalls, Revising):
             if len(self.running) >= limit:
                 self._candidates.update(ids[index:])
                 return
-            if self.status[step.id] != StepStatus.PENDING:
-                continue
-            if not all(self._satisfied(d) for d in step.dependencies):
+            if not can_start(self._dag, step_id, self.status, self.by_strategy):
                 continue
             if (
                 mode == ExecutionMode.ADAPTIVE
@@ -414,40 +409,20 @@ class PlanRun(StepCalls, Revising):
             )
 
     def _update_skips(self) -> None:
-        """Skip steps behind a failed or skipped dependency; un-skip the rest."""
+        """Skip steps behind a failed or skipped dependency; un-skip the rest (engine rules)."""
         self._rescan()
-        changed = True
-        while changed:
-            changed = False
-            for step in self.plan.steps:
-                state = self.status[step.id]
-                if (
-                    state not in (StepStatus.PENDING, StepStatus.SKIPPED)
-                    or step.id in self.by_strategy
-                ):
-                    continue
-                cause = next(
-                    (
-                        d
-                        for d in step.dependencies
-                        if self.status.get(d) in (StepStatus.FAILED, StepStatus.SKIPPED)
-                        and d not in self.by_strategy
-                    ),
-                    None,
-                )
-                if cause is not None and state == StepStatus.PENDING:
-                    self.status[step.id] = StepStatus.SKIPPED
-                    verb = "failed" if self.status[cause] == StepStatus.FAILED else "was skipped"
-                    self.results[step.id] = StepResult(
-                        step_id=step.id,
-                        status=StepStatus.SKIPPED,
-                        error=f"not run: its dependency {cause!r} {verb}",
-                    )
-                    changed = True
-                elif cause is None and state == StepStatus.SKIPPED:
-                    self.status[step.id] = StepStatus.PENDING
-                    self.results.pop(step.id, None)
-                    changed = True
+        skipped, unskipped = propagate_skips(self._dag, self.status, self.by_strategy)
+        for step_id, cause in skipped.items():  # causes come first
+            self.status[step_id] = StepStatus.SKIPPED
+            verb = "failed" if self.status[cause] == StepStatus.FAILED else "was skipped"
+            self.results[step_id] = StepResult(
+                step_id=step_id,
+                status=StepStatus.SKIPPED,
+                error=f"not run: its dependency {cause!r} {verb}",
+            )
+        for step_id in unskipped:
+            self.status[step_id] = StepStatus.PENDING
+            self.results.pop(step_id, None)
 
     def _stop(self, reason: str) -> None:
         if self.stop_reason is None:

@@ -1,0 +1,117 @@
+"""DAG traversal fixtures: the engine's DAG rules and the executor end the same way.
+
+Each ``tests/fixtures/traversals/*.yaml`` of ``kind: dag`` (format in the
+README there) runs through :mod:`waygraph.engine.dag` over the plan compiled
+by ``to_graph_plan``, driven as the executor's sequential mode drives it, and
+through the executor itself (``PlanningAgent``); both must give the expected
+statuses, finishing order, skip causes and success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from waygraph.engine.dag import DagIndex, propagate_skips, ready
+from waygraph.planning import Plan, PlanningAgent, PlanningPattern, to_graph_plan
+from waygraph.store import open_store
+
+FIXTURES = Path(__file__).parent / "fixtures" / "traversals"
+DRIVERS = ("engine", "executor")
+
+
+def _fixtures() -> list[Any]:
+    cases = []
+    for path in sorted(FIXTURES.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if data.get("kind") != "dag":
+            continue
+        for driver in data.get("drivers", DRIVERS):
+            assert driver in DRIVERS, f"{path.name}: unknown driver {driver!r}"
+            cases.append(pytest.param(path, driver, id=f"{path.stem}-{driver}"))
+    return cases
+
+
+def _plan(data: dict[str, Any]) -> Plan:
+    steps = [
+        {**step, "parameters": {"name": step["id"]}, "dependencies": step.get("dependencies", [])}
+        for step in data["plan"]["steps"]
+    ]
+    return Plan(goal=data["plan"]["goal"], steps=steps)
+
+
+def _run_engine(plan: Plan, fail: set[str], cof: bool) -> dict[str, Any]:
+    """The engine's rules, driven one step at a time in plan order (sequential mode)."""
+    index = DagIndex.of_plan(to_graph_plan(plan))
+    statuses = dict.fromkeys(index.order, "pending")
+    path: list[str] = []
+    causes: dict[str, str] = {}
+    stopped = False
+    while not stopped and (todo := ready(index, statuses)):
+        node = todo[0]
+        statuses[node] = "failed" if node in fail else "completed"
+        path.append(node)
+        if node in fail:
+            if cof:
+                skipped, _ = propagate_skips(index, statuses)
+                statuses.update(dict.fromkeys(skipped, "skipped"))
+                causes.update(skipped)
+            else:
+                stopped = True
+    if stopped:
+        statuses = {n: "blocked" if s == "pending" else s for n, s in statuses.items()}
+    success = all(s == "completed" for s in statuses.values())
+    return {"statuses": statuses, "path": path, "causes": causes, "success": success}
+
+
+def _run_executor(plan: Plan, fail: set[str], cof: bool) -> dict[str, Any]:
+    def work(name: str) -> str:
+        if name in fail:
+            raise RuntimeError(f"{name} failed on purpose")
+        return name
+
+    pattern = PlanningPattern(
+        execution_mode="sequential",
+        allow_revision=False,
+        continue_on_failure=cof,
+        retry_failed_steps=0,
+    )
+    store = open_store("memory://")
+    agent = PlanningAgent(None, tools=[work], pattern=pattern, store=store)
+    result = asyncio.run(agent.execute_plan(plan))
+    statuses = {sid: str(r.status) for sid, r in result.step_results.items()}
+    causes = {}
+    for sid, r in result.step_results.items():
+        found = re.search(r"its dependency '([^']+)'", r.error or "")
+        if r.status == "skipped" and found:
+            causes[sid] = found.group(1)
+    path = [
+        e.data["node"] for e in store.events(result.run_id) if e.data["type"] == "node_finished"
+    ]
+    return {"statuses": statuses, "path": path, "causes": causes, "success": result.success}
+
+
+@pytest.mark.parametrize(("path", "driver"), _fixtures())
+def test_dag_traversal(path: Path, driver: str) -> None:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    plan = _plan(data)
+    fail = set(data["inputs"].get("fail", ()))
+    cof = bool(data.get("options", {}).get("continue_on_failure", False))
+    got = (_run_engine if driver == "engine" else _run_executor)(plan, fail, cof)
+    rule = f"{path.name} ({driver}): {data['rule']}"
+    expect = data["expect"]
+    assert got["statuses"] == expect["statuses"], rule
+    assert got["success"] == expect["success"], rule
+    if "path" in expect:
+        assert got["path"] == expect["path"], rule
+    if "causes" in expect:
+        assert got["causes"] == expect["causes"], rule
+
+
+def test_there_are_dag_fixtures_for_both_drivers():
+    assert len(_fixtures()) >= 12
