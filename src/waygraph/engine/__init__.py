@@ -3,7 +3,8 @@
 No I/O, no clock, no globals: every function takes what it needs and returns
 a new :class:`Run` (the input is never modified) plus the events it produced.
 :mod:`waygraph.engine.dag` holds the rules of an executed plan (which nodes
-are ready, which are skipped) as pure functions too.
+are ready, which are skipped) and :mod:`waygraph.engine.events` the routing
+of an event-driven plan, as pure functions too.
 Verifications that need I/O run in the driver; the engine receives a
 ``judge`` callable that answers "does the latest observation satisfy this
 predicate?" for the current node's ``verify`` and decision ``when`` edges.
@@ -49,7 +50,7 @@ Example:
 
 from __future__ import annotations
 
-from waygraph.engine import dag
+from waygraph.engine import dag, events
 from waygraph.engine.guided import abort, advance, claim, expire, observe, rewind, start
 from waygraph.engine.rules import first_edge, pick_edge
 from waygraph.engine.state import (
@@ -86,6 +87,7 @@ __all__ = [
     "advance",
     "claim",
     "dag",
+    "events",
     "expire",
     "first_edge",
     "from_record",

@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from waygraph.engine.events import route_event
 from waygraph.errors import PlanFormatError, StateMachineError
 from waygraph.model import Edge, Graph, Node, NodeType, Plan, Verify
 from waygraph.predicates import evaluate_data, parse_condition
@@ -170,6 +171,7 @@ class StateMachine:
         self.states = states
         self.name = name
         self.start = "start" if "start" in states else next(iter(states))
+        self._plan: Plan | None = None
 
     def __getitem__(self, state: str) -> StateConfig:
         return self.states[state]
@@ -190,19 +192,15 @@ class StateMachine:
         ``scope`` is what conditions see: ``data`` (the event's data),
         ``results``, ``goal_data`` and ``event``.
         """
-        config = self.states[state]
-        for transition in config.transitions:
-            if transition.on_event != event_type:
-                continue
-            if transition.condition is None or evaluate_data(_parsed(transition.condition), scope):
-                return transition.to_state
-        if (
-            config.default_next is not None
-            and config.action is not None
-            and config.action.expected_response == event_type
-        ):
-            return config.default_next
-        return None
+        # The engine's routing rule over the compiled plan (one rule for every driver).
+        return route_event(self.plan, state, event_type, lambda when: evaluate_data(when, scope))
+
+    @property
+    def plan(self) -> Plan:
+        """The machine compiled into the shared model (:func:`to_plan`), built once."""
+        if self._plan is None:
+            self._plan = to_plan(self, plan_id=self.name or "state-machine")
+        return self._plan
 
     def follow_defaults(self, state: str) -> str:
         """Where entering ``state`` leads: along ``default_next`` out of action-less states."""
