@@ -308,7 +308,9 @@ class Journal:
     def _record(self) -> dict[str, Any]:
         run = self._run
         assert run is not None
-        visited = {sid: str(status) for sid, status in run.status.items()}
+        # StepStatus is a str: a plain copy encodes as the status text, at C speed
+        # (this runs once per commit, over every step).
+        visited = dict(run.status)
         return {
             "kind": KIND,
             "run_id": self.run_id,
@@ -320,7 +322,7 @@ class Journal:
             "visited": visited,
             "path": list(self._path),
             "total_nodes": len(visited),
-            "completed_nodes": sum(1 for s in visited.values() if s == "completed"),
+            "completed_nodes": list(visited.values()).count(StepStatus.COMPLETED),
             "revisions": run.applied_revisions + run.sub_revisions,
             **self._final,
         }
