@@ -142,8 +142,37 @@ def test_dashboard_shows_a_session_appear_and_its_current_node_move(server, brow
     )  # changed by the live stream, without a reload
     assert page.locator("#f-node").inner_text() == "isolate"
     assert page.locator('#timeline li[data-seq="7"]').count() == 1
+    # The verdict arrived live with the output it judged: one line, expandable to the excerpt.
+    judged = page.locator('#timeline li[data-seq="5"] details.output')
+    assert judged.locator("summary").inner_text() == "passed AssertionError: login failed"
+    assert not judged.locator("pre").is_visible()
+    judged.locator("summary").click()
+    assert judged.locator("pre").is_visible()
+    assert judged.locator("pre").inner_text() == "AssertionError: login failed"
     page.screenshot(path=str(tmp_path / "session.png"), full_page=True)
     starter.join()
     driver.join()
     assert turns == [200, 200]
     assert (tmp_path / "session.png").stat().st_size > 10_000
+
+
+def scrolls_sideways(page: object) -> bool:
+    return bool(
+        page.evaluate(  # type: ignore[attr-defined]
+            "document.documentElement.scrollWidth > document.documentElement.clientWidth"
+        )
+    )
+
+
+@pytest.mark.slow
+def test_no_page_scrolls_sideways_at_1400_px(server, browser):
+    httpx.post(
+        f"{server}/api/sessions/wide-1/turn",
+        json={"user_message": "the login is broken, fix bug", "domain": "bugfix"},
+        timeout=10,
+    )
+    page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    plans = [p["id"] for p in httpx.get(f"{server}/api/plans", timeout=10).json()["plans"]]
+    for path in ["/", "/plans", "/sessions/wide-1", *(f"/plans/{p}" for p in plans)]:
+        page.goto(f"{server}{path}")
+        assert not scrolls_sideways(page), path

@@ -129,6 +129,8 @@ def _observe(
     if evidence is not None and evidence.output:
         draft.last_output = evidence.output[:MAX_LAST_OUTPUT]
     t = Turn(plan, draft, turn, judge)
+    if evidence is not None and evidence.output:
+        t.output = evidence.output[:MAX_LAST_OUTPUT]
     node = plan.graph.nodes.get(draft.current_node or "")
     if node is None:
         escalate(t, None, f"current node {draft.current_node!r} is not in the plan any more")

@@ -33,7 +33,7 @@ from waygraph.model import Edge, Node, Plan, RunStatus, Verify
 class Turn:
     """Working state of one engine call."""
 
-    __slots__ = ("events", "hops", "judge", "plan", "run", "turn")
+    __slots__ = ("events", "hops", "judge", "output", "plan", "run", "turn")
 
     def __init__(self, plan: Plan, run: Draft, turn: int, judge: Judge | None) -> None:
         self.plan = plan
@@ -42,15 +42,32 @@ class Turn:
         self.judge = judge
         self.events: list[Mapping[str, Any]] = []
         self.hops = 0
+        #: The start of the output this turn judges (at most MAX_LAST_OUTPUT characters).
+        self.output: str | None = None
 
     def emit(self, type_: str, node: str | None, **fields: Any) -> None:
         self.record({"type": type_, "turn": self.turn, "node": node, **fields})
 
-    def record(self, data: dict[str, Any]) -> None:
-        """Keep one event (``type``, ``turn``, ``node`` and its fields) in the turn and the run."""
+    def verified(self, node: str, **fields: Any) -> None:
+        """Emit ``node_verified``; the stored event also carries the judged ``output``.
+
+        The run record's own event list keeps the event without it: up to 50
+        excerpts of 2,000 characters would make every record write ~100 KB.
+        """
+        data = {"type": "node_verified", "turn": self.turn, "node": node, **fields}
+        if self.output is None:
+            self.record(data)
+        else:
+            self.record(data, {**data, "output": self.output})
+
+    def record(self, data: dict[str, Any], stored: dict[str, Any] | None = None) -> None:
+        """Keep one event (``type``, ``turn``, ``node`` and its fields) in the turn and the run.
+
+        ``stored``, when given, is the turn's (the store's) version of the event.
+        """
         # Read-only, so the driver can be given the very event the run keeps.
         event = MappingProxyType(data)
-        self.events.append(event)
+        self.events.append(event if stored is None else MappingProxyType(stored))
         run_events = self.run.events
         run_events.append(event)
         if len(run_events) > MAX_EVENTS:
@@ -113,8 +130,7 @@ def verify_task(t: Turn, node: Node, evidence: Evidence | None, tool_name: str |
     verdict = _judge(t, node.verify)
     attempt = run.attempts(node.id)
     extra = {"reason": verdict.reason} if verdict.reason else {}
-    t.emit(
-        "node_verified",
+    t.verified(
         node.id,
         passed=_passed(verdict.outcome),
         outcome=verdict.outcome,
@@ -347,8 +363,7 @@ def _gate(t: Turn, edge: Edge, exit_node: Node) -> bool:
         return False
     verdict = _judge(t, exit_node.verify)
     extra = {"reason": verdict.reason} if verdict.reason else {}
-    t.emit(
-        "node_verified",
+    t.verified(
         exit_node.id,
         passed=_passed(verdict.outcome),
         outcome=verdict.outcome,
@@ -412,8 +427,7 @@ def decide(t: Turn, node: Node) -> None:
             verdict = _judge(t, edge.when)
             if verdict.outcome == "success":
                 _set(run, node.id, "success", attempts)
-                t.emit(
-                    "node_verified",
+                t.verified(
                     node.id,
                     passed=True,
                     outcome="success",
@@ -432,12 +446,12 @@ def decide(t: Turn, node: Node) -> None:
         # A route that could not be judged might have held: wait, do not guess.
         verdict = unknown
     if verdict.outcome == "unknown":
-        t.emit("node_verified", node.id, passed=None, outcome="unknown", attempt=attempts - 1)
+        t.verified(node.id, passed=None, outcome="unknown", attempt=attempts - 1)
         run.notice = {"kind": "unknown", "node": node.id, "reason": verdict.reason}
         return
     passed = verdict.outcome == "success"
     _set(run, node.id, verdict.outcome, attempts)
-    t.emit("node_verified", node.id, passed=passed, outcome=verdict.outcome, attempt=attempts)
+    t.verified(node.id, passed=passed, outcome=verdict.outcome, attempt=attempts)
     route = pick_edge(t.plan, node.id, SUCCESS_EDGES if passed else EXHAUST_EDGES, plain=True)
     if route is not None:
         _follow(t, route)

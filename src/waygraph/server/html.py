@@ -174,12 +174,35 @@ def _tone(kind: object, event: Mapping[str, Any]) -> str:
     return "plain"
 
 
+def _first_line(text: str) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "(blank)")
+    return line if len(line) <= 120 else line[:117] + "..."
+
+
+def judged_output(event: Mapping[str, Any]) -> str:
+    """The output a ``node_verified`` event judged, as an expandable block ("" if none).
+
+    Example:
+        >>> judged_output({"type": "node_verified", "outcome": "fail", "output": "E: boom"})
+        '<details class=output><summary><b>failed</b> E: boom</summary><pre>E: boom</pre></details>'
+    """
+    output = event.get("output")
+    if event.get("type") != "node_verified" or not isinstance(output, str):
+        return ""
+    outcome = event.get("outcome") or ("success" if event.get("passed") else "fail")
+    verdict = {"success": "passed", "fail": "failed"}.get(outcome, "undecided")
+    return (
+        f"<details class=output><summary><b>{verdict}</b> {e(_first_line(output))}</summary>"
+        f"<pre>{e(output)}</pre></details>"
+    )
+
+
 def timeline_item(event: Mapping[str, Any]) -> str:
     kind = event.get("type")
     return (
         f'<li class="ev t-{_tone(kind, event)}" data-seq="{e(event.get("seq"))}">'
         f"<span class=seq>#{e(event.get('seq'))}</span>"
-        f"<span class=what>{e(describe_event(event))}</span>"
+        f"<span class=what>{e(describe_event(event))}{judged_output(event)}</span>"
         f"<span class=turn>turn {e(event.get('turn', '—'))}</span></li>"
     )
 
@@ -195,6 +218,25 @@ def _legend() -> str:
     )
 
 
+def progress(run: Mapping[str, Any]) -> str:
+    """Nodes done out of the plan's: a completed run reads complete.
+
+    ``completed_nodes`` counts the nodes that passed, so a run that finished
+    past a branch it never took would read 5 / 6; ``current_step`` (the
+    supervisor field) is the total once the run completed.
+
+    Example:
+        >>> progress({"status": "completed", "completed_nodes": 5, "total_nodes": 6,
+        ...           "current_step": 6})
+        '6 / 6'
+    """
+    total = run.get("total_nodes", "—")
+    done = run.get("completed_nodes", "—")
+    if run.get("status") == "completed":
+        done = run.get("current_step", total)
+    return f"{done} / {total}"
+
+
 def _run_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
     run = detail["run"]
     plan = run.get("plan_id") if isinstance(run, dict) else None
@@ -203,11 +245,7 @@ def _run_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Current node", f"<span class=mono id=f-node>{e(run.get('current_node') or '—')}</span>"),
         ("Attempts", f"<span id=f-attempts>{e(run.get('attempts', '—'))}</span>"),
         ("Turn", f"<span id=f-turn>{e(run.get('turn', '—'))}</span>"),
-        (
-            "Progress",
-            f"<span id=f-progress>{e(run.get('completed_nodes', '—'))} / "
-            f"{e(run.get('total_nodes', '—'))}</span>",
-        ),
+        ("Progress", f"<span id=f-progress>{e(progress(run))}</span>"),
         ("Run", f"<span class=mono>{e(detail['key'])}</span>"),
     ]
 
@@ -320,8 +358,8 @@ def plans_page(plans: list[dict[str, Any]]) -> str:
     )
 
 
-def plan_page(plan: Plan, drawing: str) -> str:
-    """A plan's page: its drawing and a table of its nodes."""
+def plan_page(plan: Plan, drawing: str, *, stored: bool = False) -> str:
+    """One plan: its facts, drawing and nodes; ``stored`` when it came from the store."""
     from waygraph.draw import predicate_label
 
     rows = "".join(
@@ -338,6 +376,12 @@ def plan_page(plan: Plan, drawing: str) -> str:
         f'<a class=ghost href="/api/plans/{e(pid)}?format=mermaid">Mermaid</a>'
         f'<a class=ghost href="/api/plans/{e(pid)}?format=svg">SVG</a></div></div>'
         + (f"<p class=lead>{e(plan.description)}</p>" if plan.description else "")
+        + (
+            "<p class='note muted' id=stored-plan>Not in this server's library: drawn from "
+            "the plan its runs stored.</p>"
+            if stored
+            else ""
+        )
         + "<dl class=facts>"
         f"<div><dt>Triggers (need {e(plan.trigger_threshold)})</dt>"
         f"<dd class=tags>{_chips(plan.triggers)}</dd></div>"
@@ -345,9 +389,11 @@ def plan_page(plan: Plan, drawing: str) -> str:
         f"<div><dt>Stale after</dt><dd>{e(plan.stale_after_turns)} turns</dd></div>"
         "</dl><div class=grid>"
         f"<section class='card wide'><h2>Graph</h2><div class=drawing>{drawing}</div></section>"
-        "<aside><section class=card><h2>Nodes</h2><table class=records><thead><tr><th>Id</th>"
+        f"<aside>{_match_box()}</aside></div>"
+        # Full width: five columns with predicate labels do not fit the 360 px aside.
+        "<section class=card><h2>Nodes</h2><table class='records nodes'><thead><tr><th>Id</th>"
         "<th>Type</th><th>Name</th><th>Verify</th><th class=num>Retries</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table></section>{_match_box()}</aside></div>"
+        f"<tbody>{rows}</tbody></table></section>"
     )
 
 

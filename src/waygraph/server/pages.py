@@ -81,5 +81,6 @@ def plan(request: Request, plan_id: str) -> HTMLResponse:
         found = service.plan(plan_id)
     except ApiError as exc:
         return _missing(request, exc, "plans")
-    body = html.plan_page(found, service.drawing(plan_id=plan_id))
+    stored = service.navigator.library.get(plan_id) is None
+    body = html.plan_page(found, service.drawing(plan_id=plan_id), stored=stored)
     return _render(request, found.title, body, "plans", page="plan")

@@ -20,7 +20,7 @@ from waygraph.draw import to_mermaid
 from waygraph.errors import WaygraphError
 from waygraph.events.context import KIND as EVENT_PLAN_KIND
 from waygraph.events.statemachine import to_plan, validate_state_machine
-from waygraph.formats.json_library import plan_to_data
+from waygraph.formats.json_library import plan_to_data, plans_from_data
 from waygraph.match import Matcher
 from waygraph.model import Plan
 from waygraph.navigator import Navigator
@@ -97,11 +97,34 @@ class Service:
         return [plan_summary(plan) for plan in self.navigator.library]
 
     def plan(self, plan_id: str) -> Plan:
-        """The library plan ``plan_id``; ApiError 404 when there is none."""
-        plan = self.navigator.library.get(plan_id)
+        """The library's plan, else one the store's runs followed (:meth:`stored_plan`)."""
+        plan = self.navigator.library.get(plan_id) or self.stored_plan(plan_id)
         if plan is None:
-            raise ApiError(404, "plan_not_found", f"no plan {plan_id!r} in the library")
+            raise ApiError(
+                404, "plan_not_found", f"no plan {plan_id!r} in the library or the store's runs"
+            )
         return plan
+
+    def stored_plan(self, plan_id: str) -> Plan | None:
+        """A plan not in this server's library, as the store knows it (None if it does not).
+
+        The newest plan version a Navigator stored for its runs, else the
+        plan of the newest run, else the state machine of the newest
+        event-driven plan of that planner: a sessions row's plan link works
+        whichever library the run was started with.
+        """
+        for record in self.store.list(kind="plan", plan=plan_id, limit=1):
+            try:
+                return plans_from_data(record.data)[1][0]
+            except (WaygraphError, IndexError, TypeError, ValueError):
+                pass
+        for record in self.store.list(kind="run", plan=plan_id, limit=1):
+            found = self.plan_of_run(record.data)
+            if found is not None:
+                return found
+        for record in self.store.list(kind=EVENT_PLAN_KIND, plan=plan_id, limit=1):
+            return self._event_plan(record)[0]
+        return None
 
     def plan_document(self, plan_id: str) -> dict[str, Any]:
         """The plan as in a JSON library file, with its id."""

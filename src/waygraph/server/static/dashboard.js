@@ -185,6 +185,18 @@ function tone(event) {
   return "plain";
 }
 
+// The output a node_verified event judged, expandable (server side: html.judged_output).
+function judgedOutput(event) {
+  if (event.type !== "node_verified" || typeof event.output !== "string") return "";
+  const outcome = event.outcome ?? (event.passed ? "success" : "fail");
+  const verdict = { success: "passed", fail: "failed" }[outcome] ?? "undecided";
+  let line = event.output.split("\n").map((l) => l.trim()).find((l) => l) ?? "(blank)";
+  if (line.length > 120) line = line.slice(0, 117) + "...";
+  return el("details", { class: "output" },
+    el("summary", {}, el("b", { text: verdict }), ` ${line}`),
+    el("pre", { text: event.output }));
+}
+
 function sessionPage() {
   const initial = $("#initial");
   if (!initial) return;
@@ -202,7 +214,9 @@ function sessionPage() {
       $("#f-node").textContent = run.current_node || "—";
       $("#f-attempts").textContent = run.attempts ?? "—";
       $("#f-turn").textContent = run.turn ?? "—";
-      $("#f-progress").textContent = `${run.completed_nodes ?? "—"} / ${run.total_nodes ?? "—"}`;
+      // A completed run reads complete (server side: html.progress).
+      const done = run.status === "completed" ? run.current_step ?? run.total_nodes : run.completed_nodes;
+      $("#f-progress").textContent = `${done ?? "—"} / ${run.total_nodes ?? "—"}`;
       $("#guidance").textContent = detail.context || "No guidance: the run is not active.";
       const reason = $("#f-reason");
       reason.textContent = run.reason || "";
@@ -230,7 +244,7 @@ function sessionPage() {
     if (timeline.querySelector(`[data-seq="${event.seq}"]`)) return;
     const item = el("li", { class: `ev t-${tone(event)} new`, "data-seq": event.seq },
       el("span", { class: "seq", text: `#${event.seq}` }),
-      el("span", { class: "what", text: describe(event) }),
+      el("span", { class: "what" }, describe(event), judgedOutput(event)),
       el("span", { class: "turn", text: `turn ${event.turn ?? "—"}` }));
     timeline.prepend(item);
     soon();
