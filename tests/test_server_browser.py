@@ -176,3 +176,135 @@ def test_no_page_scrolls_sideways_at_1400_px(server, browser):
     for path in ["/", "/plans", "/sessions/wide-1", *(f"/plans/{p}" for p in plans)]:
         page.goto(f"{server}{path}")
         assert not scrolls_sideways(page), path
+
+
+def _run_async(make: object) -> None:
+    """asyncio.run in a thread of its own: Playwright's sync API owns this thread's loop."""
+    import asyncio
+
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(make())  # type: ignore[operator]
+        except BaseException as exc:  # handed to the test's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(30)
+    if failure:
+        raise failure[0]
+
+
+def _stored_dag_run(url: str) -> str:
+    """A generated run stopped while its second step runs: a done, b current, c pending."""
+    import asyncio
+
+    from waygraph.planning import Plan, PlanningAgent
+
+    gate = asyncio.Event()
+    started: list[str] = []
+
+    async def work(name: str) -> str:
+        started.append(name)
+        if name == "b":
+            await gate.wait()
+        return name
+
+    plan = Plan(
+        goal="fetch and merge",
+        steps=[
+            {"id": "a", "action": "work", "parameters": {"name": "a"}},
+            {"id": "b", "action": "work", "parameters": {"name": "b"}, "dependencies": ["a"]},
+            {"id": "c", "action": "work", "parameters": {"name": "c"}, "dependencies": ["b"]},
+        ],
+    )
+
+    async def run() -> None:
+        agent = PlanningAgent(None, tools=[work], store=url)
+        task = asyncio.ensure_future(agent.execute_plan(plan, run_id="dag_browser"))
+        while "b" not in started:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # the commit of b's start lands
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    _run_async(run)
+    return "dag_browser"
+
+
+def _stored_event_plan(url: str) -> str:
+    """A finished event-driven plan in session team-browser."""
+
+    from waygraph.events import (
+        InProcessBus,
+        PlanContext,
+        Planner,
+        StateAction,
+        StateConfig,
+        StateTransition,
+    )
+    from waygraph.store import open_store
+
+    machine = {
+        "start": StateConfig(state_name="start", default_next="work"),
+        "work": StateConfig(
+            state_name="work",
+            action=StateAction(event_type="job.work.requested"),
+            transitions=[StateTransition(on_event="job.work.completed", to_state="done")],
+        ),
+        "done": StateConfig(state_name="done", is_terminal=True),
+    }
+
+    async def run() -> None:
+        planner = Planner("jobs", bus=InProcessBus(), store=open_store(url))
+        bus = planner.context.bus
+        goal = bus.envelope("job.goal", {"n": 2}, correlation_id="c1", session_id="team-browser")
+        plan = await PlanContext.create_from_goal(
+            goal, state_machine=machine, context=planner.context
+        )
+        await plan.execute_next()
+        await plan.execute_next(bus.envelope("job.work.completed", {}, correlation_id="c1"))
+        await plan.finalize({"ok": True})
+
+    _run_async(run)
+    return "team-browser"
+
+
+@pytest.mark.slow
+def test_every_kind_of_run_is_drawn_and_told_on_its_page(server, browser, tmp_path):
+    """A guided run, a generated plan's run and an event-driven plan, one screenshot each."""
+    url = f"sqlite:///{tmp_path / 'browser.db'}"
+    httpx.post(
+        f"{server}/api/sessions/guided-1/turn",
+        json={"user_message": "the login is broken, fix bug", "domain": "bugfix"},
+        timeout=10,
+    )
+    dag = _stored_dag_run(url)
+    event = _stored_event_plan(url)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    expected = {
+        "guided-1": ({"reproduce": CURRENT_FILL}, "Entered reproduce"),
+        dag: ({"a": DONE_FILL, "b": CURRENT_FILL}, "Step a completed"),
+        event: ({"work": DONE_FILL, "done": DONE_FILL}, "Entered state work"),
+    }
+    for session, (fills, words) in expected.items():
+        page.goto(f"{server}/sessions/{session}")
+        page.wait_for_selector("g.node")
+        for node, fill in fills.items():
+            assert node_fill(page, node) == fill, (session, node)
+        timeline = page.locator("#timeline").inner_text()
+        assert words in timeline, (session, timeline)
+        assert "{" not in timeline, (session, "a JSON dump in the timeline")
+        if session == dag:
+            assert page.locator("#f-node").inner_text() == "b"  # the steps running, in words
+            page.goto(f"{server}/plans/fetch-and-merge")  # drawn from the stored run
+            page.wait_for_selector('g.node[data-node="c"]')
+            page.goto(f"{server}/sessions/{session}")
+            page.wait_for_selector("g.node")
+        shot = tmp_path / f"{session}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+    assert node_fill(page, "start") == DONE_FILL  # the event plan's path starts there

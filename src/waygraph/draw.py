@@ -169,14 +169,17 @@ def node_status(node: Node, state: Mapping[str, Any]) -> NodeStatus:
         'current'
     """
     running = state.get("status", "running") == "running"
-    if node.id == state.get("current_node") and running:
+    current = state.get("current_node")
+    # Several nodes are current at once in a DAG run (its running steps).
+    currents = current if isinstance(current, list) else (current,)
+    if node.id in currents and running:
         return "current"
     outcome = (state.get("visited") or {}).get(node.id, {}).get("outcome")
     if outcome == "success":
         return "done"
     if outcome == "fail":
         return "failed"
-    reached = node.id in (state.get("path") or ()) or node.id == state.get("current_node")
+    reached = node.id in (state.get("path") or ()) or node.id in currents
     if reached and outcome is None:
         return "failed" if node.type == "escalate" else "done"
     return "pending"
@@ -207,8 +210,19 @@ def _edge_text(edge: Edge, *, linear: bool) -> str:
 
 
 def _followed_edges(plan: Plan, state: Mapping[str, Any]) -> set[int]:
-    """Indexes (in ``plan.graph.edges``) of edges between consecutive path nodes."""
+    """Indexes (in ``plan.graph.edges``) of edges the run went along.
+
+    A guided run's path is one walk: the edges between consecutive path
+    nodes. A DAG run (``kind: dag``) runs branches side by side: every edge
+    from a node it finished (or the start) to a node it reached.
+    """
     path = list(state.get("path") or ())
+    if state.get("kind") == "dag":
+        visited = state.get("visited") or {}
+        current = state.get("current_node")
+        reached = set(path) | set(visited) | set(current if isinstance(current, list) else ())
+        done = {plan.graph.start} | {n for n, v in visited.items() if v.get("outcome") == "success"}
+        return {i for i, e in enumerate(plan.graph.edges) if e.from_ in done and e.to in reached}
     pairs = set(itertools.pairwise(path))
     return {i for i, e in enumerate(plan.graph.edges) if (e.from_, e.to) in pairs}
 

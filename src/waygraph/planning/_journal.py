@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import PydanticSerializationError
 
-from waygraph.errors import PlanningError, RunNotFoundError
-from waygraph.planning._graph import _slug
+from waygraph import model
+from waygraph.errors import PlanningError, RunNotFoundError, WaygraphError
+from waygraph.planning._graph import _slug, to_graph_plan
 from waygraph.planning._models import (
     Plan,
     PlanRevision,
@@ -42,12 +43,12 @@ from waygraph.planning._models import (
     StepStatus,
     _now,
 )
-from waygraph.store import Store
+from waygraph.store import Store, StoredRecord
 
 if TYPE_CHECKING:
     from waygraph.planning._executor import PlanRun
 
-__all__ = ["KIND", "Journal", "SavedRun", "load_run", "new_run_id", "restore"]
+__all__ = ["KIND", "Journal", "SavedRun", "dag_view", "load_run", "new_run_id", "restore"]
 
 log = logging.getLogger("waygraph.planning")
 
@@ -382,3 +383,37 @@ class Journal:
         if self._writer is not None:
             # The writer must finish its commit even when the run is being cancelled.
             await asyncio.shield(self._writer)
+
+
+def dag_view(store: Store, record: StoredRecord) -> tuple[model.Plan | None, dict[str, Any]]:
+    """A stored generated run as a graph and a run-like state, to draw it.
+
+    The plan is the run's latest (after revisions), compiled by
+    :func:`~waygraph.planning.to_graph_plan`; the state colours each step
+    by its status: completed steps are done, failed ones failed, running
+    ones current (several at once), the rest pending. ``(None, data)`` when
+    the record holds no plan to draw.
+    """
+    data = dict(record.data)
+    plan_data = None
+    for event in store.events(record.key):
+        if event.data.get("type") in ("plan_started", "run_checkpoint"):
+            plan_data = event.data.get("state", {}).get("plan")
+    try:
+        plan = to_graph_plan(Plan.model_validate(plan_data), str(data.get("plan") or record.key))
+    except (WaygraphError, ValueError, TypeError):
+        return None, data
+    outcome = {"completed": "success", "failed": "fail"}
+    visited = data.get("visited") or {}
+    status = str(data.get("status") or "running")
+    path = [plan.graph.start, *(data.get("path") or ())]
+    if status == "completed":
+        path += [n for n, node in plan.graph.nodes.items() if node.type == "exit"]
+    state = {
+        "kind": KIND,
+        "status": status,
+        "current_node": list(data.get("current_node") or ()),
+        "path": path,
+        "visited": {sid: {"outcome": outcome.get(str(s), "pending")} for sid, s in visited.items()},
+    }
+    return plan, state

@@ -250,6 +250,25 @@ def _run_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+#: What the guidance panel says for a generated plan's run (the executor runs its steps).
+DAG_GUIDANCE = "None needed: waygraph runs this plan's steps itself, as a DAG."
+
+
+def _dag_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A generated plan's run: its goal, the steps running now, progress and revisions."""
+    run = detail["run"]
+    plan = run.get("plan")
+    running = ", ".join(str(n) for n in run.get("current_node") or ()) or "—"
+    return [
+        ("Plan", f'<a href="/plans/{e(_quote(plan))}">{e(plan)}</a>' if plan else "—"),
+        ("Goal", f"<span>{e(run.get('goal') or '—')}</span>"),
+        ("Running", f"<span class=mono id=f-node>{e(running)}</span>"),
+        ("Progress", f"<span id=f-progress>{e(progress(run))}</span>"),
+        ("Revisions", f"<span>{e(run.get('revisions', 0))}</span>"),
+        ("Run", f"<span class=mono>{e(detail['key'])}</span>"),
+    ]
+
+
 def _event_plan_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
     """An event-driven plan in words: its planner, goal, state, and what it waits for."""
     plan = detail["run"]
@@ -288,8 +307,13 @@ def session_page(
     """A session's page: its facts, the plan drawing and its events."""
     run = detail["run"]
     session = detail["session_id"]
+    kind = detail.get("kind")
     facts = (
-        _event_plan_facts(detail) if detail.get("kind") == "plan_context" else _run_facts(detail)
+        _event_plan_facts(detail)
+        if kind == "plan_context"
+        else _dag_facts(detail)
+        if kind == "dag"
+        else _run_facts(detail)
     )
     fact_html = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
     reason = run.get("reason")
@@ -305,7 +329,9 @@ def session_page(
         f"<td>{e(ago(r['updated_at']))}</td></tr>"
         for r in detail["records"]
     )
-    guidance = detail.get("context") or "No guidance: the run is not active."
+    guidance = detail.get("context") or (
+        DAG_GUIDANCE if kind == "dag" else "No guidance: the run is not active."
+    )
     initial = {
         "session_id": session,
         "after": max((ev["seq"] for ev in events), default=0),

@@ -24,6 +24,8 @@ from waygraph.formats.json_library import plan_to_data, plans_from_data
 from waygraph.match import Matcher
 from waygraph.model import Plan
 from waygraph.navigator import Navigator
+from waygraph.planning._journal import KIND as DAG_KIND
+from waygraph.planning._journal import dag_view
 from waygraph.server.errors import ApiError
 from waygraph.store import StoredRecord
 from waygraph.svg import to_svg
@@ -124,6 +126,8 @@ class Service:
                 return found
         for record in self.store.list(kind=EVENT_PLAN_KIND, plan=plan_id, limit=1):
             return self._event_plan(record)[0]
+        for record in self.store.list(kind=DAG_KIND, plan=plan_id, limit=1):
+            return dag_view(self.store, record)[0]
         return None
 
     def plan_document(self, plan_id: str) -> dict[str, Any]:
@@ -269,7 +273,10 @@ class Service:
         state = {
             "current_node": data.get("current_state"),
             "status": "running" if status in ("running", "paused", "pending") else status,
-            "path": entered or [data.get("current_state")],
+            # Every plan begins at the start state, entered or passed through.
+            "path": [plan.graph.start, *(s for s in entered if s != plan.graph.start)]
+            if entered
+            else [plan.graph.start, data.get("current_state")],
         }
         return plan, state
 
@@ -290,6 +297,8 @@ class Service:
                 plan = self.plan_of_run(state)
             elif record.kind == EVENT_PLAN_KIND:
                 plan, state = self._event_plan(record)
+            elif record.kind == DAG_KIND:
+                plan, state = dag_view(self.store, record)
             if plan is None:
                 raise ApiError(
                     404,

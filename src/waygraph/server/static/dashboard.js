@@ -211,13 +211,17 @@ function sessionPage() {
       const detail = await api(`/api/sessions/${id}`);
       const run = detail.run || {};
       $("#f-status").replaceChildren(badge(run.status));
-      $("#f-node").textContent = run.current_node || "—";
+      // A generated plan's run has several current nodes: the steps running.
+      const current = Array.isArray(run.current_node) ? run.current_node.join(", ") : run.current_node;
+      $("#f-node").textContent = current || "—";
       $("#f-attempts").textContent = run.attempts ?? "—";
       $("#f-turn").textContent = run.turn ?? "—";
       // A completed run reads complete (server side: html.progress).
       const done = run.status === "completed" ? run.current_step ?? run.total_nodes : run.completed_nodes;
       $("#f-progress").textContent = `${done ?? "—"} / ${run.total_nodes ?? "—"}`;
-      $("#guidance").textContent = detail.context || "No guidance: the run is not active.";
+      $("#guidance").textContent = detail.context || (detail.kind === "dag"
+        ? "None needed: waygraph runs this plan's steps itself, as a DAG."
+        : "No guidance: the run is not active.");
       const reason = $("#f-reason");
       reason.textContent = run.reason || "";
       reason.hidden = !run.reason;
