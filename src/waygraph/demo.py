@@ -32,6 +32,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from waygraph._extras import require
 from waygraph.navigator import Guidance, Navigator
 
 __all__ = ["DemoResult", "Workspace", "make_project", "run_demo"]
@@ -216,6 +217,12 @@ def run_demo(
 ) -> DemoResult:
     """Run the demo and return what happened (also printed with rich)."""
     console = console or Console()
+    if llm_url:
+        from waygraph.cli._preflight import check_endpoint
+
+        # Before the session is written: one line when --llm cannot be used.
+        require("llm", "openai", purpose="waygraph demo --llm")
+        check_endpoint(llm_url, api_key=os.environ.get("OPENAI_API_KEY"))
     root = workspace or Path(tempfile.mkdtemp(prefix="waygraph-demo-"))
     make_project(root)
     ws = Workspace(root)
@@ -398,11 +405,7 @@ def _llm_loop(
     model: str | None,
     max_turns: int,
 ) -> int:
-    try:
-        import openai
-    except ImportError:
-        console.print("[red]--llm needs the openai package:[/] pip install 'waygraph[llm]'")
-        return 0
+    openai = require("llm", "openai", purpose="waygraph demo --llm")
     client = openai.OpenAI(base_url=url, api_key=os.environ.get("OPENAI_API_KEY", "none"))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},

@@ -140,7 +140,7 @@ def friendly_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except WaygraphError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {plain(exc)}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]

@@ -17,6 +17,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from waygraph._extras import require
+from waygraph.cli._preflight import check_endpoint
 from waygraph.cli.app import (
     ApiKeyOption,
     LibraryOption,
@@ -86,12 +88,15 @@ def eval_command(
     ] = None,
 ) -> None:
     """Run the eval task suite against a model and report success per mode."""
+    from waygraph.eval.runner import parse_modes
     from waygraph.eval.suite import select_tasks
 
     if list_tasks:
         for task in select_tasks(tasks):
             typer.echo(task.id)
         return
+    # Every run talks to its model through the openai client, scripted ones too.
+    require("llm", "openai", purpose="waygraph eval")
     if scripted is not None:
         _scripted(scripted, mode, select_tasks(tasks), repeat, out, jobs, library, compliance)
         return
@@ -101,14 +106,24 @@ def eval_command(
             "waygraph eval --llm http://localhost:11434/v1 --model qwen2.5-coder:7b"
         )
     key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    # Local mistakes first, then the endpoint, then work: a model server that
+    # does not answer is one line and nothing is written.
+    if compliance or fixtures is not None:
+        from waygraph.eval.compliance import load_fixtures
+
+        chosen_fixtures = load_fixtures(fixtures)
+    else:
+        chosen = select_tasks(tasks)
+        parse_modes(mode)
+    check_endpoint(llm, api_key=key)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {out}: cannot create the folder: {exc.strerror or exc}") from None
     if compliance or fixtures is not None:
-        _compliance(llm, model, key, timeout, fixtures, out, jobs)
+        _compliance(llm, model, key, timeout, chosen_fixtures, out, jobs)
         return
-    _suite(llm, model, key, timeout, mode, select_tasks(tasks), repeat, out, jobs, library)
+    _suite(llm, model, key, timeout, mode, chosen, repeat, out, jobs, library)
 
 
 def _suite(
@@ -190,12 +205,11 @@ def _scripted(
 
 
 def _compliance(
-    llm: str, model: str, key: str, timeout: float, fixtures: Path | None, out: Path, jobs: int
+    llm: str, model: str, key: str, timeout: float, chosen: list, out: Path, jobs: int
 ) -> None:
-    from waygraph.eval.compliance import load_fixtures, run_compliance
+    from waygraph.eval.compliance import run_compliance
     from waygraph.eval.modes import ModelSettings
 
-    chosen = load_fixtures(fixtures)
     settings = ModelSettings(base_url=llm, model=model, api_key=key, timeout=timeout)
     with _progress() as progress:
         bar = progress.add_task("compliance", total=len(chosen), last="")

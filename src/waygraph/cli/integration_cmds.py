@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from waygraph._extras import require
 from waygraph.cli.app import AllowCommandsOption, LibraryOption, app, console, friendly_errors
 from waygraph.errors import ConfigError
 
@@ -134,4 +135,6 @@ def mcp(
 
     if workspace is not None and not workspace.expanduser().is_dir():
         raise ConfigError(f"--workspace {workspace}: no such folder")
+    # Before the store is opened (and created): without mcp nothing is written.
+    require("mcp", purpose="waygraph mcp")
     serve(library=library, store=store, allow_commands=allow_commands, workspace=workspace)

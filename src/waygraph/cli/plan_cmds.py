@@ -34,6 +34,8 @@ from urllib.parse import urlparse
 import typer
 from rich.markup import escape
 
+from waygraph._extras import require
+from waygraph.cli._preflight import check_endpoint
 from waygraph.cli.app import ApiKeyOption, LlmOption, app, console, err_console, friendly_errors
 from waygraph.errors import ConfigError
 from waygraph.planning import ExecutionMode, StepStatus
@@ -359,6 +361,10 @@ def plan_command(
         seen[name] = name
 
     key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    # Before any work: a missing openai package or a model server that does not
+    # answer is one line and exit 2, not a failed run.
+    require("llm", "openai", purpose="waygraph plan")
+    check_endpoint(llm, api_key=key)
     execution_llm = OpenAILLM(model, base_url=llm, api_key=key, timeout=timeout)
     planner_llm = (
         OpenAILLM(planning_model, base_url=llm, api_key=key, timeout=timeout)

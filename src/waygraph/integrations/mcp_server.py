@@ -46,6 +46,7 @@ from functools import wraps
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
+from waygraph._extras import require
 from waygraph.errors import ConfigError, WaygraphError
 from waygraph.navigator import Guidance, Navigator
 
@@ -97,6 +98,7 @@ def _mcp_api() -> tuple[Any, type[Exception], type[Exception]]:
 
     mcp 2 renamed FastMCP to MCPServer; the decorators used here are the same in both.
     """
+    require("mcp", purpose="serving MCP")
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ResourceError, ToolError
