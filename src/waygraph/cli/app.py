@@ -91,6 +91,7 @@ def _root(
 ) -> None:
     """Keep LLM agents on course through multi-step work with verified plans."""
 
+
 #: The one ``--library`` option shared by every command that reads plans.
 # The model options shared by every command that talks to a model (demo,
 # eval, plan): one spelling, one help text, one environment variable each.
@@ -225,7 +226,7 @@ def write_output(content: str | bytes, output: Path | None, *, announce: bool = 
     except OSError as exc:
         raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
     if announce:
-        err_console.print(f"wrote {output}", highlight=False, soft_wrap=True)
+        err_console.print(f"wrote {output}", markup=False, highlight=False, soft_wrap=True)
 
 
 def display_path(path: str | Path | None, root: Path | None = None) -> str:

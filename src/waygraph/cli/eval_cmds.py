@@ -27,6 +27,7 @@ from waygraph.cli.app import (
     console,
     err_console,
     friendly_errors,
+    plain,
 )
 from waygraph.errors import ConfigError
 
@@ -160,7 +161,9 @@ def _suite(
 
         def advance(record) -> None:  # type: ignore[no-untyped-def]
             mark = "[green]ok[/]" if record.success else "[red]failed[/]"
-            progress.update(bar, advance=1, last=f"{record.task} {record.mode}: {mark}")
+            progress.update(
+                bar, advance=1, last=f"{plain(record.task)} {plain(record.mode)}: {mark}"
+            )
 
         records = run_eval(config, on_record=advance)
     results, report = out / "results.json", out / "report.html"
@@ -168,7 +171,9 @@ def _suite(
     report.write_text(render_html(records, model=model, endpoint=llm), encoding="utf-8")
     console.print(terminal_table(records))
     typer.echo(summary_line(records))
-    err_console.print(f"wrote {results} and {report}", highlight=False, soft_wrap=True)
+    err_console.print(
+        f"wrote {results} and {report}", markup=False, highlight=False, soft_wrap=True
+    )
     _fail_on_errors([r.error for r in records], "runs")
 
 
@@ -217,7 +222,7 @@ def _compliance(
             chosen,
             settings,
             jobs=jobs,
-            on_result=lambda r: progress.update(bar, advance=1, last=r.test_id),
+            on_result=lambda r: progress.update(bar, advance=1, last=plain(r.test_id)),
         )
     path = out / "compliance.json"
     path.write_text(
@@ -229,15 +234,15 @@ def _compliance(
     for r in results:
         matched = ", ".join([*r.matched_success, *(f"NOT {k}" for k in r.matched_failure)])
         table.add_row(
-            r.test_id,
-            r.node_type,
+            plain(r.test_id),
+            plain(r.node_type),
             "[green]yes[/]" if r.passed else "[red]no[/]",
-            r.error or matched or "-",
+            plain(r.error or matched or "-"),
         )
     console.print(table)
     passed = sum(r.passed for r in results)
     typer.echo(f"compliance: {passed}/{len(results)} fixtures passed ({passed / len(results):.0%})")
-    err_console.print(f"wrote {path}", highlight=False, soft_wrap=True)
+    err_console.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
     _fail_on_errors([r.error for r in results], "fixtures")
 
 

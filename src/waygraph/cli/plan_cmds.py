@@ -32,11 +32,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlparse
 
 import typer
-from rich.markup import escape
 
 from waygraph._extras import require
 from waygraph.cli._preflight import check_endpoint
-from waygraph.cli.app import ApiKeyOption, LlmOption, app, console, err_console, friendly_errors
+from waygraph.cli.app import (
+    ApiKeyOption,
+    LlmOption,
+    app,
+    console,
+    err_console,
+    friendly_errors,
+    plain,
+)
 from waygraph.errors import ConfigError
 from waygraph.planning import ExecutionMode, StepStatus
 
@@ -396,7 +403,7 @@ def plan_command(
         except ToolDefinitionError as exc:
             raise ConfigError(f"--tools: {exc}") from None
         (err_console if as_json else console).print(
-            f"planning: asking {escape(planner_name)} at {escape(llm)} (dry run: nothing runs)",
+            f"planning: asking {plain(planner_name)} at {plain(llm)} (dry run: nothing runs)",
             highlight=False,
             soft_wrap=True,
         )
@@ -452,8 +459,8 @@ def plan_command(
         if result.plan is None and not interrupted:
             # No plan at all: the model could not be used (unreachable, HTTP error).
             err_console.print(
-                f"[bold red]error:[/] {escape(as_text(result.final_output))} (is {escape(llm)} "
-                f"an OpenAI-compatible server with model {escape(planner_name)}?)",
+                f"[bold red]error:[/] {plain(as_text(result.final_output))} (is {plain(llm)} "
+                f"an OpenAI-compatible server with model {plain(planner_name)}?)",
                 highlight=False,
                 soft_wrap=True,
             )
