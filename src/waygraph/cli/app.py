@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from waygraph.cli._help import WaygraphGroup
 from waygraph.errors import ConfigError, PlanNotFoundError, WaygraphError
 
 if TYPE_CHECKING:
@@ -46,8 +47,10 @@ app = typer.Typer(
     name="waygraph",
     help="Keep LLM agents on course through multi-step work with verified plans.",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion: bash, zsh, fish, PowerShell.
+    add_completion=True,
     pretty_exceptions_enable=False,
+    cls=WaygraphGroup,
 )
 
 console = Console()
