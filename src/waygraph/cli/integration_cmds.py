@@ -97,7 +97,7 @@ def install(
     report = install_agent_zero(
         path, layout=layout.value, library=library, link_library=link, store=store, compat=compat
     )
-    console.print(report.summary(), highlight=False, soft_wrap=True)
+    console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -107,7 +107,7 @@ def uninstall(target: TargetArgument, path: PathArgument) -> None:
     from waygraph.integrations.agent_zero import uninstall as uninstall_agent_zero
 
     report = uninstall_agent_zero(path)
-    console.print(report.summary(), highlight=False, soft_wrap=True)
+    console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
