@@ -109,19 +109,19 @@ def eval_command(
     key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
     # Local mistakes first, then the endpoint, then work: a model server that
     # does not answer is one line and nothing is written.
-    if compliance or fixtures is not None:
-        from waygraph.eval.compliance import load_fixtures
+    from waygraph.eval.compliance import load_fixtures
 
-        chosen_fixtures = load_fixtures(fixtures)
-    else:
-        chosen = select_tasks(tasks)
+    fixture_run = compliance or fixtures is not None
+    chosen_fixtures = load_fixtures(fixtures) if fixture_run else []
+    chosen = [] if fixture_run else select_tasks(tasks)
+    if not fixture_run:
         parse_modes(mode)
     check_endpoint(llm, api_key=key)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {out}: cannot create the folder: {exc.strerror or exc}") from None
-    if compliance or fixtures is not None:
+    if fixture_run:
         _compliance(llm, model, key, timeout, chosen_fixtures, out, jobs)
         return
     _suite(llm, model, key, timeout, mode, chosen, repeat, out, jobs, library)
