@@ -305,8 +305,9 @@ def test_an_unreachable_model_is_one_line_and_exit_2(tmp_path: Path):
     assert result.exit_code == 2, result.output
     error = result.stderr.strip()
     assert "\n" not in error
-    assert error.startswith("error: planning failed: model 'm' failed: Connection error")
-    assert f"is {url} an OpenAI-compatible server with model m?" in error
+    # Checked before planning starts (waygraph.cli._preflight): what failed, where, which flag.
+    assert error.startswith(f"error: cannot reach the model server at {url}")
+    assert "connection refused" in error and "--llm" in error
 
 
 @pytest.mark.parametrize(

@@ -129,5 +129,8 @@ def test_demo_break_says_how_often_each_node_ran_and_exits_1(tmp_path: Path):
 
 def test_demo_llm_without_endpoint_says_so(tmp_path: Path):
     out = wg("demo", "--store", "memory://", "--llm", "http://127.0.0.1:9/v1", "--model", "x")
-    assert "No model endpoint reachable at http://127.0.0.1:9/v1" in out.stdout
-    assert "Traceback" not in out.stderr
+    # Checked before the session starts (waygraph.cli._preflight): one line, exit 2.
+    assert out.returncode == 2
+    assert "cannot reach the model server at http://127.0.0.1:9/v1" in out.stderr
+    assert "connection refused" in out.stderr and "--llm" in out.stderr
+    assert "Traceback" not in out.stderr and "Session:" not in out.stdout

@@ -32,6 +32,7 @@ MEANS: dict[str, type[BaseException] | tuple[type[BaseException], ...] | None] =
     "InputError": (ValueError, TypeError),
     "ConfigError": ValueError,
     "GraphvizNotFoundError": ValueError,
+    "MissingExtra": (ValueError, ImportError),
     "GraphvizError": RuntimeError,
     "PatternTimeout": TimeoutError,
     "CommandFailed": RuntimeError,

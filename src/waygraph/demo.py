@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from waygraph._extras import require
+from waygraph.cli.app import plain
 from waygraph.navigator import Guidance, Navigator
 
 if TYPE_CHECKING:
@@ -225,15 +226,23 @@ def run_demo(
 ) -> DemoResult:
     """Run the demo and return what happened (also printed with rich)."""
     console = console or Console()
+    if llm_url:
+        from waygraph.cli._preflight import check_endpoint
+
+        # Before the session is written: one line when --llm cannot be used.
+        require("llm", "openai", purpose="waygraph demo --llm")
+        check_endpoint(llm_url, api_key=os.environ.get("OPENAI_API_KEY"))
     root = workspace or Path(tempfile.mkdtemp(prefix="waygraph-demo-"))
     make_project(root)
     ws = Workspace(root)
     nav = Navigator(store=store, workspace=root)
     session_id = f"demo-{os.urandom(4).hex()}"
     console.rule("[bold]waygraph demo[/]: a guided bug fix")
-    console.print(f"Workspace: [cyan]{root}[/]  (a small project whose test fails)")
-    console.print(f"Store: [cyan]{nav.store.url}[/]   Session: [cyan]{session_id}[/]\n")
-    console.print(Panel(USER_REQUEST, title="user", border_style="blue"))
+    console.print(f"Workspace: [cyan]{plain(root)}[/]  (a small project whose test fails)")
+    console.print(
+        f"Store: [cyan]{plain(nav.store.url)}[/]   Session: [cyan]{plain(session_id)}[/]\n"
+    )
+    console.print(Panel(Text(USER_REQUEST), title="user", border_style="blue"))
     guidance = nav.turn(session_id, user_message=USER_REQUEST, domain="bugfix")
     if guidance.run is None or guidance.run["plan_id"] != PLAN_ID:
         guidance = nav.start(session_id, PLAN_ID)
@@ -288,7 +297,9 @@ def _show_activation(console: Console, guidance: Guidance) -> None:
     for event in guidance.events:
         if event.type == "plan_activated":
             hits = ", ".join(event.get("triggers") or []) or "started by id"
-            console.print(f"[green]Plan activated:[/] {event.plan_id}  (triggers: {hits})")
+            console.print(
+                f"[green]Plan activated:[/] {plain(event.plan_id)}  (triggers: {plain(hits)})"
+            )
     if guidance.text:
         console.print(
             Panel(Text(guidance.text), title="guidance for the model", border_style="dim")
@@ -315,21 +326,25 @@ def _show_turn(
     status = "not reported" if result.exit_code is None else str(result.exit_code)
     body.append(f"\n[exit code {status}]", style="dim")
     console.print(
-        Panel(body, title=f"turn {turn} · {node} (attempt {attempt})", title_align="left")
+        Panel(
+            body, title=f"turn {turn:d} · {plain(node)} (attempt {attempt:d})", title_align="left"
+        )
     )
     for event in guidance.events:
         if event.type == "node_verified" and event.get("outcome") == "unknown":
-            why = escape(str(event.get("reason") or "the evidence was missing"))
-            console.print(f"  [yellow]? not judged[/] at {event.node}: {why}")
+            why = plain(event.get("reason") or "the evidence was missing")
+            console.print(f"  [yellow]? not judged[/] at {plain(event.node)}: {why}")
         elif event.type == "node_verified":
             verdict = "[green]✓ verified[/]" if event.passed else "[red]✗ failed verification[/]"
-            console.print(f"  {verdict} at {event.node}")
+            console.print(f"  {verdict} at {plain(event.node)}")
         elif event.type == "edge_followed":
-            console.print(f"  → {event.node} --{event.condition}--> {event.to}")
+            console.print(
+                f"  → {plain(event.node)} --{plain(event.condition)}--> {plain(event.to)}"
+            )
         elif event.type == "retry_triggered":
-            console.print(f"  ↻ retry {event.node} (attempt {event.attempt})")
+            console.print(f"  ↻ retry {plain(event.node)} (attempt {plain(event.attempt)})")
         elif event.type == "plan_escalated":
-            console.print(f"  [bold red]⚠ escalated:[/] {event.reason}")
+            console.print(f"  [bold red]⚠ escalated:[/] {plain(event.reason)}")
         elif event.type == "plan_completed":
             console.print("  [bold green]✔ plan completed[/]")
     if guidance.text:
@@ -341,22 +356,30 @@ def _show_turn(
 def _show_summary(console: Console, result: DemoResult) -> None:
     console.rule("result")
     colour = {"completed": "green", "escalated": "red"}.get(result.status, "yellow")
-    console.print(f"Status: [bold {colour}]{result.status}[/] after {result.turns} tool calls")
-    console.print("Path: " + " → ".join(result.path))
+    console.print(
+        f"Status: [bold {colour}]{plain(result.status)}[/] after {result.turns:d} tool calls"
+    )
+    console.print(Text("Path: " + " → ".join(result.path)))
     # "entered" is how often the run came to the node (fix -> test -> fix
     # enters test afresh each time); "attempts" counts within the last entry.
     entered = Counter(result.path)
     table = Table("node", "outcome", "entered", "attempts", title="nodes visited")
     for node, state in result.visited.items():
-        table.add_row(node, state["outcome"], str(entered[node]), str(state["attempts"]))
+        table.add_row(
+            plain(node), plain(state["outcome"]), str(entered[node]), str(state["attempts"])
+        )
     console.print(table)
     if result.store_url.startswith("memory:"):
         console.print("The session lived in memory:// and is gone with this process.")
         return
     store = shlex.quote(result.store_url)
-    console.print(f"Session stored in [cyan]{result.store_url}[/]. Inspect it with:")
-    console.print(f"  waygraph sessions show {result.session_id} --store {store}")
-    console.print(f"  waygraph sessions events {result.session_id} --store {store}")
+    console.print(f"Session stored in [cyan]{plain(result.store_url)}[/]. Inspect it with:")
+    for what in ("show", "events"):
+        console.print(
+            f"  waygraph sessions {what} {result.session_id} --store {store}",
+            markup=False,
+            highlight=False,
+        )
 
 
 # ---------------------------------------------------------------- a real model
@@ -407,11 +430,7 @@ def _llm_loop(
     model: str | None,
     max_turns: int,
 ) -> int:
-    try:
-        import openai
-    except ImportError:
-        console.print("[red]--llm needs the openai package:[/] pip install 'waygraph[llm]'")
-        return 0
+    openai = require("llm", "openai", purpose="waygraph demo --llm")
     client = openai.OpenAI(base_url=url, api_key=os.environ.get("OPENAI_API_KEY", "none"))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
@@ -429,15 +448,17 @@ def _llm_loop(
                 timeout=120,
             )
         except openai.APIConnectionError:
-            console.print(f"[red]No model endpoint reachable at {url}.[/] Is the server running?")
+            console.print(
+                f"[red]No model endpoint reachable at {plain(url)}.[/] Is the server running?"
+            )
             return turns
         except openai.APIError as exc:
-            console.print(f"[red]The model endpoint answered with an error:[/] {exc}")
+            console.print(f"[red]The model endpoint answered with an error:[/] {plain(exc)}")
             return turns
         message = reply.choices[0].message
         messages.append(message.model_dump(exclude_none=True))
         if not message.tool_calls:
-            console.print(Panel(message.content or "", title="model", border_style="blue"))
+            console.print(Panel(Text(message.content or ""), title="model", border_style="blue"))
             messages.append({"role": "user", "content": "Continue with one tool call."})
             # What the model says is a claim, never evidence: recorded, not judged.
             guidance = nav.turn(

@@ -16,7 +16,8 @@ keeps working for callers who do not know waygraph::
     │   └── Conflict                      another writer committed first
     ├── InputError (ValueError, TypeError) a call's argument is of the wrong type or too long
     ├── ConfigError (ValueError)          a bad URL, option or setting
-    │   └── GraphvizNotFoundError         Graphviz's dot is not installed
+    │   ├── GraphvizNotFoundError         Graphviz's dot is not installed
+    │   └── MissingExtra (ImportError)    an optional package (an extra) is not installed
     ├── GraphvizError (RuntimeError)      Graphviz's dot failed or took too long
     ├── PatternTimeout (TimeoutError)     a plan's regex ran past its time bound
     ├── CommandFailed (RuntimeError)      a plan's shell command exited non-zero
@@ -69,6 +70,7 @@ __all__ = [
     "InvalidPlanError",
     "LLMError",
     "LibraryError",
+    "MissingExtra",
     "PatternTimeout",
     "PermanentError",
     "PlanContextNotFoundError",
@@ -309,6 +311,26 @@ class GraphvizError(WaygraphError, RuntimeError):
 
 class GraphvizNotFoundError(ConfigError):
     """Graphviz's ``dot`` program is not installed (it is optional)."""
+
+
+class MissingExtra(ConfigError, ImportError):
+    """A feature needs an optional package that is not installed.
+
+    The text is one line naming the extra to install, e.g.
+    ``waygraph plan needs the openai package: pip install 'waygraph[llm]'``.
+    It is also an ImportError, so ``except ImportError`` keeps working.
+    Raised by :func:`waygraph._extras.require`.
+    """
+
+    def __init__(self, extra: str, module: str, purpose: str | None = None) -> None:
+        self.extra = extra
+        self.module = module
+        who = purpose or "this"
+        super().__init__(
+            f"{who} needs the {module} package, which is not installed: "
+            f"pip install 'waygraph[{extra}]'"
+        )
+        self.name = module
 
 
 class PatternTimeout(WaygraphError, TimeoutError):

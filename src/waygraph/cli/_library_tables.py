@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from waygraph.cli.app import console, display_path, print_json
+from waygraph.cli._tables import WordTable
+from waygraph.cli.app import console, display_path, plain, print_json
 
 if TYPE_CHECKING:
     from waygraph.library import Library
@@ -21,13 +22,21 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def folding_table(*headers: str, title: str | None = None, ids: tuple[str, ...] = ()) -> Table:
-    """A table that folds long words instead of cutting them with "…".
+def folding_table(
+    *headers: str,
+    title: str | None = None,
+    ids: tuple[str, ...] = (),
+    optional: tuple[str, ...] = (),
+) -> Table:
+    """A table that wraps between words and folds only tokens longer than a column.
 
+    Columns get room for their longest word first (:class:`WordTable`); a
+    token with no word boundary (a regex) folds instead of being cut with "…".
     Ids are what a reader copies into the next command, so the columns named
-    in ``ids`` are shrunk last: the other columns wrap first.
+    in ``ids`` are shrunk last: the other columns wrap first. ``optional``
+    columns are left out, in that order, on a terminal too narrow for all words.
     """
-    table = Table(*headers, title=title)
+    table = WordTable(*headers, title=title, optional=optional)
     for header, column in zip(headers, table.columns, strict=True):
         column.overflow = "fold"
         # rich narrows only wrapping columns while it can; ids have no spaces
@@ -84,19 +93,20 @@ def print_library(lib: Library, *, as_json: bool) -> None:
         "edges",
         "mode",
         "source",
-        title=f"{plural(len(rows), 'plan')} in {display_path(lib.path)}",
+        title=f"{plain(plural(len(rows), 'plan'))} in {plain(display_path(lib.path))}",
         ids=("id",),
+        optional=("triggers", "source", "edges", "nodes", "domains"),
     )
     for row in rows:
         table.add_row(
-            escape(row["id"]),
-            escape(row["name"]),
-            escape(", ".join(row["domains"])),
-            escape(", ".join(row["triggers"])),
+            plain(row["id"]),
+            plain(row["name"]),
+            plain(", ".join(row["domains"])),
+            plain(", ".join(row["triggers"])),
             str(row["nodes"]),
             str(row["edges"]),
             "linear" if row["linear"] else "graph",
-            escape(display_path(row["source"], _root(lib))),
+            plain(display_path(row["source"], _root(lib))),
         )
     console.print(table)
 
@@ -122,20 +132,19 @@ def print_plan(lib: Library, plan: Plan) -> None:
     ]
     for key, value in rows:
         if value is not None and value != "":
-            fields.add_row(key, escape(str(value)))
+            fields.add_row(key, plain(str(value)))
     console.print(fields)
     console.print(
         _sparse_table(
             "nodes",
-            ("node", "type", "name", "verify", "max_retries", "details"),
+            ("node", "type", "name", "verify", "retries"),
             [
                 (
                     node.id,
                     node.type,
-                    node.name,
+                    _with_details(node.name, _node_details(node)),
                     _verify_text(node),
                     _retries_text(node),
-                    _node_details(node),
                 )
                 for node in plan.graph.nodes.values()
             ],
@@ -144,22 +153,33 @@ def print_plan(lib: Library, plan: Plan) -> None:
     console.print(
         _sparse_table(
             "edges",
-            ("from", "to", "condition", "when", "details"),
+            ("from", "to", "condition", "when"),
             [
-                (e.from_, e.to, e.condition, _when_text(e), _edge_details(e))
+                (e.from_, e.to, _with_details(e.condition, _edge_details(e)), _when_text(e))
                 for e in plan.graph.edges
             ],
         )
     )
 
 
-def _sparse_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
-    """A table without the columns that are empty in every row."""
+def _sparse_table(
+    title: str, headers: tuple[str, ...], rows: list[tuple[str | Text, ...]]
+) -> Table:
+    """A table without the columns that are empty in every row (cells are shown as written)."""
     keep = [i for i in range(len(headers)) if i < 2 or any(row[i] for row in rows)]
     table = folding_table(*(headers[i] for i in keep), title=title, ids=("node", "from", "to"))
     for row in rows:
-        table.add_row(*(escape(row[i]) for i in keep))
+        table.add_row(*(Text(c) if isinstance(c := row[i], str) else c for i in keep))
     return table
+
+
+def _with_details(text: str, details: list[str]) -> Text:
+    """``text`` with ``details`` dim, one a line, below it: one column fewer, so
+    at 80 columns every column has room for its longest word."""
+    cell = Text(text)
+    for part in details:
+        cell.append("\n" + part, style="dim")
+    return cell
 
 
 def _verify_text(node: Node) -> str:
@@ -182,7 +202,7 @@ def _retries_text(node: Node) -> str:
     return "unbounded" if node.max_retries is None else str(node.max_retries)
 
 
-def _node_details(node: Node) -> str:
+def _node_details(node: Node) -> list[str]:
     parts = []
     if node.tool:
         parts.append(f"tool {node.tool}")
@@ -198,10 +218,10 @@ def _node_details(node: Node) -> str:
         parts.append(f"reason: {node.reason}")
     if node.pace_level:
         parts.append(f"pace {node.pace_level}")
-    return "; ".join(parts)
+    return parts
 
 
-def _edge_details(edge: Edge) -> str:
+def _edge_details(edge: Edge) -> list[str]:
     parts = []
     if edge.weight:
         parts.append(f"weight {edge.weight:g}")
@@ -209,4 +229,4 @@ def _edge_details(edge: Edge) -> str:
         parts.append(f"on event {edge.on_event}")
     if edge.label:
         parts.append(f"label {edge.label!r}")
-    return "; ".join(parts)
+    return parts

@@ -21,6 +21,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from waygraph.cli._help import WaygraphGroup
 from waygraph.errors import ConfigError, PlanNotFoundError, WaygraphError
 
 if TYPE_CHECKING:
@@ -47,8 +48,10 @@ app = typer.Typer(
     name="waygraph",
     help="Keep LLM agents on course through multi-step work with verified plans.",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion: bash, zsh, fish, PowerShell.
+    add_completion=True,
     pretty_exceptions_enable=False,
+    cls=WaygraphGroup,
 )
 
 console = Console()
@@ -142,7 +145,7 @@ def friendly_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except WaygraphError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {plain(exc)}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
@@ -227,7 +230,7 @@ def write_output(content: str | bytes, output: Path | None, *, announce: bool = 
     except OSError as exc:
         raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
     if announce:
-        err_console.print(f"wrote {output}", highlight=False, soft_wrap=True)
+        err_console.print(f"wrote {output}", markup=False, highlight=False, soft_wrap=True)
 
 
 def display_path(path: str | Path | None, root: Path | None = None) -> str:

@@ -17,6 +17,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from waygraph._extras import require
+from waygraph.cli._preflight import check_endpoint
 from waygraph.cli.app import (
     ApiKeyOption,
     LibraryOption,
@@ -25,10 +27,12 @@ from waygraph.cli.app import (
     console,
     err_console,
     friendly_errors,
+    plain,
 )
 from waygraph.errors import ConfigError
 
 if TYPE_CHECKING:
+    from waygraph.eval.compliance import Fixture
     from waygraph.eval.runner import Record
     from waygraph.eval.suite import EvalTask
 
@@ -90,12 +94,15 @@ def eval_command(
     ] = None,
 ) -> None:
     """Run the eval task suite against a model and report success per mode."""
+    from waygraph.eval.runner import parse_modes
     from waygraph.eval.suite import select_tasks
 
     if list_tasks:
         for task in select_tasks(tasks):
             typer.echo(task.id)
         return
+    # Every run talks to its model through the openai client, scripted ones too.
+    require("llm", "openai", purpose="waygraph eval")
     if scripted is not None:
         _scripted(scripted, mode, select_tasks(tasks), repeat, out, jobs, library, compliance)
         return
@@ -105,14 +112,24 @@ def eval_command(
             "waygraph eval --llm http://localhost:11434/v1 --model qwen2.5-coder:7b"
         )
     key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    # Local mistakes first, then the endpoint, then work: a model server that
+    # does not answer is one line and nothing is written.
+    from waygraph.eval.compliance import load_fixtures
+
+    fixture_run = compliance or fixtures is not None
+    chosen_fixtures = load_fixtures(fixtures) if fixture_run else []
+    chosen = [] if fixture_run else select_tasks(tasks)
+    if not fixture_run:
+        parse_modes(mode)
+    check_endpoint(llm, api_key=key)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {out}: cannot create the folder: {exc.strerror or exc}") from None
-    if compliance or fixtures is not None:
-        _compliance(llm, model, key, timeout, fixtures, out, jobs)
+    if fixture_run:
+        _compliance(llm, model, key, timeout, chosen_fixtures, out, jobs)
         return
-    _suite(llm, model, key, timeout, mode, select_tasks(tasks), repeat, out, jobs, library)
+    _suite(llm, model, key, timeout, mode, chosen, repeat, out, jobs, library)
 
 
 def _suite(
@@ -149,7 +166,9 @@ def _suite(
 
         def advance(record: Record) -> None:
             mark = "[green]ok[/]" if record.success else "[red]failed[/]"
-            progress.update(bar, advance=1, last=f"{record.task} {record.mode}: {mark}")
+            progress.update(
+                bar, advance=1, last=f"{plain(record.task)} {plain(record.mode)}: {mark}"
+            )
 
         records = run_eval(config, on_record=advance)
     results, report = out / "results.json", out / "report.html"
@@ -157,7 +176,9 @@ def _suite(
     report.write_text(render_html(records, model=model, endpoint=llm), encoding="utf-8")
     console.print(terminal_table(records))
     typer.echo(summary_line(records))
-    err_console.print(f"wrote {results} and {report}", highlight=False, soft_wrap=True)
+    err_console.print(
+        f"wrote {results} and {report}", markup=False, highlight=False, soft_wrap=True
+    )
     _fail_on_errors([r.error for r in records], "runs")
 
 
@@ -194,12 +215,11 @@ def _scripted(
 
 
 def _compliance(
-    llm: str, model: str, key: str, timeout: float, fixtures: Path | None, out: Path, jobs: int
+    llm: str, model: str, key: str, timeout: float, chosen: list[Fixture], out: Path, jobs: int
 ) -> None:
-    from waygraph.eval.compliance import load_fixtures, run_compliance
+    from waygraph.eval.compliance import run_compliance
     from waygraph.eval.modes import ModelSettings
 
-    chosen = load_fixtures(fixtures)
     settings = ModelSettings(base_url=llm, model=model, api_key=key, timeout=timeout)
     with _progress() as progress:
         bar = progress.add_task("compliance", total=len(chosen), last="")
@@ -207,7 +227,7 @@ def _compliance(
             chosen,
             settings,
             jobs=jobs,
-            on_result=lambda r: progress.update(bar, advance=1, last=r.test_id),
+            on_result=lambda r: progress.update(bar, advance=1, last=plain(r.test_id)),
         )
     path = out / "compliance.json"
     path.write_text(
@@ -219,15 +239,15 @@ def _compliance(
     for r in results:
         matched = ", ".join([*r.matched_success, *(f"NOT {k}" for k in r.matched_failure)])
         table.add_row(
-            r.test_id,
-            r.node_type,
+            plain(r.test_id),
+            plain(r.node_type),
             "[green]yes[/]" if r.passed else "[red]no[/]",
-            r.error or matched or "-",
+            plain(r.error or matched or "-"),
         )
     console.print(table)
     passed = sum(r.passed for r in results)
     typer.echo(f"compliance: {passed}/{len(results)} fixtures passed ({passed / len(results):.0%})")
-    err_console.print(f"wrote {path}", highlight=False, soft_wrap=True)
+    err_console.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
     _fail_on_errors([r.error for r in results], "fixtures")
 
 

@@ -22,9 +22,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.markup import escape
 
-from waygraph.cli.app import app, console, err_console, friendly_errors
+from waygraph.cli.app import app, console, err_console, friendly_errors, plain
 from waygraph.cli.user_code import describe_error, load_user_module
 from waygraph.errors import ConfigError
 
@@ -103,7 +102,7 @@ def _event_line(event: Envelope) -> str:
     """One rich-markup line: time, topic, type, the ids that tie events together, data."""
     stamp = event.time.astimezone().strftime("%H:%M:%S.%f")[:-3]
     topic = event.topic.value if event.topic else "-"
-    parts = [f"[dim]{stamp}[/]", f"[cyan]{topic:<19}[/]", f"[bold]{escape(event.type)}[/]"]
+    parts = [f"[dim]{stamp}[/]", f"[cyan]{topic:<19}[/]", f"[bold]{plain(event.type)}[/]"]
     for label, value in (
         ("corr", event.correlation_id),
         ("plan", event.plan_id),
@@ -111,11 +110,11 @@ def _event_line(event: Envelope) -> str:
         ("reply", event.response_event),
     ):
         if value:
-            parts.append(f"[magenta]{label}[/]={escape(value)}")
+            parts.append(f"[magenta]{label}[/]={plain(value)}")
     data = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"), default=str)
     if len(data) > 160:
         data = data[:157] + "..."
-    parts.append(escape(data))
+    parts.append(plain(data))
     return " ".join(parts)
 
 
@@ -170,7 +169,7 @@ def tail(
                 await bus.subscribe(chosen, "*", show)
             names = ", ".join(t.value for t in topics)
             err_console.print(
-                f"tailing {names} on {escape(bus_url)} (Ctrl-C to stop)",
+                f"tailing {plain(names)} on {plain(bus_url)} (Ctrl-C to stop)",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -279,8 +278,8 @@ def _check_bus(runnable: Any, bus_url: str, label: str) -> None:
     wanted = bus_url.partition("?")[0].split(",")
     if servers is not None and [s.strip() for s in wanted] != servers:
         err_console.print(
-            f"[yellow]note:[/] {label} {runnable.name!r} uses its own bus "
-            f"{escape(', '.join(servers))}, not --bus {escape(bus_url)}",
+            f"[yellow]note:[/] {plain(label)} {plain(repr(runnable.name))} uses its own bus "
+            f"{plain(', '.join(servers))}, not --bus {plain(bus_url)}",
             highlight=False,
             soft_wrap=True,
         )
@@ -311,19 +310,21 @@ def _serve(kind_name: str, target: str, bus_url: str, store: str | None) -> None
                 started.append(runnable)
                 what = runnable.task_types if kind is Worker else runnable.goal_types
                 err_console.print(
-                    f"{kind_name} {escape(runnable.name)}: "
-                    f"{'answering' if kind is Worker else 'planning'} "
-                    f"{escape(', '.join(what) or '(nothing registered)')} on {escape(bus_url)}",
+                    f"{plain(kind_name)} {plain(runnable.name)}: "
+                    f"{plain('answering' if kind is Worker else 'planning')} "
+                    f"{plain(', '.join(what) or '(nothing registered)')} on {plain(bus_url)}",
                     highlight=False,
                     soft_wrap=True,
                 )
             err_console.print(
-                f"{len(started)} {kind_name}(s) running; Ctrl-C to stop",
+                f"{len(started)} {plain(kind_name)}(s) running; Ctrl-C to stop",
                 highlight=False,
                 soft_wrap=True,
             )
             await stop.wait()
-            err_console.print(f"stopping {kind_name}(s) ...", highlight=False, soft_wrap=True)
+            err_console.print(
+                f"stopping {plain(kind_name)}(s) ...", highlight=False, soft_wrap=True
+            )
         finally:
             buses = _unique([r.bus for r in started] + [options["bus"]])
             for runnable in reversed(started):
@@ -495,7 +496,7 @@ def send(
             _print_json({**event.to_wire(), "topic": chosen.value}, indent=None)
         else:
             console.print(
-                f"sent {plain(event.type)} on {chosen.value} (id {plain(event.id)})",
+                f"sent {plain(event.type)} on {plain(chosen.value)} (id {plain(event.id)})",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from waygraph._extras import require
 from waygraph.cli.app import AllowCommandsOption, LibraryOption, app, console, friendly_errors
 from waygraph.errors import ConfigError
 
@@ -96,7 +97,7 @@ def install(
     report = install_agent_zero(
         path, layout=layout.value, library=library, link_library=link, store=store, compat=compat
     )
-    console.print(report.summary(), highlight=False, soft_wrap=True)
+    console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -106,7 +107,7 @@ def uninstall(target: TargetArgument, path: PathArgument) -> None:
     from waygraph.integrations.agent_zero import uninstall as uninstall_agent_zero
 
     report = uninstall_agent_zero(path)
-    console.print(report.summary(), highlight=False, soft_wrap=True)
+    console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -134,4 +135,6 @@ def mcp(
 
     if workspace is not None and not workspace.expanduser().is_dir():
         raise ConfigError(f"--workspace {workspace}: no such folder")
+    # Before the store is opened (and created): without mcp nothing is written.
+    require("mcp", purpose="waygraph mcp")
     serve(library=library, store=store, allow_commands=allow_commands, workspace=workspace)

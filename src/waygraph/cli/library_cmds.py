@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from waygraph.cli._library_tables import folding_table, plural, print_library, print_plan
 from waygraph.cli.app import (
@@ -31,6 +31,7 @@ from waygraph.cli.app import (
     find_plan,
     friendly_errors,
     load,
+    plain,
     print_json,
     write_output,
 )
@@ -100,7 +101,7 @@ def check(
             f"in {plural(plan_count, 'plan')}"
         )
         style = "red" if errors else ("yellow" if warnings else "green")
-        console.print(f"[{style}]{summary}[/]", highlight=False)
+        console.print(Text(summary, style=style))
     if errors or (strict and warnings):
         raise typer.Exit(1)
 
@@ -243,7 +244,7 @@ def _problem_table(problems: list[Problem]) -> Table:
     table = folding_table("level", "code", "where", "message", ids=("code",))
     for p in problems:
         level = "[red]error[/]" if p.level == "error" else "[yellow]warning[/]"
-        table.add_row(level, escape(p.code), escape(_where(p)), escape(p.message))
+        table.add_row(level, plain(p.code), plain(_where(p)), plain(p.message))
     return table
 
 
@@ -369,7 +370,7 @@ def draw(
         except GraphvizNotFoundError as exc:
             # A missing optional program is the user's choice to make, not a
             # usage error: exit 1 with the fix, as the docs promise.
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {plain(exc)}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
     write_output(content, output)
 
@@ -537,7 +538,9 @@ def _convert_to_dot(plans: list[Plan], output: Path | None) -> None:
         names.append(name)
     for plan, name in zip(plans, names, strict=True):
         write_output(plan_to_dot(plan), output / f"{name}.dot", announce=False)
-    err_console.print(f"wrote {len(plans)} DOT files to {output}", highlight=False, soft_wrap=True)
+    err_console.print(
+        f"wrote {len(plans)} DOT files to {output}", markup=False, highlight=False, soft_wrap=True
+    )
 
 
 # ---------------------------------------------------------------- schema

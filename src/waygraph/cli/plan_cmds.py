@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlparse
 
 import typer
-from rich.markup import escape
 
+from waygraph._extras import require
+from waygraph.cli._preflight import check_endpoint
 from waygraph.cli.app import (
     ApiKeyOption,
     LlmOption,
@@ -404,6 +405,10 @@ def plan_command(
         seen[name] = name
 
     key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    # Before any work: a missing openai package or a model server that does not
+    # answer is one line and exit 2, not a failed run.
+    require("llm", "openai", purpose="waygraph plan")
+    check_endpoint(llm, api_key=key)
     execution_llm = OpenAILLM(model, base_url=llm, api_key=key, timeout=timeout)
     planner_llm = (
         OpenAILLM(planning_model, base_url=llm, api_key=key, timeout=timeout)
@@ -435,7 +440,7 @@ def plan_command(
         except ToolDefinitionError as exc:
             raise ConfigError(f"--tools: {exc}") from None
         (err_console if as_json else console).print(
-            f"planning: asking {escape(planner_name)} at {escape(llm)} (dry run: nothing runs)",
+            f"planning: asking {plain(planner_name)} at {plain(llm)} (dry run: nothing runs)",
             highlight=False,
             soft_wrap=True,
         )
@@ -454,8 +459,8 @@ def plan_command(
     def plan_generated(*, plan: Plan, **future_kwargs: Any) -> None:
         # Said before anything runs, so a killed run can still be found.
         err_console.print(
-            f"run {run_id} (stored in {plain(agent.store.url)}; if it stops, continue it with "
-            f"waygraph plan --resume {run_id})",
+            f"run {plain(run_id)} (stored in {plain(agent.store.url)}; if it stops, continue it "
+            f"with waygraph plan --resume {plain(run_id)})",
             highlight=False,
             soft_wrap=True,
         )
@@ -521,8 +526,8 @@ def plan_command(
         if result.plan is None and not interrupted:
             # No plan at all: the model could not be used (unreachable, HTTP error).
             err_console.print(
-                f"[bold red]error:[/] {escape(as_text(result.final_output))} (is {escape(llm)} "
-                f"an OpenAI-compatible server with model {escape(planner_name)}?)",
+                f"[bold red]error:[/] {plain(as_text(result.final_output))} (is {plain(llm)} "
+                f"an OpenAI-compatible server with model {plain(planner_name)}?)",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -539,8 +544,8 @@ def plan_command(
     if interrupted:
         if agent.run_id is not None:
             err_console.print(
-                f"run {agent.run_id} is saved; continue it with: "
-                f"waygraph plan --resume {agent.run_id} (and the same --llm, --model, tools)",
+                f"run {plain(agent.run_id)} is saved; continue it with: waygraph plan "
+                f"--resume {plain(agent.run_id)} (and the same --llm, --model, tools)",
                 highlight=False,
                 soft_wrap=True,
             )

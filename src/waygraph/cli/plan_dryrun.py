@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Group, RenderableType
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from waygraph.cli.app import console, err_console
+from waygraph.cli.app import console, err_console, plain
 
 if TYPE_CHECKING:
     from waygraph.planning import DryRunReport, PlanExecutionResult, PlanningAgent
@@ -59,7 +58,7 @@ def render_report(report: DryRunReport) -> RenderableType:
     steps = {} if report.plan is None else {s.id: s for s in report.plan.steps}
     on_path = set(report.critical_path)
     if report.layers or report.unschedulable:
-        table = Table(title=f"dry run: {escape(report.goal)}", title_justify="left")
+        table = Table(title=f"dry run: {plain(report.goal)}", title_justify="left")
         for column in ("layer", "batch", "step", "call", "after", "tokens"):
             table.add_column(column, justify="right" if column == "tokens" else "left")
         for layer in report.layers:
@@ -70,8 +69,8 @@ def render_report(report: DryRunReport) -> RenderableType:
                         str(layer.index) if number == 1 and position == 0 else "",
                         str(number) if position == 0 else "",
                         Text(f"{sid} *", style="bold") if sid in on_path else Text(sid),
-                        escape(f"{step.action}({_parameters(step.parameters)})"),
-                        escape(", ".join(step.dependencies) or "-"),
+                        plain(f"{step.action}({_parameters(step.parameters)})"),
+                        plain(", ".join(step.dependencies) or "-"),
                         str(step.estimated_tokens or "-"),
                     )
             table.add_section()
@@ -81,8 +80,8 @@ def render_report(report: DryRunReport) -> RenderableType:
                 Text("never", style="red"),
                 "",
                 Text(sid, style="red"),
-                escape(f"{step.action}({_parameters(step.parameters)})"),
-                escape(", ".join(step.dependencies) or "-"),
+                plain(f"{step.action}({_parameters(step.parameters)})"),
+                plain(", ".join(step.dependencies) or "-"),
                 str(step.estimated_tokens or "-"),
             )
         parts.append(table)
@@ -166,7 +165,7 @@ def run_dry(
     if no_plan is not None:
         # The model could not be used at all (unreachable, HTTP error): a usage error.
         err_console.print(
-            f"[bold red]error:[/] {escape(no_plan.message)} ({escape(model_hint)})",
+            f"[bold red]error:[/] {plain(no_plan.message)} ({plain(model_hint)})",
             highlight=False,
             soft_wrap=True,
         )

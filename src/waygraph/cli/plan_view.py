@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console, Group
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from waygraph.cli.app import plain
 from waygraph.planning import StepStatus
 
 if TYPE_CHECKING:
@@ -299,7 +299,7 @@ class LiveView(RunView):
         self._status: Any = None
 
     def planning(self, what: str) -> None:
-        self._status = self.console.status(f"planning: {escape(what)}")
+        self._status = self.console.status(f"planning: {plain(what)}")
         self._status.start()
 
     def _end_planning(self) -> None:
@@ -381,9 +381,9 @@ class LiveView(RunView):
         for row, (sid, action, after, status, tries, took, value) in zip(rows, cells, strict=True):
             shown = _short(value, room) if value not in (None, "") else ""
             table.add_row(
-                sid,
-                action,
-                after,
+                plain(sid),
+                plain(action),
+                plain(after),
                 Text(status, style=_STATUS_STYLE[row.status]),
                 tries,
                 took,

@@ -120,7 +120,7 @@ def play(
             if guidance.run is None:
                 console.print("No plan activates for that message; try `waygraph match --explain`.")
                 raise typer.Exit(1)
-    console.print(f"[dim]{PLAY_HELP}[/]")
+    console.print(f"[dim]{plain(PLAY_HELP)}[/]")
     _show_guidance(guidance)
     _line_editing()
     # Ids the run has not seen: a resumed run remembers the last play's ids
@@ -228,10 +228,10 @@ def _farewell(
     state: dict[str, Any], session: str, url: str, store: str | None, library: Path | None
 ) -> None:
     """Say how the run was left and, when it lasts, how to get back to it."""
-    path = plain(" → ".join(state.get("path", [])))
+    path = " → ".join(state.get("path", []))
     lasting = not url.startswith("memory:")
     if state.get("status") != "running":
-        console.print(f"Run {plain(state.get('status'))}; path: {path}")
+        console.print(f"Run {plain(state.get('status'))}; path: {plain(path)}")
         if lasting:
             console.print(
                 f"Inspect it: {plain(_command('sessions show', session, store, library))}"
@@ -239,7 +239,7 @@ def _farewell(
         return
     console.print(
         f"Run {plain(state.get('run_id'))} left in progress at "
-        f"{plain(state.get('current_node'))} (session {plain(session)!r}); path: {path}"
+        f"{plain(state.get('current_node'))} (session {plain(repr(session))}); path: {plain(path)}"
     )
     if not lasting:
         console.print(
@@ -281,7 +281,9 @@ def _tool_result(line: str, root: Path) -> tuple[str, int | None] | None:
             console.print("[yellow]Stopped after 300 s; nothing was sent to the plan.[/]")
             return None
         output = (proc.stdout + proc.stderr).rstrip()
-        console.print(Panel(plain(output) or "(no output)", title=f"exit code {proc.returncode}"))
+        console.print(
+            Panel(plain(output) or "(no output)", title=f"exit code {plain(proc.returncode)}")
+        )
         return output, proc.returncode
     if line.startswith(":exit"):
         parts = line.split(maxsplit=2)

@@ -14,6 +14,7 @@ from waygraph.cli.app import (
     console,
     friendly_errors,
     load,
+    plain,
 )
 
 StoreOption = Annotated[
@@ -65,8 +66,8 @@ def match(
         return
     if winner:
         console.print(
-            f"[green]{winner.plan_id}[/] activates (score {winner.score}; "
-            f"triggers: {', '.join(winner.hits)})"
+            f"[green]{plain(winner.plan_id)}[/] activates (score {plain(winner.score)}; "
+            f"triggers: {plain(', '.join(winner.hits))})"
         )
     else:
         console.print("No plan activates for this message.")

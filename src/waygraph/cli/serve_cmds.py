@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from waygraph._extras import require
 from waygraph.cli.app import (
     AllowCommandsOption,
     LibraryOption,
@@ -17,8 +18,6 @@ from waygraph.cli.app import (
     load,
 )
 from waygraph.errors import ConfigError
-
-SERVE_EXTRA = "waygraph serve needs FastAPI and uvicorn: pip install 'waygraph[serve]'"
 
 
 @app.command()
@@ -54,13 +53,7 @@ def serve(
 
     Example: waygraph serve --store sqlite:///runs.db
     """
-    try:
-        import fastapi  # noqa: F401
-        import uvicorn
-    except ImportError:
-        # Printed without markup: rich would read "[serve]" as a style tag.
-        err_console.print(f"error: {SERVE_EXTRA}", markup=False, highlight=False)
-        raise typer.Exit(2) from None
+    uvicorn = require("serve", "uvicorn", "fastapi", purpose="waygraph serve")
     from waygraph.navigator import Navigator, default_store_url
     from waygraph.server import create_app
     from waygraph.server.protocol import connection_limit, guarded_protocol

@@ -172,7 +172,7 @@ def sessions_list(
         "attempts",
         "turn",
         "updated",
-        title=f"{'stored runs' if every else 'sessions'} in {plain(nav.store.url)}",
+        title=f"{plain('stored runs' if every else 'sessions')} in {plain(nav.store.url)}",
     )
     now = time.time()
     for r in rows:
@@ -184,18 +184,24 @@ def sessions_list(
     else:
         hint = "" if every else " (`--all` also lists runs that sessions replaced or reset)"
         what = "stored runs" if every else "sessions"
-        only = f" with status {plain(status)}" if status else ""
-        console.print(f"No {what}{only} in {plain(nav.store.url)}{hint}.")
+        only = f" with status {status}" if status else ""
+        # Plain text throughout: no markup to escape.
+        console.print(f"No {what}{only} in {nav.store.url}{hint}.", markup=False)
     if workspace is not None:
         ptable = Table(
-            "session", "goal", "status", "steps", "updated", title=f"session plans in {workspace}"
+            "session",
+            "goal",
+            "status",
+            "steps",
+            "updated",
+            title=f"session plans in {plain(workspace)}",
         )
         for p in plans:
             ptable.add_row(
                 plain(p.get("session_id")),
                 plain(str(p.get("goal", ""))[:60]),
                 plain(p.get("status")),
-                f"{p.get('steps_done', 0)}/{p.get('steps_total', 0)}",
+                plain(f"{p.get('steps_done', 0)}/{p.get('steps_total', 0)}"),
                 plain(p.get("updated_at", "")),
             )
         console.print(ptable)
@@ -288,7 +294,7 @@ def sessions_show(
         console.print(
             f"{plain(record.kind)} {plain(record.key)} of session {plain(session_id)}: "
             f"status {plain(row['status'])}, plan {plain(row['plan'])}, "
-            f"updated {ago(row['updated_at'])}"
+            f"updated {plain(ago(row['updated_at']))}"
         )
         print_json(record.data)
 

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from waygraph._extras import require
 from waygraph.errors import ConfigError
 from waygraph.eval.loop import SYSTEM_PROMPT, TOOLS
 from waygraph.eval.modes import ModelSettings
@@ -174,9 +175,8 @@ def run_compliance(
     on_result: Callable[[ComplianceResult], None] | None = None,
 ) -> list[ComplianceResult]:
     """Ask the model once per fixture (``jobs`` at a time); results in fixture order."""
-    from openai import OpenAI
-
-    client = OpenAI(
+    openai = require("llm", "openai", purpose="waygraph eval --compliance")
+    client = openai.OpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key,
         timeout=settings.timeout,

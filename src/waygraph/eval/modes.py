@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from waygraph._extras import require
 from waygraph.eval import loop
 from waygraph.eval.suite import EvalTask
 from waygraph.hooks import Hooks
@@ -76,9 +77,8 @@ def run_mode(
     """Run ``task`` in ``workspace`` in ``mode``; model errors propagate."""
     if mode == "planned":
         return _planned(task, workspace, settings)
-    from openai import OpenAI
-
-    client = OpenAI(
+    openai = require("llm", "openai", purpose="waygraph eval")
+    client = openai.OpenAI(
         base_url=settings.base_url,
         api_key=settings.api_key,
         timeout=settings.timeout,

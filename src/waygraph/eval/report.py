@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from rich.table import Table
+from rich.text import Text
 
 from waygraph.eval.metrics import ModeSummary, summarize_modes, summary_line, task_rates
 from waygraph.eval.runner import Record
@@ -40,12 +41,15 @@ def terminal_table(records: Sequence[Record]) -> Table:
     table = Table(title="waygraph eval", title_justify="left")
     table.add_column("task")
     for mode in modes:
-        table.add_column(mode, justify="right")
+        table.add_column(Text(mode), justify="right")
+    # Task ids and modes are shown as written (Text: no rich markup).
     for task, by_mode in task_rates(records).items():
-        table.add_row(task, *(_rate(*by_mode.get(m, (0, 0))) for m in modes))
+        table.add_row(Text(task), *(_rate(*by_mode.get(m, (0, 0))) for m in modes))
     table.add_section()
     table.add_row(
-        "success rate", *(f"{s.rate:.0%} ({s.successes}/{s.runs})" for s in summaries), style="bold"
+        "success rate",
+        *(f"{s.rate:.0%} ({s.successes:d}/{s.runs:d})" for s in summaries),
+        style="bold",
     )
     table.add_row("mean tool calls", *(f"{s.mean_tool_calls:.1f}" for s in summaries))
     table.add_row("mean tokens", *(f"{s.mean_tokens:,.0f}" for s in summaries))

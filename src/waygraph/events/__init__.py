@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from waygraph._extras import require
 from waygraph.errors import ConfigError
 from waygraph.events.bus import Bus, Handler, Subscription
 from waygraph.events.context import PlanContext, PlannerContext, current_planner_context
@@ -91,6 +92,7 @@ def open_bus(url: str | None = None, **options: Any) -> Bus:
             raise ConfigError(f"bus URL {url!r}: memory:// takes no host or options")
         return InProcessBus(**options)
     if scheme in ("nats", "tls"):
+        require("nats", purpose=f"bus URL {url!r}")
         from waygraph.events.nats_bus import NatsBus
 
         return NatsBus(url, **options)
@@ -102,6 +104,7 @@ def open_bus(url: str | None = None, **options: Any) -> Bus:
 def __getattr__(name: str) -> Any:
     # NatsBus needs nats-py: import it only when asked for.
     if name == "NatsBus":
+        require("nats", purpose="NatsBus")
         from waygraph.events.nats_bus import NatsBus
 
         return NatsBus

@@ -47,6 +47,7 @@ from functools import wraps
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
 
+from waygraph._extras import require
 from waygraph.errors import ConfigError, WaygraphError
 from waygraph.navigator import Guidance, Navigator
 
@@ -102,6 +103,7 @@ def _mcp_api() -> tuple[type[_Server], type[Exception], type[Exception]]:
 
     mcp 2 renamed FastMCP to MCPServer; the decorators used here are the same in both.
     """
+    require("mcp", purpose="serving MCP")
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ResourceError, ToolError

@@ -26,6 +26,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, TypedDict, runtime_checkable
 
+from waygraph._extras import require
 from waygraph.errors import LLMError
 from waygraph.planning._models import TokenUsage
 
@@ -138,13 +139,8 @@ class OpenAILLM:
             return self._given_client
         loop = _running_loop()
         if self._owned is None or self._owned[0] is not loop:
-            try:
-                from openai import AsyncOpenAI
-            except ImportError as exc:  # pragma: no cover - depends on the install
-                raise LLMError(
-                    "OpenAILLM needs the openai package: pip install 'waygraph[llm]'"
-                ) from exc
-            self._owned = (loop, AsyncOpenAI(**self._settings))
+            openai = require("llm", "openai", purpose="OpenAILLM")
+            self._owned = (loop, openai.AsyncOpenAI(**self._settings))
         return self._owned[1]
 
     async def complete(
@@ -155,7 +151,7 @@ class OpenAILLM:
         schema_name: str = "reply",
     ) -> LLMResponse:
         """Send ``messages``; ask for ``json_schema`` output when given and supported."""
-        import openai
+        openai = require("llm", "openai", purpose="OpenAILLM")
 
         request: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
         if self.temperature is not None:

@@ -15,6 +15,11 @@ Example:
 
 from __future__ import annotations
 
-from waygraph.server.app import Settings, create_app
+from waygraph._extras import require
+
+# Before FastAPI is imported: without the extra, one line naming it.
+require("serve", purpose="waygraph.server")
+
+from waygraph.server.app import Settings, create_app  # noqa: E402
 
 __all__ = ["Settings", "create_app"]

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
+from waygraph._extras import require
 from waygraph.errors import ConfigError
 from waygraph.store.base import Store, StoredEvent, StoredRecord, Write, redact_url
 from waygraph.store.memory import MemoryStore
@@ -173,13 +174,9 @@ memory://, file://DIR, sqlite:///PATH, postgresql://USER@HOST/DB
     if scheme == "sqlite":
         return _open_sqlite(url, rest[2:])
     if scheme in ("postgresql", "postgres"):
-        try:
-            from waygraph.store.postgres import PostgresStore
-        except ImportError as exc:
-            raise ConfigError(
-                f"store URL {redact_url(url)!r} needs psycopg 3 and psycopg_pool: "
-                f"pip install 'waygraph[postgres]' ({exc})"
-            ) from exc
+        require("postgres", purpose=f"store URL {redact_url(url)!r}")
+        from waygraph.store.postgres import PostgresStore
+
         return PostgresStore(url)
     raise _bad(redact_url(url), f"unknown scheme {scheme!r}")
 

@@ -17,7 +17,11 @@ Each ``POST /v1/chat/completions`` pops the next scripted reply. A reply is:
 ``response_format`` is honoured by returning the scripted content as it is.
 When the replies run out the server answers HTTP 500 with a JSON error (the
 ``openai`` client retries 5xx twice by default: pass ``max_retries=0`` to see
-the error at once).
+the error at once), unless ``loop=True`` starts the script over.
+
+From a shell, ``python -m waygraph.testing.chat_server --script FILE`` serves
+a script file (see :mod:`waygraph.testing.serve` and docs/offline.md) so
+``waygraph plan``, ``waygraph eval`` and the OpenAI loop example run offline.
 
 Example:
     >>> from openai import OpenAI
@@ -32,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -48,9 +53,9 @@ Reply = str | dict[str, Any] | Callable[[dict[str, Any]], Any]
 class ScriptedChatServer:
     """An OpenAI-compatible chat-completions server with scripted replies.
 
-    Runs ``http.server.ThreadingHTTPServer`` on 127.0.0.1 with an OS-assigned
-    port in a background thread while used as a context manager (or between
-    :meth:`start` and :meth:`close`). Every request body is recorded in
+    Runs ``http.server.ThreadingHTTPServer`` on ``host`` (127.0.0.1) and
+    ``port`` (0: one the OS picks) in a background thread while used as a
+    context manager (or between :meth:`start` and :meth:`close`). Every request body is recorded in
     :attr:`requests`, in arrival order.
 
     Example:
@@ -60,8 +65,19 @@ class ScriptedChatServer:
         True
     """
 
-    def __init__(self, replies: Iterable[Reply] = (), *, model: str = "scripted") -> None:
+    def __init__(
+        self,
+        replies: Iterable[Reply] = (),
+        *,
+        model: str = "scripted",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        loop: bool = False,
+    ) -> None:
         self._replies: deque[Reply] = deque(replies)
+        self._script = tuple(self._replies) if loop else ()
+        self.host = host
+        self._port = port
         self._lock = threading.Lock()
         self._served = 0
         self.model = model
@@ -77,7 +93,8 @@ class ScriptedChatServer:
         if self._httpd is not None:
             return self
         handler = type("_BoundHandler", (_Handler,), {"scripted": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server_class = _IPv6Server if ":" in self.host else ThreadingHTTPServer
+        self._httpd = server_class((self.host, self._port), handler)
         # Connections left open by a client must not keep the process alive.
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -118,7 +135,8 @@ class ScriptedChatServer:
     @property
     def base_url(self) -> str:
         """The URL to give an OpenAI client, e.g. ``http://127.0.0.1:PORT/v1``."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
 
     @property
     def remaining(self) -> int:
@@ -139,6 +157,8 @@ class ScriptedChatServer:
             self.requests.append(request)
             self._served += 1
             number = self._served
+            if not self._replies and self._script:
+                self._replies.extend(self._script)  # loop=True: start the script over
             reply = self._replies.popleft() if self._replies else None
         if reply is None:
             return 500, _error(
@@ -152,6 +172,10 @@ class ScriptedChatServer:
         except Exception as exc:  # a failing policy is reported like a server bug
             return 500, _error(f"scripted reply policy raised {exc!r}", "server_error")
         return _completion(reply, request, number, self.model)
+
+
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -282,3 +306,9 @@ def _completion(
         "usage": usage,
     }
     return 200, body
+
+
+if __name__ == "__main__":
+    from waygraph.testing.serve import main
+
+    raise SystemExit(main())
