@@ -38,6 +38,7 @@ from urllib.parse import parse_qsl
 from waygraph.errors import ConfigError
 from waygraph.store.base import Store, StoredEvent, StoredRecord, Write, redact_url
 from waygraph.store.memory import MemoryStore
+from waygraph.store.rows import RowPage
 from waygraph.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMES",
     "MemoryStore",
+    "RowPage",
     "SQLiteStore",
     "Store",
     "StoredEvent",
