@@ -310,6 +310,48 @@ class StoreContract:
         with pytest.raises(ValueError):
             store.list(limit=-1)
 
+    def test_session_rows_page_count_search_and_status_counts(self, store: Store) -> None:
+        """The sessions table: each session's latest record per kind, paged, searched, counted."""
+        commits = [
+            ("a1", "s-alpha", "run", "completed", "bugfix"),
+            ("a2", "s-alpha", "run", "running", "bugfix"),  # newer: the alpha run row
+            ("a3", "s-alpha", "plan_context", "running", "research"),  # its own row
+            ("b1", "s-beta", "run", "escalated", "deploy"),
+            ("c1", "s-Gamma_50%", "run", "completed", "bugfix"),
+            ("n1", None, "run", "aborted", "deploy"),  # no session: a row of its own
+            ("p1", None, "plan", None, "bugfix"),  # a kind the caller hides
+        ]
+        for key, session, kind, status, plan in commits:
+            store.commit(key, {}, 0, [], kind=kind, session=session, status=status, plan=plan)
+
+        def rows(**filters: Any) -> tuple[list[str], int, dict[str | None, int]]:
+            page = store.session_rows(exclude_kinds=["plan"], **filters)
+            return [r.key for r in page.records], page.total, page.counts
+
+        everything = {"running": 2, "escalated": 1, "completed": 1, "aborted": 1}
+        assert rows() == (["n1", "c1", "b1", "a3", "a2"], 5, everything)
+        assert rows(limit=2) == (["n1", "c1"], 5, everything)
+        assert rows(offset=2, limit=2) == (["b1", "a3"], 5, everything)
+        assert rows(offset=4, limit=2)[0] == ["a2"]
+        assert rows(offset=9)[:2] == ([], 5)
+        # A status filters the page; the counts still say what each status would show.
+        assert rows(status="running") == (["a3", "a2"], 2, everything)
+        assert rows(status="completed")[:2] == (["c1"], 1)  # a1 is not its session's latest
+        assert rows(kind="run")[:2] == (["n1", "c1", "b1", "a2"], 4)
+        assert rows(plan="deploy") == (["n1", "b1"], 2, {"aborted": 1, "escalated": 1})
+        # Search: part of the session, plan or status, ignoring case; % and _ are literal.
+        assert rows(search="ALPHA")[:2] == (["a3", "a2"], 2)
+        assert rows(search="research")[:2] == (["a3"], 1)
+        assert rows(search="escal")[:2] == (["b1"], 1)
+        assert rows(search="m_a")[:2] == ([], 0)  # as wildcards, _ would match "mma"
+        assert rows(search="5%0")[:2] == ([], 0)  # and % would match "50"
+        assert rows(search="a_50%")[:2] == (["c1"], 1)
+        assert rows(search="nothing like it") == ([], 0, {})
+        assert store.session_rows().total == 6  # the hidden kind counts when not hidden
+        assert store.session_rows().records[0].data == {}
+        with pytest.raises(ValueError):
+            store.session_rows(offset=-1)
+
     def test_list_puts_the_latest_update_first(self, store: Store) -> None:
         self._populate(store)
         store.commit("r1", {"touched": True}, 1, [], session="s1", status="completed")

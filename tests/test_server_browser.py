@@ -308,3 +308,53 @@ def test_every_kind_of_run_is_drawn_and_told_on_its_page(server, browser, tmp_pa
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
     assert node_fill(page, "start") == DONE_FILL  # the event plan's path starts there
+
+
+@pytest.mark.slow
+def test_sessions_list_counts_pages_searches_and_stays_live(server, browser, tmp_path):
+    from waygraph.library import load_library
+    from waygraph.navigator import Navigator
+
+    # A fleet written straight into the server's store by another process's Navigator.
+    nav = Navigator(load_library(), store=f"sqlite:///{tmp_path / 'browser.db'}")
+    for i in range(55):
+        nav.turn(f"fleet-{i:03d}", user_message="the login is broken, fix bug", domain="bugfix")
+    nav.close()
+    page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    page.goto(f"{server}/")
+    assert page.locator("#sessions-count").inner_text() == "Showing 1–50 of 55"
+    assert page.locator("#sessions-body tr").count() == 50
+    assert page.locator("#page-older").is_visible() and not page.locator("#page-newer").is_visible()
+    assert page.locator('#status-chips [data-chip="running"] .n').inner_text() == "55"
+    assert not scrolls_sideways(page)
+
+    # A new session: the count, the chips and the rows follow without a reload.
+    httpx.post(
+        f"{server}/api/sessions/fleet-new/turn",
+        json={"user_message": "the login is broken, fix bug", "domain": "bugfix"},
+        timeout=10,
+    )
+    page.wait_for_function(
+        "() => document.querySelector('#sessions-count').textContent === 'Showing 1–50 of 56'",
+        timeout=15_000,
+    )
+    assert page.locator('#status-chips [data-chip=""] .n').inner_text() == "56"
+    assert page.locator("#sessions-body tr").first.get_attribute("data-session") == "fleet-new"
+
+    page.locator("#page-older").click()
+    page.wait_for_url("**/?page=2")
+    assert page.locator("#sessions-count").inner_text() == "Showing 51–56 of 56"
+    assert page.locator("#page-of").inner_text() == "Page 2 of 2"
+    assert not page.locator("#page-older").is_visible()
+
+    page.fill("#search input[name=q]", "FLEET-01")
+    page.press("#search input[name=q]", "Enter")
+    page.wait_for_url("**/?q=FLEET-01")
+    assert page.locator("#sessions-count").inner_text() == "Showing 1–10 of 10"
+    shown = page.locator("#sessions-body tr").evaluate_all(
+        "rows => rows.map(r => r.dataset.session)"
+    )
+    assert shown == [f"fleet-{i:03d}" for i in range(19, 9, -1)]
+    assert "q=FLEET-01" in (
+        page.locator('#status-chips [data-chip="running"]').get_attribute("href") or ""
+    )

@@ -92,3 +92,78 @@ def test_the_timeline_shows_the_output_each_verdict_judged(client: TestClient):
         "</summary><pre>" in item.group(0)
     )
     assert "at frame 3" in item.group(0)
+
+
+# ---------------------------------------------------------------- paging, search, counts
+
+
+def fleet(n: int, url: str = "memory://") -> Navigator:
+    """``n`` sessions on bugfix_workflow, newest last; every third one reset (aborted)."""
+    nav = Navigator(load_library(), store=url)
+    for i in range(n):
+        nav.turn(f"agent-{i:03d}", **BUG)
+        if i % 3 == 0:
+            nav.reset(f"agent-{i:03d}")
+    return nav
+
+
+def test_the_api_pages_searches_and_counts_sessions():
+    nav = fleet(7)
+    with TestClient(create_app(nav), base_url="http://127.0.0.1") as c:
+        first = c.get("/api/sessions?limit=3").json()
+        assert [r["session_id"] for r in first["sessions"]] == [
+            "agent-006",
+            "agent-005",
+            "agent-004",
+        ]
+        assert (first["total"], first["offset"], first["limit"]) == (7, 0, 3)
+        assert first["counts"] == {"running": 4, "aborted": 3}
+        last = c.get("/api/sessions?limit=3&offset=6").json()
+        assert [r["session_id"] for r in last["sessions"]] == ["agent-000"]
+        assert c.get("/api/sessions").json()["limit"] == 200  # the old default stays
+        aborted = c.get("/api/sessions?status=aborted").json()
+        assert [r["session_id"] for r in aborted["sessions"]] == [
+            "agent-006",
+            "agent-003",
+            "agent-000",
+        ]
+        assert aborted["total"] == 3 and aborted["counts"] == first["counts"]
+        found = c.get("/api/sessions?q=AGENT-00").json()
+        assert found["total"] == 7
+        assert [r["session_id"] for r in c.get("/api/sessions?q=t-005").json()["sessions"]] == [
+            "agent-005"
+        ]
+        assert c.get("/api/sessions?q=bugfix_w").json()["total"] == 7  # by plan
+        assert c.get("/api/sessions?q=abort").json()["total"] == 3  # by status
+        assert c.get("/api/sessions?q=").json()["total"] == 7  # a cleared search box
+        assert c.get("/api/sessions?offset=-1").status_code == 422
+        assert c.get("/api/sessions?q=%00").status_code == 422
+
+
+def test_the_sessions_page_shows_n_of_m_pages_and_searches():
+    nav = fleet(120)
+    with TestClient(create_app(nav), base_url="http://127.0.0.1") as c:
+        page = c.get("/").text
+        assert "Showing 1–50 of 120" in page
+        assert page.count('<tr data-session="agent-') == 50
+        assert 'data-session="agent-119"' in page and 'data-session="agent-069"' not in page
+        assert "Page 1 of 3" in page
+        assert re.search(r"id=page-newer [^>]*hidden", page)  # no newer page than the first
+        assert 'id=page-older href="/?page=2">' in page
+        # Chips count every status, whichever is chosen.
+        assert 'data-chip="">all <span class=n>120</span>' in page
+        assert 'data-chip="aborted">aborted <span class=n>40</span>' in page
+        assert 'data-chip="running">running <span class=n>80</span>' in page
+        third = c.get("/?page=3").text
+        assert "Showing 101–120 of 120" in third and "Page 3 of 3" in third
+        assert 'data-session="agent-000"' in third
+        assert re.search(r"id=page-older [^>]*hidden", third)
+        # Search and status together; the pager and the chips keep the search.
+        found = c.get("/?q=agent-01&status=aborted").text
+        assert "Showing 1–3 of 3" in found  # agent-012, -015, -018
+        assert 'name=q value="agent-01"' in found
+        assert 'href="/?status=running&amp;q=agent-01"' in found
+        assert 'data-body="' not in found and 'data-q="agent-01"' in found
+        none = c.get("/?q=nobody-here").text
+        assert "Showing 0 of 0" in none and "No sessions match" in none
+        assert c.get("/?page=0").status_code == 422

@@ -168,6 +168,26 @@ def test_io_trouble_is_a_store_error_naming_the_place(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- sqlite
 
 
+def test_a_sqlite_file_made_before_the_sessions_index_gets_it_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with open_store(f"sqlite:///{path}") as store:
+        store.commit("r1", {}, 0, [], session="s1", status="running")
+    conn = sqlite3.connect(path)
+    conn.execute("DROP INDEX records_rows")  # as waygraph wrote schema 1 before it
+    conn.commit()
+    conn.close()
+    with open_store(f"sqlite:///{path}") as store:
+        assert [r.key for r in store.session_rows().records] == ["r1"]
+    conn = sqlite3.connect(path)
+    try:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        assert "records_rows" in names
+        version = conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
+        assert version == ("1",)  # older waygraphs still open the file
+    finally:
+        conn.close()
+
+
 def test_sqlite_file_is_wal_with_versioned_schema_and_indexes(tmp_path: Path) -> None:
     path = tmp_path / "wg.db"
     with open_store(f"sqlite:///{path}") as store:

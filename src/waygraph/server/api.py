@@ -18,6 +18,7 @@ from waygraph.server.errors import responses
 from waygraph.server.live import session_stream
 from waygraph.server.models import (
     ID_PATTERN,
+    SEARCH_PATTERN,
     EventList,
     Health,
     MatchRequest,
@@ -29,7 +30,7 @@ from waygraph.server.models import (
     TurnRequest,
     TurnResponse,
 )
-from waygraph.server.service import MAX_ROWS, Service
+from waygraph.server.service import MAX_OFFSET, MAX_ROWS, Service
 from waygraph.store.base import MAX_SEQ
 
 __all__ = ["router"]
@@ -132,11 +133,17 @@ def list_sessions(
     status: Filter = None,
     plan: Filter = None,
     kind: Filter = None,
+    q: Annotated[
+        str | None,
+        Query(pattern=SEARCH_PATTERN, description="Part of a row's session, plan or status."),
+    ] = None,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Rows to skip.")] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_ROWS)] = 200,
 ) -> dict[str, Any]:
-    """Sessions, most recent activity first: each one's latest record per kind."""
-    rows = _service(request).sessions(status=status, plan=plan, kind=kind, limit=limit)
-    return {"sessions": rows}
+    """Sessions, most recent activity first: each one's latest record per kind, paged."""
+    return _service(request).session_page(
+        status=status, plan=plan, kind=kind, search=q, offset=offset, limit=limit
+    )
 
 
 @router.get(

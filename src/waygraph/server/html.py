@@ -21,6 +21,7 @@ from typing import Any
 from waygraph import __version__
 from waygraph.describe import ago, describe_event
 from waygraph.model import Plan
+from waygraph.server import table
 
 __all__ = [
     "STATUSES",
@@ -119,20 +120,20 @@ def _match_box() -> str:
     )
 
 
-def index_page(rows: list[dict[str, Any]], plans: list[dict[str, Any]], status: str | None) -> str:
-    """The sessions page: status filters, session rows and links to the plans."""
-    filters = "".join(
-        f'<a href="/{"?status=" + s if s else ""}" class="chip{" on" if s == status else ""}">'
-        f"{e(s or 'all')}</a>"
-        for s in (None, *STATUSES)
-    )
+def index_page(
+    found: Mapping[str, Any], plans: list[dict[str, Any]], status: str | None, q: str = ""
+) -> str:
+    """The sessions page: one page of ``Service.session_page`` with its search, chips and pager."""
+    rows = found["sessions"]
     body_rows = "".join(session_row(r) for r in rows)
-    empty = (
-        "<p class=empty id=sessions-empty"
-        + (" hidden" if rows else "")
-        + ">No sessions yet. Post a turn to <code>/api/sessions/ID/turn</code> or run an agent"
-        " with the Navigator on this store; sessions appear here as they start.</p>"
-    )
+    if status or q:
+        words = "No sessions match this search and filter."
+    else:
+        words = (
+            "No sessions yet. Post a turn to <code>/api/sessions/ID/turn</code> or run an agent"
+            " with the Navigator on this store; sessions appear here as they start."
+        )
+    empty = f"<p class=empty id=sessions-empty{' hidden' if rows else ''}>{words}</p>"
     plan_links = "".join(
         f'<li><a href="/plans/{e(_quote(p["id"]))}">{e(p["name"])}</a>'
         f' <span class="muted mono">{e(p["id"])}</span></li>'
@@ -141,12 +142,13 @@ def index_page(rows: list[dict[str, Any]], plans: list[dict[str, Any]], status: 
     return (
         "<div class=grid>"
         "<section class='card wide'><div class=card-head><h2>Sessions</h2>"
-        f"<div class=chips>{filters}</div>"
         "<span class=live title='refreshes automatically'><i></i>live</span></div>"
+        f"{table.controls(found, status, q, STATUSES)}"
         "<table class=sessions><thead><tr><th>Session</th><th>Plan</th><th>Status</th>"
         "<th>Current node</th><th class=num>Attempts</th><th class=num>Turn</th>"
         f"<th>Last activity</th></tr></thead><tbody id=sessions-body>{body_rows}</tbody></table>"
-        f"{empty}</section>"
+        f"{empty}{table.pager(status, q, found['offset'], found['limit'], found['total'])}"
+        "</section>"
         f"<aside>{_match_box()}<section class=card><h2>Plans</h2>"
         f"<ul class=plan-list>{plan_links}</ul></section></aside></div>"
     )

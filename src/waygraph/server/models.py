@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 __all__ = [
     "ID_PATTERN",
+    "SEARCH_PATTERN",
     "ErrorBody",
     "EventList",
     "Health",
@@ -38,6 +39,8 @@ __all__ = [
 
 #: Session ids, plan ids and filter values: 1-200 characters, no control characters.
 ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]{1,200}$"
+#: A search of the sessions table: as an id, but may be empty (a cleared search box).
+SEARCH_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"
 #: The largest text field a request may carry (the body limit applies too).
 MAX_TEXT = 1_000_000
 #: Exit codes as any operating system reports them (POSIX 0-255, Windows 32-bit).
@@ -163,9 +166,15 @@ class SessionSummary(BaseModel):
 
 
 class SessionList(BaseModel):
-    """Every session in the store (``GET /api/sessions``)."""
+    """One page of the sessions table (``?offset=``/``?limit=``), newest activity first."""
 
     sessions: list[SessionSummary]
+    total: int = Field(description="Rows matching every filter, on every page.")
+    offset: int = Field(description="Rows skipped before this page.")
+    limit: int = Field(description="Rows per page asked for.")
+    counts: dict[str, int] = Field(
+        description="Rows per status matching every filter but status (for filter chips)."
+    )
 
 
 class SessionDetail(BaseModel):

@@ -14,8 +14,8 @@ from fastapi.responses import HTMLResponse
 
 from waygraph.server import html
 from waygraph.server.errors import ApiError
-from waygraph.server.models import ID_PATTERN
-from waygraph.server.service import Service
+from waygraph.server.models import ID_PATTERN, SEARCH_PATTERN
+from waygraph.server.service import MAX_OFFSET, PAGE_ROWS, Service
 
 __all__ = ["router"]
 
@@ -43,12 +43,26 @@ def _missing(request: Request, exc: ApiError, active: str) -> HTMLResponse:
 
 @router.get("/")
 def index(
-    request: Request, status: Annotated[str | None, Query(pattern=ID_PATTERN)] = None
+    request: Request,
+    status: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+    q: Annotated[str | None, Query(pattern=SEARCH_PATTERN)] = None,
+    page: Annotated[int, Query(ge=1, le=MAX_OFFSET // PAGE_ROWS)] = 1,
 ) -> HTMLResponse:
     service: Service = request.app.state.service
-    rows = service.sessions(status=status, limit=200)
-    body = html.index_page(rows, service.plans(), status)
-    return _render(request, "Sessions", body, "sessions", page="sessions", status=status or "")
+    offset = (page - 1) * PAGE_ROWS
+    found = service.session_page(status=status, search=q, offset=offset, limit=PAGE_ROWS)
+    body = html.index_page(found, service.plans(), status, q or "")
+    return _render(
+        request,
+        "Sessions",
+        body,
+        "sessions",
+        page="sessions",
+        status=status or "",
+        q=q or "",
+        offset=offset,
+        limit=PAGE_ROWS,
+    )
 
 
 @router.get("/sessions/{session_id}")

@@ -30,10 +30,14 @@ from waygraph.server.errors import ApiError
 from waygraph.store import StoredRecord
 from waygraph.svg import to_svg
 
-__all__ = ["MAX_ROWS", "Service", "plan_summary", "summary"]
+__all__ = ["MAX_OFFSET", "MAX_ROWS", "PAGE_ROWS", "Service", "plan_summary", "summary"]
 
 #: Sessions table rows returned at most (``?limit=`` can ask for fewer).
 MAX_ROWS = 1000
+#: The largest ``?offset=`` (a billion rows: past any real store, within SQL's integers).
+MAX_OFFSET = 10**9
+#: Rows per page of the dashboard's sessions table.
+PAGE_ROWS = 50
 #: Record kinds that are not runs: the Navigator's stored plan versions.
 HIDDEN_KINDS = frozenset({"plan"})
 
@@ -155,33 +159,52 @@ class Service:
         status: str | None = None,
         plan: str | None = None,
         kind: str | None = None,
+        search: str | None = None,
+        offset: int = 0,
         limit: int = MAX_ROWS,
     ) -> list[dict[str, Any]]:
-        """Rows of the sessions table, most recent activity first.
+        """Rows of the sessions table, most recent activity first (see :meth:`session_page`)."""
+        rows: list[dict[str, Any]] = self.session_page(
+            status=status, plan=plan, kind=kind, search=search, offset=offset, limit=limit
+        )["sessions"]
+        return rows
+
+    def session_page(
+        self,
+        *,
+        status: str | None = None,
+        plan: str | None = None,
+        kind: str | None = None,
+        search: str | None = None,
+        offset: int = 0,
+        limit: int = MAX_ROWS,
+    ) -> dict[str, Any]:
+        """One page of the sessions table, with the total and the count per status.
 
         One row per session and record kind (its latest record, so a guided
         run and an event-driven plan in one session are two rows); records
-        with no session are rows of their own. Filters apply to the rows.
+        with no session are rows of their own. Filters apply to the rows;
+        ``search`` is found in a row's session, plan or status. The store
+        answers with a page, not every record (``Store.session_rows``).
+        ``counts`` holds rows per status matching every filter but
+        ``status``; rows with no status count in ``total`` only.
         """
-        rows: list[dict[str, Any]] = []
-        seen: set[tuple[str, str]] = set()
-        for record in self.store.list(kind=kind):  # newest first
-            if record.kind in HIDDEN_KINDS:
-                continue
-            if record.session is not None:
-                group = (record.session, record.kind)
-                if group in seen:
-                    continue
-                seen.add(group)
-            row = summary(record)
-            if status is not None and row["status"] != status:
-                continue
-            if plan is not None and row["plan"] != plan:
-                continue
-            rows.append(row)
-            if len(rows) >= limit:
-                break
-        return rows
+        page = self.store.session_rows(
+            kind=kind,
+            status=status,
+            plan=plan,
+            search=search or None,
+            exclude_kinds=sorted(HIDDEN_KINDS),
+            offset=offset,
+            limit=limit,
+        )
+        return {
+            "sessions": [summary(r) for r in page.records],
+            "total": page.total,
+            "offset": offset,
+            "limit": limit,
+            "counts": {k: n for k, n in page.counts.items() if k is not None},
+        }
 
     def _records(self, session_id: str) -> list[StoredRecord]:
         return [r for r in self.store.list(session=session_id) if r.kind not in HIDDEN_KINDS]

@@ -40,6 +40,7 @@ from waygraph._extras import require
 from waygraph.errors import ConfigError
 from waygraph.store.base import Store, StoredEvent, StoredRecord, Write, redact_url
 from waygraph.store.memory import MemoryStore
+from waygraph.store.rows import RowPage
 from waygraph.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMES",
     "MemoryStore",
+    "RowPage",
     "SQLiteStore",
     "Store",
     "StoredEvent",

@@ -30,6 +30,7 @@ from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from waygraph.errors import Conflict
+from waygraph.store.rows import RowPage, check_rows, rows_by_listing
 
 __all__ = [
     "MAX_SEQ",
@@ -235,6 +236,36 @@ class Store(ABC):
 
         Records committed at the same clock reading come in key order.
         """
+
+    def session_rows(
+        self,
+        *,
+        kind: str | None = None,
+        status: str | None = None,
+        plan: str | None = None,
+        search: str | None = None,
+        exclude_kinds: Sequence[str] = (),
+        offset: int = 0,
+        limit: int = 50,
+    ) -> RowPage:
+        """A page of the sessions table: each session's latest record per kind, newest first.
+
+        Records without a session are rows of their own. ``status``/``plan``
+        /``kind`` must equal the row's column; ``search`` is found in its
+        session, plan or status, ignoring case. See :mod:`waygraph.store.rows`;
+        the SQL stores answer with indexed queries, this default lists all.
+        """
+        check_rows(offset, limit)
+        return rows_by_listing(
+            self,
+            kind=kind,
+            status=status,
+            plan=plan,
+            search=search,
+            exclude_kinds=exclude_kinds,
+            offset=offset,
+            limit=limit,
+        )
 
     # builtins.list: from here on `list` in the class body is the list() method above.
     @abstractmethod

@@ -52,6 +52,7 @@ from waygraph.store.base import (
     redact_url,
     sql_filters,
 )
+from waygraph.store.rows import RowPage, check_rows, rows_sql
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
@@ -82,6 +83,9 @@ _TABLES = (
     "CREATE INDEX IF NOT EXISTS records_plan ON records (plan)",
     "CREATE INDEX IF NOT EXISTS records_kind ON records (kind)",
     "CREATE INDEX IF NOT EXISTS records_updated_at ON records (updated_at)",
+    # The sessions table (session_rows): its newer-record probe reads only this.
+    "CREATE INDEX IF NOT EXISTS records_rows"
+    ' ON records (session, kind, updated_at, key COLLATE "C", status, plan)',
     """CREATE TABLE IF NOT EXISTS record_correlations (
         correlation_id text NOT NULL,
         key text NOT NULL,
@@ -233,7 +237,8 @@ class PostgresStore(Store):
             )
 
     def _ensure_schema(self, conn: psycopg.Connection[Any]) -> None:
-        if self._schema_version(conn) == SCHEMA_VERSION:
+        # records_rows came after schema 1; tables made before it get it on open.
+        if self._schema_version(conn) == SCHEMA_VERSION and self._has_rows_index(conn):
             return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
@@ -257,6 +262,11 @@ class PostgresStore(Store):
                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                 (str(SCHEMA_VERSION),),
             )
+
+    @staticmethod
+    def _has_rows_index(conn: psycopg.Connection[Any]) -> bool:
+        found = conn.execute("SELECT to_regclass('records_rows')").fetchone()
+        return found is not None and found[0] is not None
 
     @staticmethod
     def _schema_version(conn: psycopg.Connection[Any]) -> int | None:
@@ -395,6 +405,48 @@ class PostgresStore(Store):
         query += ' ORDER BY updated_at DESC, key COLLATE "C" ASC LIMIT %s'
         params.append(limit)
         return [_row_to_record(row) for row in self._fetch("listing records", query, params)]
+
+    def session_rows(
+        self,
+        *,
+        kind: str | None = None,
+        status: str | None = None,
+        plan: str | None = None,
+        search: str | None = None,
+        exclude_kinds: Sequence[str] = (),
+        offset: int = 0,
+        limit: int = 50,
+    ) -> RowPage:
+        check_rows(offset, limit)
+        rows, params = rows_sql(
+            "%s",
+            like="ILIKE",
+            kind=kind,
+            plan=plan,
+            search=search,
+            exclude_kinds=exclude_kinds,
+            collate=' COLLATE "C"',
+        )
+        page_sql = f"SELECT {_RECORD_COLUMNS} FROM ({rows}) AS rows"
+        page_params = list(params)
+        if status is not None:
+            page_sql += " WHERE status = %s"
+            page_params.append(status)
+        page_sql += ' ORDER BY updated_at DESC, key COLLATE "C" ASC LIMIT %s OFFSET %s'
+        page_params += [limit, offset]
+        counts_sql = f"SELECT status, COUNT(*) FROM ({rows}) AS rows GROUP BY status"
+        # One snapshot for both queries, so the counts and the page agree.
+        with self._errors("listing sessions"), self._pool.connection() as conn:
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            try:
+                with conn.transaction():
+                    counts = conn.execute(counts_sql, params).fetchall()
+                    found = conn.execute(page_sql, page_params).fetchall()
+            finally:
+                conn.isolation_level = None
+        by_status: dict[str | None, int] = {s: int(n) for s, n in counts}
+        total = by_status.get(status, 0) if status is not None else sum(by_status.values())
+        return RowPage([_row_to_record(row) for row in found], total, by_status)
 
     def events(
         self, key: str, after_seq: int = 0, limit: int | None = None

@@ -47,6 +47,7 @@ from waygraph.store.base import (
     paging,
     sql_filters,
 )
+from waygraph.store.rows import RowPage, check_rows, rows_sql
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -55,6 +56,14 @@ __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 SCHEMA_VERSION = 1
 
 SYNCHRONOUS_MODES = ("normal", "full")
+
+#: The sessions table's index (``session_rows``): the newer-record probe and
+#: the count read it alone, never a record's data. Added to files of schema
+#: 1 on open without a version bump: older waygraphs keep reading them.
+ROWS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS records_rows"
+    " ON records (session, kind, updated_at, key, status, plan)"
+)
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
@@ -75,6 +84,7 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS records_plan ON records (plan)",
     "CREATE INDEX IF NOT EXISTS records_kind ON records (kind)",
     "CREATE INDEX IF NOT EXISTS records_updated_at ON records (updated_at)",
+    ROWS_INDEX,
     # WITHOUT ROWID: these rows are small and always found by their primary
     # key, so the key index can hold the row itself.
     """CREATE TABLE IF NOT EXISTS record_correlations (
@@ -208,7 +218,7 @@ class SQLiteStore(Store):
     def _ensure_schema(self, conn: sqlite3.Connection) -> None:
         # The common case (an existing, current file) needs one read and no
         # write lock, so opening many stores at once does not queue.
-        if self._schema_version(conn) == SCHEMA_VERSION:
+        if self._schema_version(conn) == SCHEMA_VERSION and self._has_rows_index(conn):
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -230,6 +240,13 @@ class SQLiteStore(Store):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+    @staticmethod
+    def _has_rows_index(conn: sqlite3.Connection) -> bool:
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'records_rows'"
+        ).fetchone()
+        return found is not None
 
     @staticmethod
     def _schema_version(conn: sqlite3.Connection) -> int | None:
@@ -365,6 +382,62 @@ class SQLiteStore(Store):
         with self._lock, self._errors("listing records"):
             rows = self._conn().execute(sql, params).fetchall()
         return [_row_to_record(row) for row in rows]
+
+    def session_rows(
+        self,
+        *,
+        kind: str | None = None,
+        status: str | None = None,
+        plan: str | None = None,
+        search: str | None = None,
+        exclude_kinds: Sequence[str] = (),
+        offset: int = 0,
+        limit: int = 50,
+    ) -> RowPage:
+        check_rows(offset, limit)
+
+        def query(scan_index: str) -> tuple[str, list[Any]]:
+            return rows_sql(
+                "?",
+                like="LIKE",
+                kind=kind,
+                plan=plan,
+                search=search,
+                exclude_kinds=exclude_kinds,
+                probe_index=" INDEXED BY records_rows",
+                scan_index=scan_index,
+                columns="r.key, r.status, r.updated_at",
+            )
+
+        # The count reads every row from the covering index. A page walks the
+        # records newest first and stops once it has its rows; a search, whose
+        # rows are few and far apart, sorts its matches from the index instead.
+        rows, params = query(" INDEXED BY records_rows")
+        newest, page_params = query(" INDEXED BY records_" + ("rows" if search else "updated_at"))
+        keys_sql = f"SELECT key FROM ({newest})"
+        if status is not None:
+            keys_sql += " WHERE status = ?"
+            page_params.append(status)
+        keys_sql += " ORDER BY updated_at DESC, key ASC LIMIT ? OFFSET ?"
+        page_params += [limit, offset]
+        page_sql = (
+            f"SELECT {_RECORD_COLUMNS} FROM records WHERE key IN ({keys_sql})"
+            " ORDER BY updated_at DESC, key ASC"
+        )
+        with self._lock, self._errors("listing sessions"):
+            conn = self._conn()
+            # One read transaction, so the counts and the page agree.
+            conn.execute("BEGIN")
+            try:
+                counts = conn.execute(
+                    f"SELECT status, COUNT(*) FROM ({rows}) GROUP BY status", params
+                ).fetchall()
+                found = conn.execute(page_sql, page_params).fetchall()
+            finally:
+                conn.execute("COMMIT")
+        by_status: dict[str | None, int] = dict(counts)
+        total = by_status.get(status, 0) if status is not None else sum(by_status.values())
+        return RowPage([_row_to_record(row) for row in found], total, by_status)
 
     def events(
         self, key: str, after_seq: int = 0, limit: int | None = None

@@ -92,18 +92,40 @@ function sessionRow(row) {
   return tr;
 }
 
+// The count, chip numbers and pager in the words the server wrote them (server/table.py).
+function tableControls(answer) {
+  const n = (value) => value.toLocaleString("en-US");
+  const rows = answer.sessions.length;
+  $("#sessions-count").textContent = rows
+    ? `Showing ${n(answer.offset + 1)}–${n(answer.offset + rows)} of ${n(answer.total)}`
+    : `Showing 0 of ${n(answer.total)}`;
+  const all = Object.values(answer.counts).reduce((a, b) => a + b, 0);
+  document.querySelectorAll("#status-chips [data-chip]").forEach((chip) => {
+    const status = chip.dataset.chip;
+    chip.querySelector(".n").textContent = n(status ? answer.counts[status] ?? 0 : all);
+  });
+  const page = Math.floor(answer.offset / answer.limit) + 1;
+  const pages = Math.max(1, Math.ceil(answer.total / answer.limit));
+  $("#page-of").textContent = `Page ${n(page)} of ${n(pages)}`;
+  $("#page-newer").hidden = page <= 1;
+  $("#page-older").hidden = page >= pages;
+}
+
 function sessionsPage() {
   const body = $("#sessions-body");
   if (!body) return;
-  const status = document.body.dataset.status;
-  const every = Math.max(0.5, parseFloat(document.body.dataset.refresh || "2")) * 1000;
+  const data = document.body.dataset;
+  const every = Math.max(0.5, parseFloat(data.refresh || "2")) * 1000;
+  // The same page of the same search as the server rendered.
+  const query = new URLSearchParams({ offset: data.offset || "0", limit: data.limit || "50" });
+  if (data.status) query.set("status", data.status);
+  if (data.q) query.set("q", data.q);
   let known = new Map();
   let first = true;
   async function refresh() {
     if (document.hidden) return;
     try {
-      const query = status ? `?status=${encodeURIComponent(status)}` : "";
-      const answer = await api(`/api/sessions${query}`);
+      const answer = await api(`/api/sessions?${query}`);
       const rows = answer.sessions.map((row) => {
         const tr = sessionRow(row);
         const id = `${row.session_id}|${row.kind}|${row.key}`;
@@ -114,6 +136,7 @@ function sessionsPage() {
       first = false;
       body.replaceChildren(...rows.map(([, tr]) => tr));
       $("#sessions-empty").hidden = rows.length > 0;
+      tableControls(answer);
       setLive(true);
     } catch (error) {
       setLive(false);

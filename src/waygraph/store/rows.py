@@ -1,0 +1,168 @@
+"""The sessions table as a store answers it: one page of rows, their total, counts per status.
+
+A *row* is a session's latest record of one kind (a guided run and an
+event-driven plan in one session are two rows); a record with no session is
+a row of its own. :meth:`Store.session_rows` returns a :class:`RowPage`; the
+SQL stores answer with two indexed queries (:func:`rows_sql`), the others with
+:func:`rows_by_listing`, which reads every record (fine for the memory and
+file stores, which are not for fleets).
+
+Example:
+    >>> from waygraph.store import open_store
+    >>> store = open_store("memory://")
+    >>> for key, status in (("r1", "completed"), ("r2", "running")):
+    ...     _ = store.commit(key, {}, 0, [], session="s1", status=status)
+    >>> page = store.session_rows()
+    >>> [r.key for r in page.records], page.total, page.counts
+    (['r2'], 1, {'running': 1})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from waygraph.store.base import Store, StoredRecord
+
+__all__ = ["RowPage", "check_rows", "like_pattern", "matches", "rows_by_listing", "rows_sql"]
+
+
+@dataclass(frozen=True, slots=True)
+class RowPage:
+    """One page of sessions-table rows, newest activity first.
+
+    ``total``: rows matching every filter. ``counts``: rows per status
+    matching every filter but ``status`` (None for rows with no status), so
+    a status filter's chips can say how many each would show.
+    """
+
+    records: list[StoredRecord]
+    total: int
+    counts: dict[str | None, int] = field(default_factory=dict)
+
+
+def check_rows(offset: int, limit: int) -> None:
+    """Refuse a negative or non-int ``offset``/``limit`` (caller bugs, not store trouble)."""
+    for name, value in (("offset", offset), ("limit", limit)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int (got {value!r})")
+        if value < 0:
+            raise ValueError(f"{name} must be 0 or more (got {value})")
+
+
+def matches(search: str | None, *values: str | None) -> bool:
+    """Whether ``search`` is part of any value, ignoring case (no search: True).
+
+    Example:
+        >>> matches("LOGIN", "chat-login-7", None), matches("x", "abc")
+        (True, False)
+    """
+    if not search:
+        return True
+    needle = search.lower()
+    return any(needle in value.lower() for value in values if value)
+
+
+def like_pattern(search: str) -> str:
+    r"""A LIKE pattern finding ``search`` anywhere, its ``%``, ``_`` and ``\`` taken literally.
+
+    Example:
+        >>> like_pattern("50%_off")
+        '%50\\%\\_off%'
+    """
+    escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def rows_by_listing(
+    store: Store,
+    *,
+    kind: str | None,
+    status: str | None,
+    plan: str | None,
+    search: str | None,
+    exclude_kinds: Sequence[str],
+    offset: int,
+    limit: int,
+) -> RowPage:
+    """:meth:`Store.session_rows` for a store that can only list: reads every record once."""
+    rows: list[StoredRecord] = []
+    seen: set[tuple[str, str]] = set()
+    counts: dict[str | None, int] = {}
+    for record in store.list(kind=kind):  # newest first
+        if record.kind in exclude_kinds:
+            continue
+        if record.session is not None:
+            group = (record.session, record.kind)
+            if group in seen:
+                continue
+            seen.add(group)
+        if plan is not None and record.plan != plan:
+            continue
+        if not matches(search, record.session, record.plan, record.status):
+            continue
+        counts[record.status] = counts.get(record.status, 0) + 1
+        if status is None or record.status == status:
+            rows.append(record)
+    return RowPage(rows[offset : offset + limit], len(rows), counts)
+
+
+def rows_sql(
+    mark: str,
+    *,
+    like: str,
+    kind: str | None,
+    plan: str | None,
+    search: str | None,
+    exclude_kinds: Sequence[str],
+    collate: str = "",
+    probe_index: str = "",
+    scan_index: str = "",
+    columns: str = "r.*",
+) -> tuple[str, list[Any]]:
+    """The SQL stores' query of every row (before status, order and paging), and its parameters.
+
+    A record is a row when no record of its session and kind is newer (the
+    same ordering as ``list``: later ``updated_at``, then smaller key). The
+    newer-record probe walks the ``session`` index, whose entries per
+    session are few, so a page costs the rows it reads, not the store's
+    size. ``mark`` is the driver's parameter mark; ``like`` its
+    case-insensitive LIKE (``LIKE`` in SQLite, ``ILIKE`` in PostgreSQL);
+    ``collate`` follows key comparisons (PostgreSQL orders keys ``COLLATE "C"``);
+    ``probe_index`` and ``scan_index`` pin the indexes the probe and the
+    scan read (SQLite, left to itself, probes through the ``kind`` index and
+    reads every run per row: minutes at 10,000 runs); with a covering index
+    and ``columns`` naming only indexed columns, no record's data is read.
+
+    Example:
+        >>> sql, params = rows_sql("?", like="LIKE", kind=None, plan="p", search=None,
+        ...                        exclude_kinds=["plan"])
+        >>> params
+        ['plan', 'p']
+    """
+    newer = (
+        f"SELECT 1 FROM records n{probe_index} WHERE n.session = r.session AND n.kind = r.kind"
+        " AND (n.updated_at > r.updated_at"
+        f" OR (n.updated_at = r.updated_at AND n.key{collate} < r.key{collate}))"
+    )
+    where: list[str] = []
+    params: list[Any] = []
+    if exclude_kinds:
+        where.append(f"r.kind NOT IN ({', '.join(mark for _ in exclude_kinds)})")
+        params.extend(exclude_kinds)
+    for column, value in (("kind", kind), ("plan", plan)):
+        if value is not None:
+            where.append(f"r.{column} = {mark}")
+            params.append(value)
+    if search:
+        where.append(
+            "("
+            + " OR ".join(f"r.{c} {like} {mark} ESCAPE '\\'" for c in ("session", "plan", "status"))
+            + ")"
+        )
+        params.extend([like_pattern(search)] * 3)
+    # Last, so the cheap filters above spare most rows the probe.
+    where.append(f"(r.session IS NULL OR NOT EXISTS ({newer}))")
+    return f"SELECT {columns} FROM records r{scan_index} WHERE " + " AND ".join(where), params
