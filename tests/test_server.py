@@ -291,6 +291,8 @@ def test_openapi_documents_every_route(client: TestClient):
         "/api/sessions/{session_id}/drawing",
         "/api/sessions/{session_id}/turn",
         "/api/sessions/{session_id}/stream",
+        "/api/session-plans",
+        "/api/session-plans/{session_id}",
     }
     turn = paths["/api/sessions/{session_id}/turn"]["post"]
     assert {"400", "413", "422"} <= set(turn["responses"])
@@ -510,3 +512,25 @@ def test_every_event_is_told_in_words():
     assert unknown == "Verification could not decide at test (exit_code_zero): no exit status"
     custom = describe_event({"type": "goal_received", "seq": 4, "state": "start"})
     assert custom == "Goal received: state start"
+
+
+def test_session_plans_are_served_with_a_workspace_and_refused_without(tmp_path):
+    from waygraph.sessions import SessionPlanner
+
+    planner = SessionPlanner(tmp_path, max_iterations=20)
+    planner.on_user_message("chat:7", "Write the report")
+    planner.after_model_reply("chat:7", "[Step] Gather numbers\n[Step] Write", 1)
+    nav = Navigator(store="memory://", strict=True)
+    with TestClient(create_app(nav, workspace=tmp_path), base_url="http://127.0.0.1") as c:
+        listed = c.get("/api/session-plans").json()["session_plans"]
+        assert [(p["session_id"], p["steps_total"]) for p in listed] == [("chat:7", 2)]
+        folder = listed[0]["folder"]
+        assert c.get(f"/api/session-plans/{folder}").json()["goal"] == "Write the report"
+        page = c.get(f"/session-plans/{folder}").text
+        assert 'data-node="step_2"' in page and "Gather numbers" in page
+        assert "Session plans" in c.get("/").text
+    with TestClient(create_app(nav), base_url="http://127.0.0.1") as c:
+        assert c.get("/api/session-plans").json() == {"session_plans": []}
+        missing = c.get(f"/api/session-plans/{folder}")
+        assert missing.status_code == 404 and "--workspace" in missing.json()["message"]
+        assert "Session plans" not in c.get("/").text

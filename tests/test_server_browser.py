@@ -57,6 +57,8 @@ def server(tmp_path: Path) -> Iterator[str]:
             str(port),
             "--store",
             f"sqlite:///{tmp_path / 'browser.db'}",
+            "--workspace",
+            str(tmp_path / "ws"),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -308,6 +310,24 @@ def test_every_kind_of_run_is_drawn_and_told_on_its_page(server, browser, tmp_pa
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
     assert node_fill(page, "start") == DONE_FILL  # the event plan's path starts there
+
+    # The fourth kind: a session plan a model declares, drawn as it grows.
+    from waygraph.sessions import SessionPlanner
+
+    planner = SessionPlanner(tmp_path / "ws", max_iterations=20)
+    planner.on_user_message("chat-1", "Migrate the blog to Hugo")
+    planner.after_model_reply("chat-1", "[Step] Export posts\n[Step] Convert\nExporting.", 1)
+    planner.after_model_reply("chat-1", "Exported 12 posts. [done]", 1)
+    page.goto(f"{server}/")
+    page.locator("#session-plans a", has_text="chat-1").click()
+    page.wait_for_selector('g.node[data-node="step_2"]')
+    assert node_fill(page, "step_1") == DONE_FILL
+    assert node_fill(page, "step_2") == CURRENT_FILL
+    assert "Convert" in page.locator("ol.steps").inner_text()
+    page.screenshot(path=str(tmp_path / "session-plan.png"), full_page=True)
+    assert (tmp_path / "session-plan.png").stat().st_size > 10_000
+    planner.after_model_reply("chat-1", "[Step] Check the links", 1)
+    page.wait_for_selector('g.node[data-node="step_3"]', timeout=15_000)  # reloaded by itself
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import socket
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -48,6 +49,14 @@ def serve(
         int, typer.Option("--max-body", min=1, help="Largest request body in bytes.")
     ] = 1024 * 1024,
     allow_commands: AllowCommandsOption = False,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            help="Also list the session plans under DIR/.sessions (the plans models declare "
+            "for themselves, docs/sessions.md).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API and the live dashboard over a store.
 
@@ -74,7 +83,9 @@ def serve(
     )
     # Without a token, only loopback Host names are served (no DNS rebinding).
     allowed = None if token else frozenset(LOOPBACK_HOSTS | {host.strip("[]").lower()})
-    application = create_app(navigator, token=token, max_body=max_body, allowed_hosts=allowed)
+    application = create_app(
+        navigator, token=token, max_body=max_body, allowed_hosts=allowed, workspace=workspace
+    )
     shown = f"[{host}]" if ":" in host else host
     try:
         # Bound here, before saying where: a taken port is one clear line, and

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 
 from waygraph import __version__
+from waygraph.server import session_plans
 from waygraph.server.errors import responses
 from waygraph.server.live import session_stream
 from waygraph.server.models import (
@@ -256,3 +257,15 @@ async def stream(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+@router.get("/session-plans", responses=responses(401), tags=["sessions"])
+def list_session_plans(request: Request) -> dict[str, Any]:
+    """The session plans under the server's ``--workspace``, newest first (none without one)."""
+    return {"session_plans": session_plans.listing(request.app.state.workspace)}
+
+
+@router.get("/session-plans/{session_id}", responses=responses(401, 404, 422), tags=["sessions"])
+def get_session_plan(request: Request, session_id: SessionId) -> dict[str, Any]:
+    """One session plan as its file holds it (``plan.json``: goal, status, steps)."""
+    return session_plans.find(request.app.state.workspace, session_id)

@@ -63,6 +63,7 @@ def create_app(
     poll_interval: float = 0.5,
     heartbeat: float = 15.0,
     refresh: float = 2.0,
+    workspace: str | os.PathLike[str] | None = None,
 ) -> FastAPI:
     """The ASGI app serving ``navigator`` (or a new strict one on ``library`` and ``store``).
 
@@ -72,6 +73,8 @@ def create_app(
     store reads of a live stream (stores without notifications).
     ``heartbeat``: seconds between keep-alive comments on idle streams.
     ``refresh``: seconds between the dashboard's sessions-table refreshes.
+    ``workspace``: the folder whose session plans (``.sessions``) the
+    dashboard lists too (None: none).
     """
     owned = navigator is None
     nav = navigator if navigator is not None else Navigator(library, store=store, strict=True)
@@ -100,6 +103,7 @@ def create_app(
     )
     app.state.service = Service(nav)
     app.state.settings = settings
+    app.state.workspace = workspace
     app.state.feed = feed
     install_handlers(app)
     app.include_router(api_router)

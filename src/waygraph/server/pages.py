@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from waygraph.server import html
+from waygraph.server import html, session_plans
 from waygraph.server.errors import ApiError
 from waygraph.server.models import ID_PATTERN, SEARCH_PATTERN
 from waygraph.server.service import MAX_OFFSET, PAGE_ROWS, Service
@@ -51,7 +51,10 @@ def index(
     service: Service = request.app.state.service
     offset = (page - 1) * PAGE_ROWS
     found = service.session_page(status=status, search=q, offset=offset, limit=PAGE_ROWS)
-    body = html.index_page(found, service.plans(), status, q or "")
+    workspace = request.app.state.workspace
+    body = html.index_page(found, service.plans(), status, q or "") + session_plans.plans_section(
+        session_plans.listing(workspace), workspace=workspace
+    )
     return _render(
         request,
         "Sessions",
@@ -98,3 +101,13 @@ def plan(request: Request, plan_id: str) -> HTMLResponse:
     stored = service.navigator.library.get(plan_id) is None
     body = html.plan_page(found, service.drawing(plan_id=plan_id), stored=stored)
     return _render(request, found.title, body, "plans", page="plan")
+
+
+@router.get("/session-plans/{session_id}")
+def session_plan(request: Request, session_id: str) -> HTMLResponse:
+    try:
+        data = session_plans.find(request.app.state.workspace, session_id)
+    except ApiError as exc:
+        return _missing(request, exc, "sessions")
+    body = session_plans.plan_page(data)
+    return _render(request, session_id, body, "sessions", page="session-plan")

@@ -19,6 +19,7 @@ Example:
 """
 
 from waygraph.sessions._files import list_session_plans, load_session_plan
+from waygraph.sessions._graph import session_view, to_plan
 from waygraph.sessions._planner import SessionPlanner
 from waygraph.sessions._render import (
     limit_message,
@@ -48,5 +49,7 @@ __all__ = [
     "progress_summary",
     "render_summary",
     "resume_message",
+    "session_view",
     "step_instructions",
+    "to_plan",
 ]

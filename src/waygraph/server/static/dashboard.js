@@ -285,6 +285,20 @@ function sessionPage() {
   });
 }
 
+// A session plan's page: reload it when the model's plan file changes (steps grow).
+function sessionPlanPage() {
+  const watched = $("#session-plan");
+  if (!watched) return;
+  const state = JSON.parse(watched.textContent);
+  const every = Math.max(0.5, parseFloat(document.body.dataset.refresh || "2")) * 1000;
+  setInterval(async () => {
+    try {
+      const plan = await api(`/api/session-plans/${encodeURIComponent(state.session_id)}`);
+      if (plan.updated_at !== state.updated_at) window.location.reload();
+    } catch (error) { /* the file is being replaced: try again at the next tick */ }
+  }, every);
+}
+
 function tickTimes() {
   document.querySelectorAll("[data-ts]").forEach((node) => { node.textContent = ago(parseFloat(node.dataset.ts)); });
 }
@@ -293,5 +307,6 @@ document.addEventListener("DOMContentLoaded", () => {
   matchBoxes();
   sessionsPage();
   sessionPage();
+  sessionPlanPage();
   setInterval(tickTimes, 5000);
 });
