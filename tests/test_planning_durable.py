@@ -463,3 +463,34 @@ def test_generated_runs_are_listed_and_told_in_words_by_waygraph_sessions(tmp_pa
     assert "Plan started: 3 steps for “three steps in a row”" in text
     assert 'Step a completed: {"n": 1}' in text and "Step c completed: 3" in text
     assert '"result"' not in text  # words, not the stored JSON
+
+
+def test_a_run_resumed_elsewhere_first_is_refused_before_any_step_runs(monkeypatch):
+    import waygraph.planning._agent as agent_module
+    from waygraph.errors import PlanningError
+
+    store = open_store("memory://")
+    run_id = asyncio.run(interrupted_run(store, Tools(hold=True)))
+    stale = load_run(store, run_id)  # read by a second process ...
+    asyncio.run(PlanningAgent(None, tools=Tools().all(), store=store).resume(run_id))  # ... first
+    monkeypatch.setattr(agent_module, "load_run", lambda _store, _id: stale)
+    late = Tools()
+    with pytest.raises(PlanningError, match="another process is resuming it"):
+        asyncio.run(PlanningAgent(None, tools=late.all(), store=store).resume(run_id))
+    assert late.calls == []
+
+
+def test_a_store_that_cannot_be_written_runs_nothing():
+    from waygraph.errors import StoreError
+    from waygraph.store import MemoryStore
+
+    class Broken(MemoryStore):
+        def _commit_all(self, commits: Any) -> list[int]:
+            raise StoreError("disk full")
+
+    tools = Tools()
+    result = asyncio.run(
+        PlanningAgent(None, tools=tools.all(), store=Broken()).execute_plan(chain_plan())
+    )
+    assert not result.success and tools.calls == []
+    assert "the run could not be saved: disk full" in result.final_output

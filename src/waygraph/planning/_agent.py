@@ -11,10 +11,12 @@ from typing import Any
 from waygraph.errors import (
     AgentBusyError,
     ConfigError,
+    Conflict,
     InvalidPlanError,
     LLMError,
     PlanningError,
     PlanRejectedError,
+    WaygraphError,
 )
 from waygraph.planning._approval import ConsoleApproval
 from waygraph.planning._dryrun import dry_run_result, report_without_plan, simulate_plan
@@ -331,7 +333,11 @@ class PlanningAgent:
             return self._not_run(plan, str(InvalidPlanError(problems)), meter, clock, problems)
         run = self._new_run(plan, goal, meter)
         journal = Journal(self.store, run_id or new_run_id())
-        journal.attach(run)
+        try:
+            await journal.begin(run)
+        except (WaygraphError, OSError) as exc:
+            # Nothing has run: say so rather than run steps no one could resume.
+            return self._not_run(plan, f"the run could not be saved: {exc}", meter, clock)
         return await self._drive(run, journal, meter, clock)
 
     def _new_run(self, plan: Plan, goal: str, meter: Meter) -> PlanRun:
@@ -404,7 +410,13 @@ class PlanningAgent:
                 self._state, self._plan, self.run_id = run.snapshot(), run.plan, run_id
                 return result.model_copy(update={"run_id": run_id})
             rerun = [sid for sid, status in run.status.items() if status == "pending"]
-            journal.attach(run, resumed=True, rerun=rerun)
+            try:
+                await journal.begin(run, resumed=True, rerun=rerun)
+            except Conflict:
+                raise PlanningError(
+                    f"run {run_id!r} changed while it was being resumed: another process "
+                    "is resuming it; resume a run in one place at a time"
+                ) from None
             for step_id in failed:
                 # Decide about failures the crashed run committed but had not acted on.
                 mismatch = (run.results[step_id].error or "").startswith("the output does not")

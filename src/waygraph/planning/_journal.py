@@ -251,10 +251,15 @@ class Journal:
 
     # ------------------------------------------------------------ what happened
 
-    def attach(
+    async def begin(
         self, run: PlanRun, *, resumed: bool = False, rerun: list[str] | None = None
     ) -> None:
-        """Start journaling ``run``: a ``plan_started`` (or ``plan_resumed``) checkpoint."""
+        """Commit the run's start (``plan_started``, or ``plan_resumed`` and a checkpoint).
+
+        Awaited before any step starts, so a store that cannot be written,
+        or a run another process resumed first (:class:`~waygraph.errors.Conflict`),
+        stops the run before it calls anything.
+        """
         self._run = run
         self._plan_id = _slug(run.initial_plan.goal or run.goal)
         self._path = [
@@ -262,22 +267,25 @@ class Journal:
             for sid, status in run.status.items()
             if status in (StepStatus.COMPLETED, StepStatus.FAILED)
         ]
+        events: list[dict[str, Any]]
         if resumed:
-            self._pending.append({"type": "plan_resumed", "rerun": rerun or []})
-            self._pending.append({"type": "run_checkpoint", "state": _state_data(run)})
+            events = [
+                {"type": "plan_resumed", "rerun": rerun or []},
+                {"type": "run_checkpoint", "state": _state_data(run)},
+            ]
         else:
-            self._pending.append(
+            events = [
                 {
                     "type": "plan_started",
                     "goal": run.goal,
                     "steps": len(run.plan.steps),
                     "state": _state_data(run),
                 }
-            )
+            ]
+        self.version = await asyncio.to_thread(self._commit, self._record(), events)
         self._writer = asyncio.get_running_loop().create_task(
             self._write(), name=f"waygraph-journal-{self.run_id}"
         )
-        self._wake.set()
 
     def started(self, step_id: str) -> None:
         """A step was started."""
