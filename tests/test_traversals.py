@@ -26,18 +26,20 @@ from waygraph.verify import Observation, judge_for
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traversals"
 DRIVERS = ("engine", "navigator", "async", "hooks")
-#: Every kind of fixture; this file runs the guided ones (test_traversals_dag.py the DAG ones).
-KINDS = ("guided", "dag")
+#: Every kind of fixture; this file runs the guided ones (test_traversals_dag.py and
+#: test_traversals_events.py the others).
+KINDS = ("guided", "dag", "event")
 SESSION = "fixture"
 
 
 def _load(path: Path) -> dict[str, Any]:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert isinstance(data, dict), f"{path.name}: a fixture is a mapping"
-    missing = {"description", "rule", "plan", "inputs", "expect"} - set(data)
+    body = "machine" if data.get("kind") == "event" else "plan"
+    missing = {"description", "rule", body, "inputs", "expect"} - set(data)
     assert not missing, f"{path.name}: missing {sorted(missing)}"
     assert data.get("kind", "guided") in KINDS, f"{path.name}: unknown kind {data.get('kind')!r}"
-    unknown = set(data.get("drivers", DRIVERS)) - set(DRIVERS) - {"executor"}
+    unknown = set(data.get("drivers", DRIVERS)) - set(DRIVERS) - {"executor", "planner"}
     assert not unknown, f"{path.name}: unknown drivers {sorted(unknown)}"
     return data
 

@@ -1,0 +1,86 @@
+"""Event-driven traversal fixtures: the engine's routing and a real planner end the same way.
+
+Each ``tests/fixtures/traversals/*.yaml`` of ``kind: event`` (format in the
+README there) holds a state machine and the events that arrive. The
+``engine`` driver follows the machine compiled by ``events.to_plan`` with
+:func:`waygraph.engine.events.route_event`; the ``planner`` driver runs a
+:class:`~waygraph.events.PlanContext` of a real planner (in-process bus,
+SQLite store) through ``execute_next``. Both must end in the expected state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from waygraph.engine.events import route_event
+from waygraph.events import InProcessBus, PlanContext, Planner, to_plan, validate_state_machine
+from waygraph.predicates import evaluate_data
+from waygraph.store import open_store
+
+FIXTURES = Path(__file__).parent / "fixtures" / "traversals"
+DRIVERS = ("engine", "planner")
+
+
+def _fixtures() -> list[Any]:
+    cases = []
+    for path in sorted(FIXTURES.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if data.get("kind") != "event":
+            continue
+        for driver in data.get("drivers", DRIVERS):
+            assert driver in DRIVERS, f"{path.name}: unknown driver {driver!r}"
+            cases.append(pytest.param(path, driver, id=f"{path.stem}-{driver}"))
+    return cases
+
+
+def _run_engine(machine_data: dict[str, Any], inputs: list[dict[str, Any]]) -> str:
+    machine = validate_state_machine(machine_data, name="fixture")
+    plan = to_plan(machine, plan_id="fixture")
+    state = machine.follow_defaults(machine.start)
+    results: dict[str, Any] = {}
+    for event in inputs:
+        scope = {"data": event.get("data", {}), "results": results, "goal_data": {}, "event": {}}
+        target = route_event(
+            plan, state, event["type"], lambda when, scope=scope: evaluate_data(when, scope)
+        )
+        if target is not None:
+            results[state] = event.get("data", {})
+            state = machine.follow_defaults(target)
+    return state
+
+
+def _run_planner(machine_data: dict[str, Any], inputs: list[dict[str, Any]], db: Path) -> str:
+    async def run() -> str:
+        planner = Planner("fixture", bus=InProcessBus(), store=open_store(f"sqlite:///{db}"))
+        bus = planner.context.bus
+        goal = bus.envelope("fixture.goal", {}, correlation_id="c1")
+        plan = await PlanContext.create_from_goal(
+            goal, state_machine=machine_data, context=planner.context
+        )
+        await plan.execute_next()
+        for event in inputs:
+            envelope = bus.envelope(event["type"], event.get("data", {}), correlation_id="c1")
+            await plan.execute_next(envelope)
+        return plan.current_state
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize(("path", "driver"), _fixtures())
+def test_event_traversal(path: Path, driver: str, tmp_path: Path) -> None:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    inputs = list(data["inputs"])
+    if driver == "engine":
+        state = _run_engine(data["machine"], inputs)
+    else:
+        state = _run_planner(data["machine"], inputs, tmp_path / "plans.db")
+    assert state == data["expect"]["current_state"], f"{path.name} ({driver}): {data['rule']}"
+
+
+def test_there_are_event_fixtures_for_both_drivers():
+    assert len(_fixtures()) >= 10
