@@ -266,7 +266,11 @@ async def run_waygraph(dag: Dag, plan: Plan, mode: str, limit: int) -> Sample:
     pattern = PlanningPattern(
         execution_mode=mode, max_parallel=limit, max_steps=len(dag.ids), allow_revision=False
     )
-    agent = PlanningAgent(NoModel(), tools=[Tool(recorder.call, name="call")], pattern=pattern)
+    # store=False: the scheduler alone, as before runs were kept; what keeping
+    # each run costs is bench/durable.py's measure.
+    agent = PlanningAgent(
+        NoModel(), tools=[Tool(recorder.call, name="call")], pattern=pattern, store=False
+    )
     gc.collect()
     start = time.perf_counter()
     result = await agent.execute_plan(plan)

@@ -31,22 +31,52 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from waygraph.model import Plan, Verify
 
-__all__ = ["route_event"]
+__all__ = ["EventEdge", "route_event", "take_event"]
+
+
+class EventEdge(Protocol):
+    """What routing reads of an edge (:class:`waygraph.model.Edge` has it; lighter ones may)."""
+
+    @property
+    def on_event(self) -> str | None:
+        """The event type the edge is taken on (None: not an event edge)."""
+
+    @property
+    def when(self) -> Verify | None:
+        """The condition over the event (None: always holds)."""
+
+    @property
+    def to(self) -> str:
+        """The node the edge leads to."""
+
+
+def take_event(
+    edges: Iterable[EventEdge], event_type: str, holds: Callable[[Verify], bool]
+) -> str | None:
+    """The rule itself, over one node's out edges in order (see the module docstring).
+
+    Example:
+        >>> from waygraph.model import Edge
+        >>> edges = [Edge.model_validate({"from": "a", "to": "b", "on_event": "x.done"})]
+        >>> take_event(edges, "x.done", lambda when: True), take_event(edges, "y", bool)
+        ('b', None)
+    """
+    for edge in edges:
+        if edge.on_event != event_type:
+            continue
+        if edge.when is None or holds(edge.when):
+            return edge.to
+    return None
 
 
 def route_event(
     plan: Plan, node: str, event_type: str, holds: Callable[[Verify], bool]
 ) -> str | None:
     """The node ``event_type`` moves a run at ``node`` to, or None (see the module docstring)."""
-    for edge in plan.graph.out_edges(node):
-        if edge.on_event != event_type:
-            continue
-        if edge.when is None or holds(edge.when):
-            return edge.to
-    return None
+    return take_event(plan.graph.out_edges(node), event_type, holds)

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from waygraph.engine.events import route_event
+from waygraph.engine.events import take_event
 from waygraph.errors import PlanFormatError, StateMachineError
 from waygraph.model import Edge, Graph, Node, NodeType, Plan, Verify
 from waygraph.predicates import evaluate_data, parse_condition
@@ -161,6 +162,24 @@ def failure_event_for(event_type: str) -> str:
     return f"{event_type.removesuffix('.requested')}.failed"
 
 
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """One out edge of a state, as :func:`to_plan` compiles it (an ``EventEdge``)."""
+
+    on_event: str | None
+    when: Verify | None
+    to: str
+
+
+def _state_edges(config: StateConfig) -> tuple[_Route, ...]:
+    """The state's edges in :func:`to_plan`'s order: transitions, then ``default_next``."""
+    routes = [_Route(t.on_event, t.predicate, t.to_state) for t in config.transitions]
+    if config.default_next is not None:
+        on_event = config.action.expected_response if config.action else None
+        routes.append(_Route(on_event, None, config.default_next))
+    return tuple(routes)
+
+
 class StateMachine:
     """A validated state machine: its states in order, the start state and lookups.
 
@@ -172,6 +191,7 @@ class StateMachine:
         self.name = name
         self.start = "start" if "start" in states else next(iter(states))
         self._plan: Plan | None = None
+        self._edges: dict[str, tuple[_Route, ...]] = {}
 
     def __getitem__(self, state: str) -> StateConfig:
         return self.states[state]
@@ -192,8 +212,13 @@ class StateMachine:
         ``scope`` is what conditions see: ``data`` (the event's data),
         ``results``, ``goal_data`` and ``event``.
         """
-        # The engine's routing rule over the compiled plan (one rule for every driver).
-        return route_event(self.plan, state, event_type, lambda when: evaluate_data(when, scope))
+        # The engine's routing rule (one rule for every driver), over the state's
+        # edges as to_plan compiles them but without building the whole plan:
+        # a planner restores a machine for every event it handles.
+        edges = self._edges.get(state)
+        if edges is None:
+            edges = self._edges[state] = _state_edges(self.states[state])
+        return take_event(edges, event_type, lambda when: evaluate_data(when, scope))
 
     @property
     def plan(self) -> Plan:

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable
-from typing import Any
+from typing import Any, Literal
 
 from waygraph.errors import (
     AgentBusyError,
@@ -76,8 +76,9 @@ class PlanningAgent:
     each step's result is committed as it finishes, so after a crash
     ``await agent.resume(run_id)`` continues the run without calling again
     any step whose result was committed. ``store="memory://"`` keeps runs in
-    this process only. The run's id is ``result.run_id`` (and
-    :attr:`run_id` while it runs).
+    this process only; ``store=False`` keeps them nowhere (no record, no
+    resume, no cost per step: for tests and latency-bound embeddings). The
+    run's id is ``result.run_id`` (and :attr:`run_id` while it runs).
 
     Example:
         >>> from waygraph.planning import OpenAILLM
@@ -107,11 +108,13 @@ class PlanningAgent:
         on_step_complete: Hook | None = None,
         on_revision_needed: Hook | None = None,
         on_plan_revised: Hook | None = None,
-        store: str | Store | None = None,
+        store: str | Store | Literal[False] | None = None,
     ) -> None:
         self.llm = llm
         self._store_source = store
         self._store: Store | None = store if isinstance(store, Store) else None
+        #: False when runs are kept nowhere (``store=False``): nothing to resume.
+        self.keeps_runs = store is not False
         #: The id of the run going on, else of the last run (None before any).
         self.run_id: str | None = None
         self.planning_llm = planning_llm or llm
@@ -145,6 +148,8 @@ class PlanningAgent:
         """Where runs are kept (opened at first use, so building an agent writes nothing)."""
         if self._store is None:
             source = self._store_source
+            if source is False:
+                raise ConfigError("this agent keeps no runs (store=False): nothing to resume")
             self._store = open_store(source if isinstance(source, str) else default_store_url())
         return self._store
 
@@ -332,6 +337,8 @@ class PlanningAgent:
         if problems:
             return self._not_run(plan, str(InvalidPlanError(problems)), meter, clock, problems)
         run = self._new_run(plan, goal, meter)
+        if not self.keeps_runs:
+            return await self._drive(run, None, meter, clock)
         journal = Journal(self.store, run_id or new_run_id())
         try:
             await journal.begin(run)
@@ -346,29 +353,32 @@ class PlanningAgent:
         )
 
     async def _drive(
-        self, run: PlanRun, journal: Journal, meter: Meter, clock: float
+        self, run: PlanRun, journal: Journal | None, meter: Meter, clock: float
     ) -> PlanExecutionResult:
-        """Run ``run`` to its end, committing it through ``journal``."""
+        """Run ``run`` to its end, committing it through ``journal`` (None: kept nowhere)."""
         run.journal = journal
-        self._run, self.run_id = run, journal.run_id
+        self._run = run
+        self.run_id = journal.run_id if journal is not None else None
         try:
             result = await run.run()
         except BaseException:
             # Cancelled (Ctrl-C) or a bug: keep what finished; the run stays resumable.
-            await journal.flush()
+            if journal is not None:
+                await journal.flush()
             raise
         finally:
             self._run = None
             self._state = run.snapshot()
             self._plan = run.plan
-        await journal.close(
-            success=result.success, final_output=result.final_output, reason=run.stop_reason
-        )
+        if journal is not None:
+            await journal.close(
+                success=result.success, final_output=result.final_output, reason=run.stop_reason
+            )
         return result.model_copy(
             update={
                 "execution_time": time.perf_counter() - clock,
                 "token_usage": meter.total,
-                "run_id": journal.run_id,
+                "run_id": self.run_id,
             }
         )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from waygraph.errors import ConfigError
 from waygraph.planning._agent import PlanningAgent
@@ -182,7 +182,7 @@ class Agent:
         *,
         planning_model: LLM | None = None,
         side_effect_tools: Collection[str] = (),
-        store: str | Store | None = None,
+        store: str | Store | Literal[False] | None = None,
     ) -> None:
         from waygraph.planning._pattern import PlanningPattern
 

@@ -24,6 +24,7 @@ last moments, whose steps run again on resume.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Mapping
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from waygraph import model
 from waygraph.errors import PlanningError, RunNotFoundError, WaygraphError
@@ -43,7 +44,7 @@ from waygraph.planning._models import (
     StepStatus,
     _now,
 )
-from waygraph.store import Store, StoredRecord
+from waygraph.store import MemoryStore, Store, StoredRecord
 
 if TYPE_CHECKING:
     from waygraph.planning._executor import PlanRun
@@ -54,6 +55,9 @@ log = logging.getLogger("waygraph.planning")
 
 #: The store kind of a generated plan's run.
 KIND = "dag"
+#: Seconds the writer waits for more steps to finish before a commit: a crash
+#: loses at most this much more work, and a burst of quick steps costs one commit.
+LINGER = 0.002
 #: Run statuses a resume has nothing left to do for.
 _ENDED = frozenset({"completed", "failed"})
 
@@ -66,18 +70,45 @@ def new_run_id() -> str:
 def _result_data(result: StepResult) -> dict[str, Any]:
     """A step result as JSON; ``durable`` is False when its output is not JSON.
 
-    A sub-plan's whole result is left out (the step's own output is kept):
-    it can be as large as a run of its own.
+    Written field by field (a step's commit is on the scheduler's path); a
+    sub-plan's whole result is left out (the step's own output is kept): it
+    can be as large as a run of its own.
     """
+    durable = True
     try:
-        data = result.model_dump(mode="json", exclude={"subplan_result"})
-        data["durable"] = True
+        output = to_jsonable_python(result.output)
     except (PydanticSerializationError, ValueError, TypeError):
-        data = result.model_copy(update={"output": repr(result.output)}).model_dump(
-            mode="json", exclude={"subplan_result"}
-        )
         # The output cannot be stored as itself, so it is not committed: the
         # step runs again on resume rather than hand its dependents a repr.
+        output, durable = repr(result.output), False
+    data: dict[str, Any] = {
+        "step_id": result.step_id,
+        "status": str(result.status),
+        "output": output,
+        "attempts": result.attempts,
+        "duration": result.duration,
+    }
+    # Fields at their defaults are left out: StepResult's defaults restore them.
+    if result.error is not None:
+        data["error"] = result.error
+    if result.used_fallback:
+        data["used_fallback"] = True
+    if result.reused:
+        data["reused"] = True
+    if result.new_information is not None:
+        data["new_information"] = result.new_information
+    usage = result.token_usage
+    if usage.total_tokens or usage.prompt_tokens or usage.completion_tokens:
+        data["token_usage"] = {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+        }
+    if result.started_at is not None:
+        data["started_at"] = result.started_at.isoformat()
+    if result.finished_at is not None:
+        data["finished_at"] = result.finished_at.isoformat()
+    if not durable:
         data["durable"] = False
     return data
 
@@ -86,7 +117,10 @@ def _state_data(run: PlanRun) -> dict[str, Any]:
     """Everything a resume needs to rebuild ``run`` (between step events)."""
     return {
         "goal": run.goal,
-        "initial_plan": run.initial_plan.model_dump(mode="json"),
+        # None: the run still follows the plan it started with (stored once).
+        "initial_plan": None
+        if run.initial_plan is run.plan
+        else run.initial_plan.model_dump(mode="json"),
         "plan": run.plan.model_dump(mode="json"),
         "status": {sid: str(status) for sid, status in run.status.items()},
         "results": {sid: _result_data(r) for sid, r in run.results.items()},
@@ -185,7 +219,8 @@ def restore(run: PlanRun, saved: SavedRun) -> list[str]:
     back so the caller can decide about it as the crashed run would have.
     """
     state = saved.state
-    run.initial_plan = Plan.model_validate(state["initial_plan"])
+    if state.get("initial_plan") is not None:
+        run.initial_plan = Plan.model_validate(state["initial_plan"])
     run.status = {sid: StepStatus(s) for sid, s in state["status"].items()}
     run.results = {sid: _result(r) for sid, r in state["results"].items()}
     run.replaced = {sid: _result(r) for sid, r in state["replaced"].items()}
@@ -247,6 +282,7 @@ class Journal:
         self._final: dict[str, Any] = {}
         self._writer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._closed = asyncio.Event()
         self._closing = False
 
     # ------------------------------------------------------------ what happened
@@ -288,8 +324,11 @@ class Journal:
         )
 
     def started(self, step_id: str) -> None:
-        """A step was started."""
-        self._pending.append({"type": "node_started", "node": step_id})
+        """A step was started: the next commit's record lists it in ``current_node``.
+
+        No event of its own: a step's start is in its ``node_finished``
+        result (``started_at``), and the record says what runs now.
+        """
         self._wake.set()
 
     def finished(self, result: StepResult) -> None:
@@ -350,14 +389,25 @@ class Journal:
         )
 
     async def _write(self) -> None:
+        # A store that does not block (memory://) is written on the loop; any
+        # other in a thread, so a disk's fsync never holds up running steps.
+        blocking = not isinstance(self.store, MemoryStore)
         while True:
             await self._wake.wait()
+            if not self._closing:
+                # Steps finishing close together go in one commit (group commit);
+                # the end of the run does not wait for the pause.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closed.wait(), LINGER)
             self._wake.clear()
             while self._pending and self.error is None:
                 events, self._pending = self._pending, []
                 record = self._record()
                 try:
-                    self.version = await asyncio.to_thread(self._commit, record, events)
+                    if blocking:
+                        self.version = await asyncio.to_thread(self._commit, record, events)
+                    else:
+                        self.version = self._commit(record, events)
                 except Exception as exc:
                     # Nothing more of this run can be saved (another process
                     # resumed it, the store is gone): stop it rather than run
@@ -387,6 +437,7 @@ class Journal:
 
     async def _stop_writer(self) -> None:
         self._closing = True
+        self._closed.set()
         self._wake.set()
         if self._writer is not None:
             # The writer must finish its commit even when the run is being cancelled.
