@@ -7,7 +7,8 @@ finished); the events carry what a resume needs:
 
 - ``plan_started`` / ``run_checkpoint``: the whole run state (plans, results,
   revisions), written when the run starts, after every revision and on resume;
-- ``node_started`` and ``node_finished`` (with the step's result) per step;
+- ``node_finished`` (with the step's result) per step (the record's
+  ``current_node`` says which steps run);
 - ``plan_resumed``, and ``plan_completed`` or ``plan_failed`` at the end.
 
 Resuming reads the last checkpoint and replays the ``node_finished`` events
