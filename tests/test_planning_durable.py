@@ -494,3 +494,55 @@ def test_a_store_that_cannot_be_written_runs_nothing():
     )
     assert not result.success and tools.calls == []
     assert "the run could not be saved: disk full" in result.final_output
+
+
+def test_a_checkpointed_output_that_was_not_json_runs_again():
+    """A checkpoint (after a revision) may hold a result whose output could not be stored."""
+    store = open_store("memory://")
+    plan = Plan(
+        goal="g",
+        steps=[
+            {"id": "m", "action": "make"},
+            {"id": "u", "action": "use", "parameters": {"x": "${m}"}, "dependencies": ["m"]},
+        ],
+    )
+    state = {
+        "goal": "g",
+        "initial_plan": None,
+        "plan": plan.model_dump(mode="json"),
+        "status": {"m": "completed", "u": "pending"},
+        "results": {
+            "m": {"step_id": "m", "status": "completed", "output": "<object>", "durable": False}
+        },
+        "replaced": {},
+        "by_strategy": [],
+        "revisions": [],
+        "revision_attempts": 1,
+        "applied_revisions": 0,
+        "sub_revisions": 0,
+        "budget_flagged": False,
+        "stop_reason": None,
+        "started_at": "2026-11-25T10:00:00+00:00",
+    }
+    store.commit(
+        "dag_handmade",
+        {"kind": "dag", "status": "running", "plan": "g"},
+        0,
+        [{"type": "run_checkpoint", "state": state}],
+        kind="dag",
+        session="dag_handmade",
+        status="running",
+    )
+    assert load_run(store, "dag_handmade").committed() == {"u": "pending"}
+    calls: list[str] = []
+
+    def make() -> list[int]:
+        calls.append("make")
+        return [1, 2]
+
+    def use(x: list[int]) -> int:
+        calls.append("use")
+        return sum(x)
+
+    result = asyncio.run(PlanningAgent(None, tools=[make, use], store=store).resume("dag_handmade"))
+    assert calls == ["make", "use"] and result.final_output == 3

@@ -156,8 +156,11 @@ class SavedRun:
 
     def committed(self) -> dict[str, str]:
         """Each step's committed status (what a resume keeps; running steps are not in it)."""
+        kept = self.state.get("results", {})
         statuses = {
-            sid: status for sid, status in self.state["status"].items() if status != "running"
+            sid: status
+            for sid, status in self.state["status"].items()
+            if status != "running" and kept.get(sid, {}).get("durable") is not False
         }
         for event in self.finished:
             if event["node"] in self.state["status"] and event["result"].get("durable", True):
@@ -224,6 +227,10 @@ def restore(run: PlanRun, saved: SavedRun) -> list[str]:
         run.initial_plan = Plan.model_validate(state["initial_plan"])
     run.status = {sid: StepStatus(s) for sid, s in state["status"].items()}
     run.results = {sid: _result(r) for sid, r in state["results"].items()}
+    for sid, data in state["results"].items():
+        if data.get("durable") is False:  # its output was not stored: the step runs again
+            run.status[sid] = StepStatus.PENDING
+            del run.results[sid]
     run.replaced = {sid: _result(r) for sid, r in state["replaced"].items()}
     run.by_strategy = set(state["by_strategy"])
     run.revisions = [PlanRevision.model_validate(r) for r in state["revisions"]]
