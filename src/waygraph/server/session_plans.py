@@ -25,7 +25,7 @@ from waygraph.server.html import _json_for_script, _quote, badge, e
 from waygraph.sessions import list_session_plans, load_session_plan, session_view, to_plan
 from waygraph.svg import to_svg
 
-__all__ = ["find", "listing", "plan_page", "plans_section"]
+__all__ = ["find", "listing", "plan_page", "plans_section", "signature"]
 
 
 def listing(workspace: str | os.PathLike[str] | None) -> list[dict[str, Any]]:
@@ -50,6 +50,24 @@ def find(workspace: str | os.PathLike[str] | None, session_id: str) -> dict[str,
             404, "session_plan_not_found", f"no session plan {session_id!r} in {workspace}"
         )
     return plan
+
+
+def signature(data: Mapping[str, Any]) -> list[Any]:
+    """What the page shows that can change: status, time, and each step's id and status.
+
+    ``static/dashboard.js`` builds the same list from ``GET /api/session-plans/ID``.
+
+    Example:
+        >>> signature({"status": "running", "updated_at": "t",
+        ...            "steps": [{"id": "step_1", "status": "completed"}]})
+        ['running', 't', [['step_1', 'completed']]]
+    """
+    steps = [s for s in data.get("steps") or () if isinstance(s, Mapping)]
+    return [
+        data.get("status"),
+        data.get("updated_at"),
+        [[s.get("id"), s.get("status")] for s in steps],
+    ]
 
 
 def plans_section(rows: list[dict[str, Any]], *, workspace: str | os.PathLike[str] | None) -> str:
@@ -92,7 +110,9 @@ def plan_page(data: Mapping[str, Any]) -> str:
     listed = (
         f"<ol class=steps>{items}</ol>" if steps else "<p class=empty>No steps declared yet.</p>"
     )
-    watch = {"session_id": data.get("session_id"), "updated_at": data.get("updated_at")}
+    # What the page's script compares with the file to know it changed (the
+    # file's time has whole seconds: two changes in one second differ only here).
+    watch = {"session_id": data.get("session_id"), "signature": signature(data)}
     drawing = to_svg(to_plan(data), state=session_view(data))
     reason = data.get("failure_reason")
     return (

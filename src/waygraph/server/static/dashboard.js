@@ -294,7 +294,10 @@ function sessionPlanPage() {
   setInterval(async () => {
     try {
       const plan = await api(`/api/session-plans/${encodeURIComponent(state.session_id)}`);
-      if (plan.updated_at !== state.updated_at) window.location.reload();
+      // The same list as session_plans.signature on the server.
+      const now = [plan.status ?? null, plan.updated_at ?? null,
+        (plan.steps || []).map((s) => [s.id ?? null, s.status ?? null])];
+      if (JSON.stringify(now) !== JSON.stringify(state.signature)) window.location.reload();
     } catch (error) { /* the file is being replaced: try again at the next tick */ }
   }, every);
 }
