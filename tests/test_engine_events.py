@@ -64,9 +64,3 @@ def test_route_event_and_the_planner_agree(
     got = route_event(plan, "start", event_type, lambda when: evaluate_data(when, scope))
     assert got == expected, rule
     assert machine.next_state("start", event_type, scope) == expected, rule
-
-
-def test_the_machine_compiles_once():
-    machine = validate_state_machine(MACHINE, name="research")
-    assert machine.plan is machine.plan
-    assert machine.plan.id == "research"

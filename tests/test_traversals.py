@@ -44,6 +44,19 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
+def kind_cases(kind: str, drivers: tuple[str, ...]) -> list[Any]:
+    """``(path, driver)`` parameters for every fixture of ``kind`` and each driver it names."""
+    cases = []
+    for path in sorted(FIXTURES.glob("*.yaml")):
+        data = _load(path)
+        if data.get("kind", "guided") != kind:
+            continue
+        for driver in data.get("drivers", drivers):
+            assert driver in drivers, f"{path.name}: unknown driver {driver!r}"
+            cases.append(pytest.param(path, driver, id=f"{path.stem}-{driver}"))
+    return cases
+
+
 def _cases() -> list[Any]:
     cases = []
     for path in sorted(FIXTURES.glob("*.yaml")):

@@ -17,24 +17,16 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.test_traversals import kind_cases
 from waygraph.engine.dag import DagIndex, propagate_skips, ready
 from waygraph.planning import Plan, PlanningAgent, PlanningPattern, to_graph_plan
 from waygraph.store import open_store
 
-FIXTURES = Path(__file__).parent / "fixtures" / "traversals"
 DRIVERS = ("engine", "executor")
 
 
 def _fixtures() -> list[Any]:
-    cases = []
-    for path in sorted(FIXTURES.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if data.get("kind") != "dag":
-            continue
-        for driver in data.get("drivers", DRIVERS):
-            assert driver in DRIVERS, f"{path.name}: unknown driver {driver!r}"
-            cases.append(pytest.param(path, driver, id=f"{path.stem}-{driver}"))
-    return cases
+    return kind_cases("dag", DRIVERS)
 
 
 def _plan(data: dict[str, Any]) -> Plan:

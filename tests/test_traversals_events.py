@@ -17,25 +17,17 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.test_traversals import kind_cases
 from waygraph.engine.events import route_event
 from waygraph.events import InProcessBus, PlanContext, Planner, to_plan, validate_state_machine
 from waygraph.predicates import evaluate_data
 from waygraph.store import open_store
 
-FIXTURES = Path(__file__).parent / "fixtures" / "traversals"
 DRIVERS = ("engine", "planner")
 
 
 def _fixtures() -> list[Any]:
-    cases = []
-    for path in sorted(FIXTURES.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if data.get("kind") != "event":
-            continue
-        for driver in data.get("drivers", DRIVERS):
-            assert driver in DRIVERS, f"{path.name}: unknown driver {driver!r}"
-            cases.append(pytest.param(path, driver, id=f"{path.stem}-{driver}"))
-    return cases
+    return kind_cases("event", DRIVERS)
 
 
 def _run_engine(machine_data: dict[str, Any], inputs: list[dict[str, Any]]) -> str:

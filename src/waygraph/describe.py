@@ -19,9 +19,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ago", "describe_event"]
+if TYPE_CHECKING:
+    from waygraph.store import StoredRecord
+
+__all__ = ["ago", "describe_event", "record_row"]
 
 
 def ago(updated_at: float, now: float | None = None) -> str:
@@ -39,6 +42,40 @@ def ago(updated_at: float, now: float | None = None) -> str:
     if seconds < 86400:
         return f"{seconds // 3600} h ago"
     return f"{seconds // 86400} d ago"
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def record_row(record: StoredRecord) -> dict[str, Any]:
+    """A stored record of any kind as one sessions-table row: the dashboard's and the CLI's.
+
+    Example:
+        >>> from waygraph.store import StoredRecord
+        >>> rec = StoredRecord(key="run_1", kind="run", version=1, session="s",
+        ...     status="running", plan="p", data={"current_node": "fix", "attempts": 2})
+        >>> row = record_row(rec)
+        >>> row["session_id"], row["key"], row["current_node"], row["attempts"]
+        ('s', 'run_1', 'fix', 2)
+    """
+    data = record.data if isinstance(record.data, dict) else {}
+    return {
+        "session_id": record.session,
+        "kind": record.kind,
+        "key": record.key,
+        "plan": record.plan or _str(data.get("plan_id")),
+        "status": record.status or _str(data.get("status")),
+        # Event-driven plans name their position current_state.
+        "current_node": _str(data.get("current_node")) or _str(data.get("current_state")),
+        "attempts": _int(data.get("attempts")),
+        "turn": _int(data.get("turn")),
+        "updated_at": float(record.updated_at),
+    }
 
 
 def _list(values: object) -> str:

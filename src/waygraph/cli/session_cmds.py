@@ -27,7 +27,7 @@ from waygraph.cli.app import (
     print_json,
 )
 from waygraph.cli.run_cmds import StoreOption
-from waygraph.describe import ago, describe_event
+from waygraph.describe import ago, describe_event, record_row
 from waygraph.errors import WaygraphError
 
 if TYPE_CHECKING:
@@ -62,14 +62,6 @@ def _navigator(store: str | None, library: Path | None) -> Navigator:
     return Navigator(load(library, validate=False), store=store, strict=True)
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def session_row(record: StoredRecord, current: str | None) -> dict[str, Any]:
     """One stored record as a ``sessions list`` row (machine values, as ``--json`` prints them).
 
@@ -83,19 +75,14 @@ def session_row(record: StoredRecord, current: str | None) -> dict[str, Any]:
         >>> row["run"], row["status"], row["current"], row["updated_at"]
         ('run_1', 'aborted', False, 1.5)
     """
-    data = record.data if isinstance(record.data, dict) else {}
+    row = record_row(record)
     return {
-        "session": record.session,
-        "run": record.key,
-        "kind": record.kind,
-        "plan": record.plan or _str(data.get("plan_id")),
-        "status": record.status or _str(data.get("status")),
-        # Event-driven plans name their position current_state.
-        "current_node": _str(data.get("current_node")) or _str(data.get("current_state")),
-        "attempts": _int(data.get("attempts")),
-        "turn": _int(data.get("turn")),
+        "session": row["session_id"],
+        "run": row["key"],
+        "kind": row["kind"],
+        **{k: row[k] for k in _COLUMNS},
         "current": record.key == current,
-        "updated_at": float(record.updated_at),
+        "updated_at": row["updated_at"],
     }
 
 

@@ -190,7 +190,6 @@ class StateMachine:
         self.states = states
         self.name = name
         self.start = "start" if "start" in states else next(iter(states))
-        self._plan: Plan | None = None
         self._edges: dict[str, tuple[_Route, ...]] = {}
 
     def __getitem__(self, state: str) -> StateConfig:
@@ -219,13 +218,6 @@ class StateMachine:
         if edges is None:
             edges = self._edges[state] = _state_edges(self.states[state])
         return take_event(edges, event_type, lambda when: evaluate_data(when, scope))
-
-    @property
-    def plan(self) -> Plan:
-        """The machine compiled into the shared model (:func:`to_plan`), built once."""
-        if self._plan is None:
-            self._plan = to_plan(self, plan_id=self.name or "state-machine")
-        return self._plan
 
     def follow_defaults(self, state: str) -> str:
         """Where entering ``state`` leads: along ``default_next`` out of action-less states."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from waygraph.describe import record_row
 from waygraph.draw import to_mermaid
 from waygraph.errors import WaygraphError
 from waygraph.events.context import KIND as EVENT_PLAN_KIND
@@ -42,16 +43,10 @@ PAGE_ROWS = 50
 HIDDEN_KINDS = frozenset({"plan"})
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def summary(record: StoredRecord) -> dict[str, Any]:
     """A record as one sessions-table row (any kind: guided run, plan context, ...).
+
+    The same row ``waygraph sessions list`` prints (:func:`waygraph.describe.record_row`).
 
     Example:
         >>> rec = StoredRecord(key="run_1", kind="run", version=1, session="s", status="running",
@@ -59,19 +54,7 @@ def summary(record: StoredRecord) -> dict[str, Any]:
         >>> summary(rec)["current_node"], summary(rec)["attempts"]
         ('fix', 2)
     """
-    data = record.data if isinstance(record.data, dict) else {}
-    return {
-        "session_id": record.session,
-        "kind": record.kind,
-        "key": record.key,
-        "plan": record.plan or _str(data.get("plan_id")),
-        "status": record.status or _str(data.get("status")),
-        # Event-driven plans name their position current_state.
-        "current_node": _str(data.get("current_node")) or _str(data.get("current_state")),
-        "attempts": _int(data.get("attempts")),
-        "turn": _int(data.get("turn")),
-        "updated_at": float(record.updated_at),
-    }
+    return record_row(record)
 
 
 def plan_summary(plan: Plan) -> dict[str, Any]:
