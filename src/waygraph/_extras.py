@@ -23,6 +23,10 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "nats": ("nats",),
     "postgres": ("psycopg", "psycopg_pool"),
     "serve": ("fastapi", "uvicorn"),
+    "openai-agents": ("agents",),
+    "langgraph": ("langgraph", "langchain_core"),
+    "pydantic-ai": ("pydantic_ai",),
+    "otel": ("opentelemetry.trace",),
 }
 
 

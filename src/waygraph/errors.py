@@ -67,6 +67,7 @@ __all__ = [
     "GraphvizError",
     "GraphvizNotFoundError",
     "InputError",
+    "IntegrationVersionError",
     "InvalidPlanError",
     "LLMError",
     "LibraryError",
@@ -331,6 +332,26 @@ class MissingExtra(ConfigError, ImportError):
             f"pip install 'waygraph[{extra}]'"
         )
         self.name = module
+
+
+class IntegrationVersionError(ConfigError):
+    """An agent framework is installed in a version whose hook points an adapter cannot use.
+
+    Raised when an adapter is set up, never later as a silent no-op. The text
+    names the adapter, the version found and the versions supported, e.g.
+    ``waygraph.integrations.langgraph supports langgraph >=0.6,<2; found 0.2.1``.
+    Raised by :func:`waygraph.integrations._framework.require_framework`.
+    """
+
+    def __init__(
+        self, adapter: str, package: str, found: str, supported: str, why: str = ""
+    ) -> None:
+        self.adapter, self.package, self.found, self.supported = adapter, package, found, supported
+        tail = f" ({why})" if why else ""
+        super().__init__(
+            f"{adapter} supports {package} {supported}; found {found}{tail}: "
+            f"pip install '{package}{supported}'"
+        )
 
 
 class PatternTimeout(WaygraphError, TimeoutError):
