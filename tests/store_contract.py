@@ -77,6 +77,30 @@ class StoreContract:
 
     # ------------------------------------------------------------ records
 
+    def test_a_run_stored_under_an_old_kind_name_reads_as_the_current_kind(
+        self, store: Store
+    ) -> None:
+        # Records written before the one run-record schema (waygraph.model.record).
+        guided = {"run_id": "r1", "plan_id": "bugfix", "current_node": "fix", "status": "running"}
+        store.commit("r1", guided, 0, [], kind="run", session="s", plan="bugfix")
+        event = {"plan_id": "p1", "planner": "editor", "current_state": "draft"}
+        store.commit("p1", event, 0, [], kind="plan_context", session="s", plan="editor")
+        store.commit("mine", {"n": 1}, 0, [], kind="run")  # not a run record: data untouched
+        r1, p1, mine = store.get("r1"), store.get("p1"), store.get("mine")
+        assert r1 is not None and p1 is not None and mine is not None
+        assert (r1.kind, r1.data["kind"], r1.data["plan"]) == ("guided", "guided", "bugfix")
+        assert (p1.kind, p1.plan, p1.data["plan"], p1.data["planner"]) == (
+            "event",
+            "p1",
+            "p1",
+            "editor",
+        )
+        assert p1.data["current_node"] == "draft"
+        assert (mine.kind, mine.data) == ("guided", {"n": 1})
+        assert sorted(r.key for r in store.list(kind="guided")) == ["mine", "r1"]
+        assert [r.key for r in store.list(kind="event")] == ["p1"]
+        assert sorted(r.key for r in store.list(kind="run")) == ["mine", "r1"]
+
     def test_get_of_a_missing_key_is_none(self, store: Store) -> None:
         assert store.get("nope") is None
 
@@ -87,7 +111,7 @@ class StoreContract:
             record,
             0,
             [{"type": "plan_activated"}],
-            kind="run",
+            kind="guided",
             session="s1",
             status="running",
             plan="bugfix",
@@ -97,7 +121,7 @@ class StoreContract:
         rec = store.get("run_1")
         assert isinstance(rec, StoredRecord)
         assert rec.key == "run_1"
-        assert rec.kind == "run"
+        assert rec.kind == "guided"
         assert rec.data == record
         assert rec.version == 1
         assert (rec.session, rec.status, rec.plan) == ("s1", "running", "bugfix")
@@ -296,29 +320,29 @@ class StoreContract:
             return [rec.key for rec in store.list(**filters)]
 
         assert keys() == ["plan-a", "r3", "r2", "r1"]
-        assert keys(kind="run") == ["r3", "r2", "r1"]
+        assert keys(kind="guided") == ["r3", "r2", "r1"]
         assert keys(kind="plan") == ["plan-a"]
         assert keys(session="s1") == ["r2", "r1"]
         assert keys(status="running") == ["r3", "r2"]
         assert keys(plan="p1") == ["plan-a", "r3", "r1"]
         assert keys(correlation_id="c1") == ["r2", "r1"]
         assert keys(correlation_id="c2") == ["r2"]
-        assert keys(plan="p1", kind="run", status="running") == ["r3"]
+        assert keys(plan="p1", kind="guided", status="running") == ["r3"]
         assert keys(session="nobody") == []
         assert keys(limit=2) == ["plan-a", "r3"]
-        assert keys(kind="run", limit=0) == []
+        assert keys(kind="guided", limit=0) == []
         with pytest.raises(ValueError):
             store.list(limit=-1)
 
     def test_session_rows_page_count_search_and_status_counts(self, store: Store) -> None:
         """The sessions table: each session's latest record per kind, paged, searched, counted."""
         commits = [
-            ("a1", "s-alpha", "run", "completed", "bugfix"),
-            ("a2", "s-alpha", "run", "running", "bugfix"),  # newer: the alpha run row
-            ("a3", "s-alpha", "plan_context", "running", "research"),  # its own row
-            ("b1", "s-beta", "run", "escalated", "deploy"),
-            ("c1", "s-Gamma_50%", "run", "completed", "bugfix"),
-            ("n1", None, "run", "aborted", "deploy"),  # no session: a row of its own
+            ("a1", "s-alpha", "guided", "completed", "bugfix"),
+            ("a2", "s-alpha", "guided", "running", "bugfix"),  # newer: the alpha run row
+            ("a3", "s-alpha", "event", "running", "research"),  # its own row
+            ("b1", "s-beta", "guided", "escalated", "deploy"),
+            ("c1", "s-Gamma_50%", "guided", "completed", "bugfix"),
+            ("n1", None, "guided", "aborted", "deploy"),  # no session: a row of its own
             ("p1", None, "plan", None, "bugfix"),  # a kind the caller hides
         ]
         for key, session, kind, status, plan in commits:
@@ -337,7 +361,7 @@ class StoreContract:
         # A status filters the page; the counts still say what each status would show.
         assert rows(status="running") == (["a3", "a2"], 2, everything)
         assert rows(status="completed")[:2] == (["c1"], 1)  # a1 is not its session's latest
-        assert rows(kind="run")[:2] == (["n1", "c1", "b1", "a2"], 4)
+        assert rows(kind="guided")[:2] == (["n1", "c1", "b1", "a2"], 4)
         assert rows(plan="deploy") == (["n1", "b1"], 2, {"aborted": 1, "escalated": 1})
         # Search: part of the session, plan or status, ignoring case; % and _ are literal.
         assert rows(search="ALPHA")[:2] == (["a3", "a2"], 2)

@@ -36,7 +36,7 @@ def test_list_is_newest_first_with_when_each_was_updated(tmp_path: Path):
     # beta started last: it comes first, though alpha sorts first by id.
     assert [r["session"] for r in rows] == ["beta", "alpha"]
     assert rows[0]["updated_at"] > rows[1]["updated_at"]
-    assert isinstance(rows[0]["updated_at"], float) and rows[0]["kind"] == "run"
+    assert isinstance(rows[0]["updated_at"], float) and rows[0]["kind"] == "guided"
     with Navigator(store=store, strict=True) as nav:
         nav.turn("alpha", tool_output="Traceback: boom", observation_id="o1")
     out = wg("sessions", "list", "--store", store)
@@ -128,7 +128,7 @@ def test_records_of_other_kinds_are_rows_with_their_kind(tmp_path: Path):
     out = wg("sessions", "list", "--store", url)
     assert "kind" in _header(out)
     table = {r[0]: r for r in _rows(out)}
-    assert table["p"][1] == "dag" and table["s"][1] == "run"
+    assert table["p"][1] == "dag" and table["s"][1] == "guided"
     # A session with no guided run shows its newest record, named or not.
     for named in ((), ("--run", "dag_1")):
         out = wg("sessions", "show", "p", *named, "--store", url)

@@ -107,7 +107,8 @@ def test_every_run_is_a_dag_record_with_its_steps_as_events():
     assert record.kind == KIND == "dag"
     assert record.status == "completed" and record.session == result.run_id
     assert record.plan == record.data["plan"] == "three-steps-in-a-row"
-    assert record.data["visited"] == {"a": "completed", "b": "completed", "c": "completed"}
+    done = {"outcome": "success", "status": "completed"}
+    assert record.data["visited"] == {"a": done, "b": done, "c": done}
     assert record.data["path"] == ["a", "b", "c"]
     assert record.data["current_node"] == []
     assert store.current(result.run_id) == result.run_id
@@ -159,7 +160,7 @@ def test_resume_after_cancel_does_not_call_a_committed_step_again():
         run_id = await interrupted_run(store, tools)
         record = store.get(run_id)
         assert record.status == "running"
-        assert record.data["visited"]["a"] == "completed"
+        assert record.data["visited"]["a"]["status"] == "completed"
         again = Tools()
         result = await PlanningAgent(None, tools=again.all(), store=store).resume(run_id)
         return run_id, again, result
@@ -269,7 +270,7 @@ def test_resume_of_an_unknown_run_names_it_and_the_store():
     with pytest.raises(RunNotFoundError, match="no run 'dag_nope' in the store memory://"):
         asyncio.run(PlanningAgent(None, tools=[], store=store).resume("dag_nope"))
     store.commit("guided_1", {"status": "running"}, 0, [], kind="run")
-    with pytest.raises(RunNotFoundError, match="a run record, not a generated run"):
+    with pytest.raises(RunNotFoundError, match="a guided record, not a generated run"):
         asyncio.run(PlanningAgent(None, tools=[], store=store).resume("guided_1"))
 
 
@@ -385,7 +386,10 @@ def test_waygraph_plan_resume_continues_a_killed_run(tmp_path: Path):
             run_id = first.split()[1]
             while True:
                 record = store.get(run_id)
-                if record is not None and record.data["visited"].get("s2") == "running":
+                if (
+                    record is not None
+                    and record.data["visited"].get("s2", {}).get("status") == "running"
+                ):
                     break
                 assert time.monotonic() < deadline, first
                 time.sleep(0.05)

@@ -85,7 +85,7 @@ def test_turns_sessions_events_and_reset(client: TestClient):
     assert client.get("/api/sessions?plan=bugfix_workflow").json()["sessions"] != []
 
     detail = client.get("/api/sessions/chat-1").json()
-    assert detail["run"]["current_node"] == "isolate" and detail["kind"] == "run"
+    assert detail["run"]["current_node"] == "isolate" and detail["kind"] == "guided"
     assert "isolate" in detail["context"]
     events = client.get("/api/sessions/chat-1/events").json()["events"]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
@@ -136,7 +136,8 @@ def test_other_record_kinds_show_as_rows():
         assert rows == [
             {
                 "session_id": "team-7",
-                "kind": "plan_context",
+                # Stored under the kind's old name: it reads as the kind it is now.
+                "kind": "event",
                 "key": "plan_ctx_1",
                 "plan": "research",
                 "status": "running",
@@ -148,7 +149,7 @@ def test_other_record_kinds_show_as_rows():
         ]
         assert c.get("/api/sessions/team-7/events").json()["events"][0]["type"] == "goal_received"
         page = c.get("/").text
-        assert "plan_context" in page and "searching" in page
+        assert "event" in page and "searching" in page
         assert c.get("/sessions/team-7").status_code == 200
         assert c.get("/api/sessions/team-7/drawing").status_code == 404
 

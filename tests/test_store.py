@@ -23,6 +23,7 @@ from waygraph.errors import ConfigError, Conflict, StoreError
 from waygraph.store import MemoryStore, SQLiteStore, Store, Write, open_store
 from waygraph.store.base import redact_url
 from waygraph.store.files import FileStore, file_name
+from waygraph.store.sqlite import SCHEMA_VERSION as SQLITE_SCHEMA
 
 BACKENDS = ["memory", "file", "sqlite", "sqlite-full", "postgres"]
 
@@ -183,7 +184,7 @@ def test_a_sqlite_file_made_before_the_sessions_index_gets_it_on_open(tmp_path: 
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         assert "records_rows" in names
         version = conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
-        assert version == ("1",)  # older waygraphs still open the file
+        assert version == (str(SQLITE_SCHEMA),)  # the index alone changes no version
     finally:
         conn.close()
 
@@ -196,7 +197,7 @@ def test_sqlite_file_is_wal_with_versioned_schema_and_indexes(tmp_path: Path) ->
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == (
-            "1",
+            "2",
         )
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         assert {"records", "events", "record_correlations", "session_pointers", "meta"} <= names

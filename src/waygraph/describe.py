@@ -57,7 +57,7 @@ def record_row(record: StoredRecord) -> dict[str, Any]:
 
     Example:
         >>> from waygraph.store import StoredRecord
-        >>> rec = StoredRecord(key="run_1", kind="run", version=1, session="s",
+        >>> rec = StoredRecord(key="run_1", kind="guided", version=1, session="s",
         ...     status="running", plan="p", data={"current_node": "fix", "attempts": 2})
         >>> row = record_row(rec)
         >>> row["session_id"], row["key"], row["current_node"], row["attempts"]

@@ -34,6 +34,7 @@ from waygraph.errors import Conflict, InputError, WaygraphError
 from waygraph.library import Library, load_library
 from waygraph.match import Matcher
 from waygraph.model import Plan
+from waygraph.model.record import RunKind
 from waygraph.retry import CONFLICT_TIMEOUT
 from waygraph.store import Store, Write, default_store_url, open_store
 from waygraph.turns import (
@@ -571,7 +572,7 @@ def _write(
         engine.to_record(plan, run),
         version,
         events,
-        kind="run",
+        kind=RunKind.GUIDED.value,
         session=run.session_id,
         status=str(run.status),
         plan=run.plan_id,

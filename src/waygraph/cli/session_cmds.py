@@ -69,7 +69,7 @@ def session_row(record: StoredRecord, current: str | None) -> dict[str, Any]:
 
     Example:
         >>> from waygraph.store import StoredRecord
-        >>> rec = StoredRecord(key="run_1", kind="run", version=1, session="s",
+        >>> rec = StoredRecord(key="run_1", kind="guided", version=1, session="s",
         ...     status="aborted", plan="p", data={"current_node": "fix"}, updated_at=1.5)
         >>> row = session_row(rec, None)
         >>> row["run"], row["status"], row["current"], row["updated_at"]
@@ -118,7 +118,7 @@ def session_rows(
             group = (record.session, record.kind)
             # A session's run is the one it points to: an earlier run, or one
             # it forgot in a reset, is listed by --all only.
-            if group in seen or (record.kind == "run" and record.key != current):
+            if group in seen or (record.kind == "guided" and record.key != current):
                 continue
             seen.add(group)
         row = session_row(record, current)
@@ -149,7 +149,7 @@ def sessions_list(
     if as_json:
         print_json({"sessions": rows, "session_plans": plans})
         return
-    kinds = any(r["kind"] != "run" for r in rows)
+    kinds = any(r["kind"] != "guided" for r in rows)
     head = ["session", *(["run"] if every else []), *(["kind"] if kinds else [])]
     table = Table(
         *head,
@@ -216,7 +216,7 @@ def _record(nav: Navigator, session_id: str, run_id: str | None) -> StoredRecord
         record = store.get(key) if key else None
         if record is not None:
             return record
-        if records and all(r.kind != "run" for r in records):
+        if records and all(r.kind != "guided" for r in records):
             return records[0]
         problem = f"No current run for session {session_id!r} in {store.url}"
     else:
@@ -274,7 +274,7 @@ def sessions_show(
     record = _record(nav, session_id, run_id)
     if as_json:
         print_json(record.data)
-    elif record.kind == "run":
+    elif record.kind == "guided":
         _show_run(nav, record)
     else:
         row = session_row(record, None)

@@ -340,6 +340,9 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
     completed = len(steps_completed) if order else len(run.completed)
     current_step = total if run.status == "completed" else completed
     record.update(
+        # The one run-record schema (waygraph.model.record): kind and plan id.
+        kind="guided",
+        plan=run.plan_id,
         visited={k: _thawed_node(v) for k, v in run.visited.items()},
         path=list(run.path),
         total_nodes=total,

@@ -66,6 +66,8 @@ class PlanRecords(_Model):
         correlation_id: str | None
         correlation_ids: list[str]
         depends_on: list[str]
+        current_state: str
+        path: list[str]
         outbox: list[dict[str, Any]]
         updated_at: float
         _context: PlannerContext | None
@@ -217,9 +219,17 @@ class PlanRecords(_Model):
         limit: int | None = None,
     ) -> list[Self]:
         """Stored plans by session, status and owning planner, most recently updated first."""
+        # The planner is in the data, not a column (``plan`` is the plan id);
+        # asked for one planner's plans, the store lists them all and they are picked here.
         records = await context.call(
-            context.store.list, kind=KIND, session=session, status=status, plan=planner, limit=limit
+            context.store.list,
+            kind=KIND,
+            session=session,
+            status=status,
+            limit=limit if planner is None else None,
         )
+        if planner is not None:
+            records = [r for r in records if r.data.get("planner") == planner][:limit]
         return [cls._from_record(r, context) for r in records]
 
     async def children(self) -> list[Self]:
@@ -255,9 +265,25 @@ class PlanRecords(_Model):
             ids.append(OUTBOX_PENDING)
         return ids
 
+    def _visited(self) -> dict[str, dict[str, str]]:
+        """Each state entered and how it came out, as every run record says it."""
+        ended = {"completed": "success", "failed": "fail"}.get(self.status)
+        visited = {state: {"outcome": "success"} for state in self.path}
+        if self.path:
+            visited[self.current_state] = {"outcome": ended or "pending"}
+        return visited
+
     async def _commit(self, expected: int, events: list[dict[str, Any]]) -> None:
         self.updated_at = time.time()
         record = self.model_dump(mode="json")
+        # The one run-record schema (waygraph.model.record); a state is a node.
+        record.update(
+            kind=KIND,
+            plan=self.plan_id,
+            current_node=self.current_state,
+            path=self.path,
+            visited=self._visited(),
+        )
         context = self.context
         self._version = await context.call(
             context.store.commit,
@@ -268,7 +294,7 @@ class PlanRecords(_Model):
             kind=KIND,
             session=self.session_id,
             status=self.status,
-            plan=self.planner,
+            plan=self.plan_id,
             correlation_ids=self._index(),
         )
 

@@ -30,7 +30,7 @@ __all__ = ["KIND", "PlannerContext", "current_planner_context", "plan_id_for"]
 log = logging.getLogger("waygraph.events")
 
 #: The store ``kind`` of plan context records.
-KIND = "plan_context"
+KIND = "event"
 PLAN_NAMESPACE = uuid.UUID("5b0f4f3e-8a0c-4d5e-9d35-0c1c2a3b4d5e")
 
 
@@ -80,7 +80,11 @@ class PlannerContext:
         scans every record (measured: 3.3 ms instead of 17 us at 3,000 plans).
         """
         records = await self.call(self.store.list, correlation_id=correlation_id)
-        return [r for r in records if r.kind == KIND and (planner is None or r.plan == planner)]
+        return [
+            r
+            for r in records
+            if r.kind == KIND and (planner is None or r.data.get("planner") == planner)
+        ]
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a store method without blocking the event loop (in-memory stores run inline)."""

@@ -94,6 +94,7 @@ class PlanContext(PlanRecords, BaseModel):
     status: PlanStatus = "running"
     state_machine: dict[str, StateConfig]
     current_state: str
+    path: list[str] = Field(default_factory=list)
     started: bool = False
     results: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
@@ -295,6 +296,7 @@ class PlanContext(PlanRecords, BaseModel):
     ) -> None:
         state = self.machine.follow_defaults(state)
         self.current_state = state
+        self.path.append(state)
         self.awaiting = None
         change.events.append({"type": "state_entered", "state": state})
         config = self.machine[state]

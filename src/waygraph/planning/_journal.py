@@ -2,7 +2,7 @@
 
 A run is one record of kind ``dag`` and its events. The record is small and
 says where the run is (``status``, ``current_node``: the steps running,
-``visited``: each step's status, ``path``: the steps in the order they
+``visited``: each step's outcome and status, ``path``: the steps in the order they
 finished); the events carry what a resume needs:
 
 - ``plan_started`` / ``run_checkpoint``: the whole run state (plans, results,
@@ -56,6 +56,8 @@ log = logging.getLogger("waygraph.planning")
 
 #: The store kind of a generated plan's run.
 KIND = "dag"
+# A node's status -> its outcome in the record (the guided runs' words).
+_OUTCOME: dict[str, str] = {StepStatus.COMPLETED: "success", StepStatus.FAILED: "fail"}
 #: Seconds the writer waits for more steps to finish before a commit: a crash
 #: loses at most this much more work, and a burst of quick steps costs one commit.
 LINGER = 0.002
@@ -364,9 +366,12 @@ class Journal:
     def _record(self) -> dict[str, Any]:
         run = self._run
         assert run is not None
-        # StepStatus is a str: a plain copy encodes as the status text, at C speed
-        # (this runs once per commit, over every step).
-        visited = dict(run.status)
+        # The one run-record schema: each node's outcome, as guided runs say it,
+        # beside its status (this runs once per commit, over every step).
+        outcome = _OUTCOME.get
+        visited = {
+            sid: {"outcome": outcome(s, "pending"), "status": s} for sid, s in run.status.items()
+        }
         return {
             "kind": KIND,
             "run_id": self.run_id,
@@ -378,7 +383,7 @@ class Journal:
             "visited": visited,
             "path": list(self._path),
             "total_nodes": len(visited),
-            "completed_nodes": list(visited.values()).count(StepStatus.COMPLETED),
+            "completed_nodes": list(run.status.values()).count(StepStatus.COMPLETED),
             "revisions": run.applied_revisions + run.sub_revisions,
             **self._final,
         }
@@ -470,7 +475,6 @@ def dag_view(store: Store, record: StoredRecord) -> tuple[model.Plan | None, dic
         plan = to_graph_plan(Plan.model_validate(plan_data), str(data.get("plan") or record.key))
     except (WaygraphError, ValueError, TypeError):
         return None, data
-    outcome = {"completed": "success", "failed": "fail"}
     visited = data.get("visited") or {}
     status = str(data.get("status") or "running")
     path = [plan.graph.start, *(data.get("path") or ())]
@@ -481,6 +485,6 @@ def dag_view(store: Store, record: StoredRecord) -> tuple[model.Plan | None, dic
         "status": status,
         "current_node": list(data.get("current_node") or ()),
         "path": path,
-        "visited": {sid: {"outcome": outcome.get(str(s), "pending")} for sid, s in visited.items()},
+        "visited": visited,
     }
     return plan, state

@@ -87,7 +87,7 @@ def session_row(row: Mapping[str, Any]) -> str:
         name = f'<a href="/sessions/{e(_quote(session))}">{e(session)}</a>'
     else:
         name = f'<span class=muted title="a record with no session">{e(row["key"])}</span>'
-    kind = "" if row["kind"] == "run" else f" <span class=tag>{e(row['kind'])}</span>"
+    kind = "" if row["kind"] == "guided" else f" <span class=tag>{e(row['kind'])}</span>"
     plan = row.get("plan")
     plan_cell = f'<a href="/plans/{e(_quote(plan))}">{e(plan)}</a>' if plan else "—"
     attempts = row.get("attempts")
@@ -312,7 +312,7 @@ def session_page(
     kind = detail.get("kind")
     facts = (
         _event_plan_facts(detail)
-        if kind == "plan_context"
+        if kind == "event"
         else _dag_facts(detail)
         if kind == "dag"
         else _run_facts(detail)

@@ -151,7 +151,7 @@ class SessionSummary(BaseModel):
     """One row of the sessions table: a session's latest record of one kind.
 
     ``kind`` is ``run`` for guided runs; planning and event-driven runs
-    written to the same store show with their own kinds (``plan_context``).
+    written to the same store show with their own kinds (``dag``, ``event``).
     """
 
     session_id: str | None

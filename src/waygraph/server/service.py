@@ -49,7 +49,7 @@ def summary(record: StoredRecord) -> dict[str, Any]:
     The same row ``waygraph sessions list`` prints (:func:`waygraph.describe.record_row`).
 
     Example:
-        >>> rec = StoredRecord(key="run_1", kind="run", version=1, session="s", status="running",
+        >>> rec = StoredRecord(key="run_1", kind="guided", version=1, session="s", status="running",
         ...     plan="p", data={"current_node": "fix", "attempts": 2, "turn": 4})
         >>> summary(rec)["current_node"], summary(rec)["attempts"]
         ('fix', 2)
@@ -107,7 +107,7 @@ class Service:
                 return plans_from_data(record.data)[1][0]
             except (WaygraphError, IndexError, TypeError, ValueError):
                 pass
-        for record in self.store.list(kind="run", plan=plan_id, limit=1):
+        for record in self.store.list(kind="guided", plan=plan_id, limit=1):
             found = self.plan_of_run(record.data)
             if found is not None:
                 return found
@@ -202,14 +202,14 @@ class Service:
                 return current, records
         if not records:
             raise ApiError(404, "session_not_found", f"no session {session_id!r} in the store")
-        runs = [r for r in records if r.kind == "run"]
+        runs = [r for r in records if r.kind == "guided"]
         return (runs or records)[0], records
 
     def session(self, session_id: str) -> dict[str, Any]:
         """A session's latest record, its guidance now and all its records."""
         record, records = self._latest(session_id)
         context = None
-        if record.kind == "run":
+        if record.kind == "guided":
             try:
                 context = self.navigator.context(session_id)
             except WaygraphError:
@@ -299,7 +299,7 @@ class Service:
             record, _ = self._latest(session_id)
             state = record.data
             plan = None
-            if record.kind == "run":
+            if record.kind == "guided":
                 plan = self.plan_of_run(state)
             elif record.kind == EVENT_PLAN_KIND:
                 plan, state = self._event_plan(record)

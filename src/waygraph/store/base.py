@@ -30,6 +30,7 @@ from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from waygraph.errors import Conflict
+from waygraph.model.record import LEGACY_KINDS, RunKind, kind_names, migrate
 from waygraph.store.rows import RowPage, check_rows, rows_by_listing
 
 __all__ = [
@@ -44,8 +45,10 @@ __all__ = [
     "conflict",
     "decode",
     "encode",
+    "kind_matches",
     "normalise_commit",
     "paging",
+    "read_record",
     "redact_url",
     "sql_filters",
 ]
@@ -59,7 +62,7 @@ class StoredRecord:
     store. ``updated_at`` is the store's clock (epoch seconds) at the commit.
 
     Example:
-        >>> rec = StoredRecord(key="run_1", kind="run", data={"n": 1}, version=1)
+        >>> rec = StoredRecord(key="run_1", kind="guided", data={"n": 1}, version=1)
         >>> rec.correlation_ids
         ()
     """
@@ -95,14 +98,14 @@ class Write:
 
     Example:
         >>> Write("run_2", {"status": "running"}, 0, [{"type": "plan_activated"}]).kind
-        'run'
+        'guided'
     """
 
     key: str
     record: Mapping[str, Any]
     expected_version: int
     events: Sequence[Mapping[str, Any]] = ()
-    kind: str = "run"
+    kind: str = "guided"
     session: str | None = None
     status: str | None = None
     plan: str | None = None
@@ -144,7 +147,7 @@ class Store(ABC):
         expected_version: int,
         new_events: Sequence[dict[str, Any]],
         *,
-        kind: str = "run",
+        kind: str = "guided",
         session: str | None = None,
         status: str | None = None,
         plan: str | None = None,
@@ -464,6 +467,54 @@ def conflict(url: str, key: str, expected: int, actual: int | None) -> Conflict:
     )
 
 
+#: Stored kinds whose data :func:`read_record` migrates (the others are current).
+_MIGRATED = frozenset({*LEGACY_KINDS, *(k.value for k in RunKind)})
+
+
+def read_record(
+    key: str,
+    kind: str,
+    data: dict[str, Any],
+    version: int,
+    session: str | None,
+    status: str | None,
+    plan: str | None,
+    correlation_ids: tuple[str, ...],
+    updated_at: float,
+) -> StoredRecord:
+    """The :class:`StoredRecord` of a stored row, in the current record schema.
+
+    Every backend builds its records here, so a record written before the one
+    run-record schema (:mod:`waygraph.model.record`) reads as a current one:
+    its kind renamed, its data completed, an event run's ``plan`` column its
+    plan id instead of its planner's name.
+
+    Example:
+        >>> old = {"plan_id": "p1", "planner": "a", "current_state": "start"}
+        >>> rec = read_record("p1", "plan_context", old, 1, None, "running", "a", (), 0.0)
+        >>> rec.kind, rec.plan, rec.data["planner"]
+        ('event', 'p1', 'a')
+    """
+    if kind in _MIGRATED:
+        stored_kind = kind
+        kind, data = migrate(kind, data)
+        if stored_kind == "plan_context":
+            plan = data.get("plan", plan)
+    return StoredRecord(
+        key, kind, data, version, session, status, plan, correlation_ids, updated_at
+    )
+
+
+def kind_matches(wanted: str | None, kind: str) -> bool:
+    """Whether a stored ``kind`` passes a ``kind=wanted`` filter (old names included).
+
+    Example:
+        >>> kind_matches("guided", "run"), kind_matches("dag", "run"), kind_matches(None, "x")
+        (True, False, True)
+    """
+    return wanted is None or kind in kind_names(wanted)
+
+
 def sql_filters(
     placeholder: str,
     *,
@@ -478,13 +529,21 @@ def sql_filters(
     For the SQL backends; ``placeholder`` is the driver's parameter mark.
 
     Example:
-        >>> sql_filters("?", kind="run", session=None, status="running", plan=None,
+        >>> sql_filters("?", kind="dag", session=None, status="running", plan=None,
         ...             correlation_id=None)
-        (' WHERE kind = ? AND status = ?', ['run', 'running'])
+        (' WHERE kind = ? AND status = ?', ['dag', 'running'])
     """
     where: list[str] = []
     params: list[Any] = []
-    for column, value in (("kind", kind), ("session", session), ("status", status), ("plan", plan)):
+    if kind is not None:
+        names = kind_names(kind)
+        where.append(
+            f"kind IN ({', '.join(placeholder for _ in names)})"
+            if len(names) > 1
+            else f"kind = {placeholder}"
+        )
+        params.extend(names)
+    for column, value in (("session", session), ("status", status), ("plan", plan)):
         if value is not None:
             where.append(f"{column} = {placeholder}")
             params.append(value)

@@ -71,7 +71,9 @@ from waygraph.store.base import (
     conflict,
     decode,
     encode,
+    kind_matches,
     paging,
+    read_record,
 )
 
 __all__ = ["FileStore", "file_name"]
@@ -152,16 +154,16 @@ def _parse_journal(journal: Any) -> tuple[list[tuple[str, str]], list[tuple[str,
 
 
 def _to_record(doc: dict[str, Any]) -> StoredRecord:
-    return StoredRecord(
-        key=doc["key"],
-        kind=doc["kind"],
-        data=doc["data"],
-        version=doc["version"],
-        session=doc.get("session"),
-        status=doc.get("status"),
-        plan=doc.get("plan"),
-        correlation_ids=tuple(doc["correlation_ids"]),
-        updated_at=float(doc["updated_at"]),
+    return read_record(
+        doc["key"],
+        doc["kind"],
+        doc["data"],
+        doc["version"],
+        doc.get("session"),
+        doc.get("status"),
+        doc.get("plan"),
+        tuple(doc["correlation_ids"]),
+        float(doc["updated_at"]),
     )
 
 
@@ -509,7 +511,7 @@ class FileStore(Store):
             docs = [
                 doc
                 for doc in self._all_docs()
-                if (kind is None or doc["kind"] == kind)
+                if kind_matches(kind, doc["kind"])
                 and (session is None or doc.get("session") == session)
                 and (status is None or doc.get("status") == status)
                 and (plan is None or doc.get("plan") == plan)

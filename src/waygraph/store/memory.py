@@ -32,7 +32,9 @@ from waygraph.store.base import (
     StoredRecord,
     conflict,
     decode,
+    kind_matches,
     paging,
+    read_record,
 )
 
 __all__ = ["MemoryStore"]
@@ -52,16 +54,16 @@ class _Row:
     updated_at: float
 
     def to_record(self, key: str) -> StoredRecord:
-        return StoredRecord(
-            key=key,
-            kind=self.kind,
-            data=decode(self.data),
-            version=self.version,
-            session=self.session,
-            status=self.status,
-            plan=self.plan,
-            correlation_ids=self.correlation_ids,
-            updated_at=self.updated_at,
+        return read_record(
+            key,
+            self.kind,
+            decode(self.data),
+            self.version,
+            self.session,
+            self.status,
+            self.plan,
+            self.correlation_ids,
+            self.updated_at,
         )
 
 
@@ -146,7 +148,7 @@ class MemoryStore(Store):
             rows = [
                 (key, row)
                 for key, row in self._rows.items()
-                if (kind is None or row.kind == kind)
+                if kind_matches(kind, row.kind)
                 and (session is None or row.session == session)
                 and (status is None or row.status == status)
                 and (plan is None or row.plan == plan)

@@ -49,6 +49,7 @@ from waygraph.store.base import (
     commit_writes,
     conflict,
     paging,
+    read_record,
     redact_url,
     sql_filters,
 )
@@ -56,7 +57,15 @@ from waygraph.store.rows import RowPage, check_rows, rows_sql
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+#: Schema 2 renamed the run kinds (waygraph.model.record): tables of schema 1
+#: get the new names, and event runs their plan id in ``plan``, on open;
+#: their data is migrated as it is read.
+_RENAME_KINDS = (
+    "UPDATE records SET kind = 'guided' WHERE kind = 'run'",
+    "UPDATE records SET kind = 'event', plan = data->>'plan_id' WHERE kind = 'plan_context'",
+)
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -167,16 +176,16 @@ def _notice(key: str, session: str | None) -> str:
 
 def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
     key, kind, data, version, session, status, plan, correlation_ids, updated_at = row
-    return StoredRecord(
-        key=key,
-        kind=kind,
-        data=data,
-        version=int(version),
-        session=session,
-        status=status,
-        plan=plan,
-        correlation_ids=tuple(correlation_ids),
-        updated_at=float(updated_at),
+    return read_record(
+        key,
+        kind,
+        data,
+        int(version),
+        session,
+        status,
+        plan,
+        tuple(correlation_ids),
+        float(updated_at),
     )
 
 
@@ -257,6 +266,9 @@ class PostgresStore(Store):
                 )
             for statement in _TABLES:
                 conn.execute(statement)
+            if found is not None and found < 2:
+                for statement in _RENAME_KINDS:
+                    conn.execute(statement)
             conn.execute(
                 "INSERT INTO meta (name, value) VALUES ('schema_version', %s) "
                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value",

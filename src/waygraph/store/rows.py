@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from waygraph.model.record import kind_names
+
 if TYPE_CHECKING:
     from waygraph.store.base import Store, StoredRecord
 
@@ -152,10 +154,13 @@ def rows_sql(
     if exclude_kinds:
         where.append(f"r.kind NOT IN ({', '.join(mark for _ in exclude_kinds)})")
         params.extend(exclude_kinds)
-    for column, value in (("kind", kind), ("plan", plan)):
-        if value is not None:
-            where.append(f"r.{column} = {mark}")
-            params.append(value)
+    if kind is not None:
+        names = kind_names(kind)
+        where.append(f"r.kind IN ({', '.join(mark for _ in names)})")
+        params.extend(names)
+    if plan is not None:
+        where.append(f"r.plan = {mark}")
+        params.append(plan)
     if search:
         where.append(
             "("

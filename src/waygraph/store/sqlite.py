@@ -45,6 +45,7 @@ from waygraph.store.base import (
     decode,
     encode,
     paging,
+    read_record,
     sql_filters,
 )
 from waygraph.store.rows import RowPage, check_rows, rows_sql
@@ -53,7 +54,16 @@ __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 #: Bumped whenever the tables change; ``meta.schema_version`` records it so a
 #: later waygraph can migrate old files and an old one refuses newer files.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+#: Schema 2 renamed the run kinds (waygraph.model.record): records of
+#: schema 1 get the new names, and event runs their plan id in ``plan``, when
+#: the file is opened; their data is migrated as it is read.
+_RENAME_KINDS = (
+    "UPDATE records SET kind = 'guided' WHERE kind = 'run'",
+    "UPDATE records SET kind = 'event', plan = json_extract(data, '$.plan_id')"
+    " WHERE kind = 'plan_context'",
+)
 
 SYNCHRONOUS_MODES = ("normal", "full")
 
@@ -120,16 +130,16 @@ _UPDATE = (
 
 def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
     key, kind, data, version, session, status, plan, correlation_ids, updated_at = row
-    return StoredRecord(
-        key=key,
-        kind=kind,
-        data=decode(data),
-        version=version,
-        session=session,
-        status=status,
-        plan=plan,
-        correlation_ids=tuple(decode(correlation_ids)) if correlation_ids != "[]" else (),
-        updated_at=updated_at,
+    return read_record(
+        key,
+        kind,
+        decode(data),
+        version,
+        session,
+        status,
+        plan,
+        tuple(decode(correlation_ids)) if correlation_ids != "[]" else (),
+        updated_at,
     )
 
 
@@ -230,6 +240,9 @@ class SQLiteStore(Store):
                 )
             for statement in _SCHEMA:
                 conn.execute(statement)
+            if found is not None and found < 2:
+                for statement in _RENAME_KINDS:
+                    conn.execute(statement)
             conn.execute(
                 "INSERT INTO meta (name, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value",

@@ -79,7 +79,7 @@ function sessionRow(row) {
     ? el("a", { href: `/sessions/${encodeURIComponent(row.session_id)}`, text: row.session_id })
     : el("span", { class: "muted", text: row.key });
   const first = el("td", {}, name);
-  if (row.kind !== "run") first.append(" ", el("span", { class: "tag", text: row.kind }));
+  if (row.kind !== "guided") first.append(" ", el("span", { class: "tag", text: row.kind }));
   const plan = row.plan ? el("a", { href: `/plans/${encodeURIComponent(row.plan)}`, text: row.plan }) : "—";
   const dash = (value) => (value === null || value === undefined ? "—" : String(value));
   const when = el("td", { title: new Date(row.updated_at * 1000).toLocaleString(), "data-ts": row.updated_at, text: ago(row.updated_at) });
