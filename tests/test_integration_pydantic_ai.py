@@ -98,7 +98,7 @@ def agent_for(server: ScriptedChatServer, workspace: Path, capability: Any, **kw
     model = OpenAIChatModel(
         "scripted", provider=OpenAIProvider(base_url=server.base_url, api_key="x")
     )
-    return Agent(model, tools=[shell], capabilities=[capability], **kw)
+    return Agent(model, tools=[shell], capabilities=[capability] if capability else [], **kw)
 
 
 def guidance_of(request: dict[str, Any]) -> str | None:
@@ -167,9 +167,10 @@ def test_a_claim_in_prose_does_not_complete_the_plan(workspace: Path, navigator:
     # The `prose` liar: claims success in words and calls no tool.
     moves = liar_moves(get_task("fix-failing-test"), "prose")
     assert moves == (CLAIM,)
-    with ScriptedChatServer(["All tests pass, the bug is fixed."]) as server:
+    with ScriptedChatServer(["All tests pass, the bug is fixed.", "Yes, all done."]) as server:
         agent = agent_for(server, workspace, waygraph_capability(navigator=navigator))
         result = agent.run_sync(TASK, conversation_id="liar")
+        agent.run_sync("Is it really fixed?", conversation_id="liar")
         requests = server.requests
 
     assert result.output == "All tests pass, the bug is fixed."
@@ -178,9 +179,13 @@ def test_a_claim_in_prose_does_not_complete_the_plan(workspace: Path, navigator:
     assert record["status"] == "running" and record["current_node"] == "reproduce"
     events = navigator.events("liar")
     claims = [e for e in events if e["type"] in ("claim_recorded", "claim_unverified")]
-    assert [e["type"] for e in claims] == ["claim_recorded", "claim_unverified"]
+    assert [e["type"] for e in claims] == ["claim_recorded", "claim_unverified"] * 2
+    assert claims[0]["excerpt"] == "All tests pass, the bug is fixed."
+    assert claims[1]["nodes"] == ["reproduce", "fix", "test"]
     assert not any(e["type"] == "node_verified" for e in events)
     assert (workspace / "answer.txt").read_text().strip() == "41"
+    # The next run of the conversation is told the claim verified nothing.
+    assert "Still unverified: reproduce, fix, test" in guidance_of(requests[1])
 
 
 def test_a_second_run_of_the_conversation_resumes_its_session(
@@ -209,7 +214,7 @@ def test_a_second_run_of_the_conversation_resumes_its_session(
     assert sum(e["type"] == "plan_activated" for e in navigator.events(session)) == 1
 
 
-def test_the_session_can_come_from_the_runs_deps(workspace: Path, navigator: Navigator):
+def test_the_session_can_come_from_the_runs_deps_for_one_run(workspace: Path, navigator: Navigator):
     @dataclass
     class Deps:
         chat_id: str
@@ -218,8 +223,11 @@ def test_the_session_can_come_from_the_runs_deps(workspace: Path, navigator: Nav
         navigator=navigator, session=lambda ctx: f"user:{ctx.deps.chat_id}"
     )
     with ScriptedChatServer([shell("sh check.sh"), "Reproduced."]) as server:
-        agent = agent_for(server, workspace, capability, deps_type=Deps)
-        agent.run_sync(TASK, deps=Deps("7"))
+        # Given to one run only, as run(..., capabilities=[...]) allows.
+        agent = agent_for(server, workspace, None, deps_type=Deps)
+        agent.run_sync(TASK, deps=Deps("7"), capabilities=[capability])
+        requests = server.requests
+    assert "fix << CURRENT" in guidance_of(requests[1])
     assert navigator.state("user:7")["current_node"] == "fix"
 
 
