@@ -338,6 +338,47 @@ def test_an_async_run_is_reported_too(lg: LangGraphHooks, workspace: Path):
     assert "fix << CURRENT" in guidance_of(requests[1])
 
 
+def test_guidance_can_go_into_the_leading_system_message(library: Path, workspace: Path):
+    lg = LangGraphHooks(library=library, store="memory://", guidance_at="start")
+    with ScriptedChatServer([shell("sh check.sh"), "It fails."]) as server:
+        react_agent(lg, server, workspace).invoke({"messages": [("user", TASK)]}, thread("s"))
+        requests = server.requests
+    for request, step in zip(requests, ("reproduce", "fix"), strict=True):
+        roles = [m["role"] for m in request["messages"]]
+        assert roles.count("system") == 1 and roles[0] == "system"
+        first = request["messages"][0]["content"]
+        assert first.startswith("You fix projects with the shell tool.\n\n[WORKFLOW:")
+        assert f"{step} << CURRENT" in first
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_wrapper_of_yours_runs_inside_and_waygraph_sees_its_result(
+    lg: LangGraphHooks, workspace: Path, run: str
+):
+    seen: list[str] = []
+
+    def mine(request: Any, execute: Any) -> Any:
+        seen.append(request.tool_call["id"])
+        result = execute(request)
+        result.content = f"{result.content}[checked]"
+        return result
+
+    with ScriptedChatServer([shell("sh check.sh", "c-7"), "It fails."]) as server:
+        agent = create_react_agent(
+            chat(server),
+            lg.tool_node([shell_tool(workspace)], wrap_tool_call=mine),
+            prompt=lg.prompt(),
+        )
+        request = {"messages": [("user", TASK)]}
+        if run == "sync":
+            agent.invoke(request, thread(run))
+        else:
+            asyncio.run(agent.ainvoke(request, thread(run)))
+    assert seen == ["c-7"]
+    [(node, passed, output)] = verdicts(lg, run)
+    assert (node, passed) == ("reproduce", True) and output.endswith("[checked]")
+
+
 def test_an_old_langgraph_is_refused_at_setup(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(_framework.metadata, "version", lambda package: "0.6.4")
     with pytest.raises(IntegrationVersionError) as caught:

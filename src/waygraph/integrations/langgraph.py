@@ -42,7 +42,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from waygraph.errors import IntegrationVersionError, WaygraphError
 from waygraph.hooks import Hooks
@@ -115,7 +115,10 @@ class LangGraphHooks:
     conversation when a run's config has no ``thread_id``. ``exit_code_of``
     reads a tool's exit code from its ``ToolMessage`` (default: the
     ``artifact`` when it is an int or has an ``exit_code`` key; 1 for a
-    message whose status is ``"error"``; else unknown). Nothing raises into
+    message whose status is ``"error"``; else unknown). ``guidance_at``:
+    ``"end"`` adds the guidance as the last system message (the model reads
+    it last); ``"start"`` puts it into the leading system message instead,
+    for providers that take system text only first. Nothing raises into
     the agent unless ``strict``; a langgraph without the hook points raises
     :class:`~waygraph.errors.IntegrationVersionError` here.
 
@@ -135,8 +138,12 @@ class LangGraphHooks:
         session_id: str = "langgraph",
         strict: bool = False,
         exit_code_of: Callable[[ToolMessage], int | None] | None = None,
+        guidance_at: Literal["end", "start"] = "end",
     ) -> None:
         check_langgraph()
+        if guidance_at not in ("end", "start"):
+            raise ValueError(f"guidance_at must be 'end' or 'start', not {guidance_at!r}")
+        self.guidance_at = guidance_at
         self.session_id = session_id
         self.strict = strict
         self.exit_code_of = exit_code_of or default_exit_code
@@ -223,7 +230,12 @@ class LangGraphHooks:
 
             return await self.awrap_tool_call(request, through)
 
-        return ToolNode(tools, wrap_tool_call=wrap, awrap_tool_call=awrap, **kwargs)
+        # A sync wrapper of yours alone also serves async runs (ToolNode's own
+        # fallback), so then ours must not add an async path that skips it.
+        both = ainner is not None or inner is None
+        return ToolNode(
+            tools, wrap_tool_call=wrap, awrap_tool_call=awrap if both else None, **kwargs
+        )
 
     def wrap_tool_call(
         self,
@@ -290,7 +302,7 @@ class LangGraphHooks:
     # ------------------------------------------------------------ the model
 
     def add_guidance(self, messages: Sequence[BaseMessage], config: RunnableConfig) -> list[Any]:
-        """``messages`` with the waygraph guidance added as the last system message.
+        """``messages`` with the waygraph guidance added (a system message, see ``guidance_at``).
 
         Call it on the model's input in your model node, before every model
         call. New user input at the end of ``messages`` (the human messages
@@ -314,10 +326,15 @@ class LangGraphHooks:
                 raise
             log.warning("waygraph: no guidance for session %r: %s", hooks.session_id, exc)
             guidance = None
-        if guidance:
-            # Per call, never in the graph's state: the thread keeps only the conversation.
-            messages.append(SystemMessage(content=guidance))
-        return messages
+        if not guidance:
+            return messages
+        # Per call, never in the graph's state: the thread keeps only the conversation.
+        if self.guidance_at == "end":
+            return [*messages, SystemMessage(content=guidance)]
+        if messages and isinstance(messages[0], SystemMessage):
+            first = _text(messages[0].content)
+            return [SystemMessage(content=f"{first}\n\n{guidance}"), *messages[1:]]
+        return [SystemMessage(content=guidance), *messages]
 
     def prompt(
         self, system_prompt: str | SystemMessage | None = None
