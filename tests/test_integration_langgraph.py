@@ -24,7 +24,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent, tools_condition
 
-from waygraph.errors import IntegrationVersionError
+from waygraph.errors import IntegrationVersionError, StoreError
 from waygraph.eval.liars import liar_moves
 from waygraph.eval.loop import run_shell
 from waygraph.eval.suite import get_task
@@ -415,6 +415,24 @@ def test_a_library_that_does_not_load_leaves_the_agent_unguided(tmp_path: Path, 
         requests = server.requests
     assert out["messages"][-1].content == "It fails."
     assert all(guidance_of(r) is None for r in requests)
+
+
+def test_a_failing_store_never_raises_into_the_agent(
+    lg: LangGraphHooks,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+):
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError("disk I/O error")
+
+    with ScriptedChatServer([shell("sh check.sh"), "It fails."]) as server:
+        agent = react_agent(lg, server, workspace)
+        monkeypatch.setattr(lg.navigator.store, "commit_all", broken)
+        monkeypatch.setattr(lg.navigator.store, "current", broken)
+        out = agent.invoke({"messages": [("user", TASK)]}, thread("broken"))
+    assert out["messages"][-1].content == "It fails."
+    assert "disk I/O error" in caplog.text
 
 
 def test_the_example_runs_against_the_scripted_server(

@@ -207,9 +207,12 @@ class LangGraphHooks:
         so waygraph sees what your wrapper returns.
 
         Example:
-            >>> lg = LangGraphHooks(store="memory://")
-            >>> lg.tool_node([len]).name
-            'tools'
+            >>> def add(a: int, b: int) -> int:
+            ...     "Add two numbers."
+            ...     return a + b
+            >>> node = LangGraphHooks(store="memory://").tool_node([add])
+            >>> node.name, list(node.tools_by_name)
+            ('tools', ['add'])
         """
         from langgraph.prebuilt import ToolNode
 
