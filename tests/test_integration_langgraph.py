@@ -24,7 +24,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent, tools_condition
 
-from waygraph.errors import IntegrationVersionError, StoreError
+from waygraph.errors import IntegrationVersionError, MissingExtra, StoreError
 from waygraph.eval.liars import liar_moves
 from waygraph.eval.loop import run_shell
 from waygraph.eval.suite import get_task
@@ -403,6 +403,12 @@ def test_a_missing_hook_point_is_refused_at_setup(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(langgraph.prebuilt, "ToolNode", OldToolNode)
     with pytest.raises(IntegrationVersionError, match="ToolNode takes no wrap_tool_call"):
+        LangGraphHooks(store="memory://")
+
+
+def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "langgraph", None)
+    with pytest.raises(MissingExtra, match=r"pip install 'waygraph\[langgraph\]'"):
         LangGraphHooks(store="memory://")
 
 

@@ -42,8 +42,10 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from importlib import metadata
 from typing import TYPE_CHECKING, Any, Literal
 
+from waygraph._extras import require
 from waygraph.errors import IntegrationVersionError, WaygraphError
 from waygraph.hooks import Hooks
 from waygraph.integrations._framework import require_framework
@@ -93,11 +95,7 @@ def check_langgraph() -> None:
     require_framework(
         ADAPTER, "langgraph", "langgraph", minimum=MINIMUM, below=_BELOW, hooks=_HOOK_POINTS
     )
-    from langgraph.prebuilt import ToolNode
-
-    if "wrap_tool_call" not in inspect.signature(ToolNode).parameters:
-        from importlib import metadata
-
+    if "wrap_tool_call" not in inspect.signature(_module("langgraph.prebuilt").ToolNode).parameters:
         raise IntegrationVersionError(
             ADAPTER,
             "langgraph",
@@ -214,8 +212,6 @@ class LangGraphHooks:
             >>> node.name, list(node.tools_by_name)
             ('tools', ['add'])
         """
-        from langgraph.prebuilt import ToolNode
-
         inner = kwargs.pop("wrap_tool_call", None)
         ainner = kwargs.pop("awrap_tool_call", None)
 
@@ -236,7 +232,7 @@ class LangGraphHooks:
         # A sync wrapper of yours alone also serves async runs (ToolNode's own
         # fallback), so then ours must not add an async path that skips it.
         both = ainner is not None or inner is None
-        return ToolNode(
+        return _module("langgraph.prebuilt").ToolNode(  # type: ignore[no-any-return]
             tools, wrap_tool_call=wrap, awrap_tool_call=awrap if both else None, **kwargs
         )
 
@@ -252,11 +248,9 @@ class LangGraphHooks:
         raises is reported as a failed result (exit code 1), then the error
         goes on as it would have; interrupts are not results and pass through.
         """
-        from langgraph.errors import GraphBubbleUp
-
         try:
             result = execute(request)
-        except GraphBubbleUp:
+        except _module("langgraph.errors").GraphBubbleUp:
             raise
         except Exception as exc:
             self._report_error(request, exc)
@@ -270,11 +264,9 @@ class LangGraphHooks:
         execute: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """:meth:`wrap_tool_call` for an agent run with ``ainvoke``/``astream``."""
-        from langgraph.errors import GraphBubbleUp
-
         try:
             result = await execute(request)
-        except GraphBubbleUp:
+        except _module("langgraph.errors").GraphBubbleUp:
             raise
         except Exception as exc:
             self._report_error(request, exc)
@@ -289,15 +281,14 @@ class LangGraphHooks:
         a result reported twice (the call id is the same) counts once.
         Returns no state update.
         """
-        from langchain_core.messages import AIMessage, ToolMessage
-
+        kinds = _module("langchain_core.messages")
         messages = _messages_of(state)
         calls: dict[str, dict[str, Any]] = {}
         for message in reversed(messages):
-            if isinstance(message, AIMessage):
+            if isinstance(message, kinds.AIMessage):
                 calls = {str(c["id"]): dict(c) for c in message.tool_calls if c.get("id")}
                 break
-        for message in messages[len(messages) - _tail(messages, ToolMessage) :]:
+        for message in messages[len(messages) - _tail(messages, kinds.ToolMessage) :]:
             call = calls.get(message.tool_call_id, {})
             self._report(config, message, call.get("name") or message.name, call.get("args"))
         return {}
@@ -313,14 +304,13 @@ class LangGraphHooks:
         start the plan that matches. Without a guiding plan the messages come
         back unchanged (as a new list).
         """
-        from langchain_core.messages import HumanMessage, SystemMessage
-
+        kinds = _module("langchain_core.messages")
         messages = list(messages)
         hooks = self.hooks_for(config)
         if hooks is None:
             return messages
         try:
-            fresh = messages[len(messages) - _tail(messages, HumanMessage) :]
+            fresh = messages[len(messages) - _tail(messages, kinds.HumanMessage) :]
             if fresh:
                 self._hear(hooks, fresh)
             guidance = hooks.context_for_model()
@@ -333,11 +323,11 @@ class LangGraphHooks:
             return messages
         # Per call, never in the graph's state: the thread keeps only the conversation.
         if self.guidance_at == "end":
-            return [*messages, SystemMessage(content=guidance)]
-        if messages and isinstance(messages[0], SystemMessage):
+            return [*messages, kinds.SystemMessage(content=guidance)]
+        if messages and isinstance(messages[0], kinds.SystemMessage):
             first = _text(messages[0].content)
-            return [SystemMessage(content=f"{first}\n\n{guidance}"), *messages[1:]]
-        return [SystemMessage(content=guidance), *messages]
+            return [kinds.SystemMessage(content=f"{first}\n\n{guidance}"), *messages[1:]]
+        return [kinds.SystemMessage(content=guidance), *messages]
 
     def prompt(
         self, system_prompt: str | SystemMessage | None = None
@@ -350,9 +340,8 @@ class LangGraphHooks:
             >>> [m.content for m in prompt({"messages": []}, {})]
             ['Be brief.']
         """
-        from langchain_core.messages import SystemMessage
-
-        head = [] if system_prompt is None else [_system(system_prompt, SystemMessage)]
+        system = _module("langchain_core.messages").SystemMessage
+        head = [] if system_prompt is None else [_system(system_prompt, system)]
 
         # `config: RunnableConfig` exactly: LangGraph passes the run's config by that annotation.
         def prompt(state: Any, config: RunnableConfig) -> list[Any]:
@@ -406,11 +395,9 @@ class LangGraphHooks:
             hooks.on_user_message(text)
 
     def _report_result(self, request: ToolCallRequest, result: Any) -> None:
-        from langchain_core.messages import ToolMessage
-
         call = request.tool_call
         config = getattr(request.runtime, "config", None)
-        for message in _tool_messages(result, ToolMessage):
+        for message in _tool_messages(result, _module("langchain_core.messages").ToolMessage):
             if message.tool_call_id == call.get("id"):
                 self._report(config, message, call.get("name"), call.get("args"))
 
@@ -468,6 +455,11 @@ def default_exit_code(message: Any) -> int | None:
     if isinstance(artifact, int) and not isinstance(artifact, bool):
         return artifact
     return 1 if getattr(message, "status", None) == "error" else None
+
+
+def _module(name: str) -> Any:
+    """A module of the langgraph extra (imported through it, so a missing one says which)."""
+    return require("langgraph", name, purpose=ADAPTER)
 
 
 def _messages_of(state: Any) -> list[Any]:
