@@ -1,6 +1,6 @@
 """waygraph inside a LangGraph agent: tool results verified, guidance before every model call.
 
-One line each for the prebuilt agent (``langgraph.prebuilt.create_react_agent``)::
+With the prebuilt agent (``langgraph.prebuilt.create_react_agent``)::
 
     lg = LangGraphHooks(library="plans/", store="sqlite:///agent.db")
     agent = create_react_agent(model, lg.tool_node(tools), prompt=lg.prompt("You are ..."),
@@ -18,8 +18,9 @@ What each piece does, through LangGraph's own extension points:
   name, arguments and call id, and is checked against the current step;
 - :meth:`LangGraphHooks.prompt` (the agent's ``prompt``) and
   :meth:`LangGraphHooks.add_guidance` report new user input (which may start
-  the matching plan) and add the guidance as the last system message of the
-  model's input, so the model sees where it is after each tool result;
+  the matching plan) and add the guidance as a system message to the model's
+  input (the last one, by default), so the model sees where it is after each
+  tool result;
 - :meth:`LangGraphHooks.post_model_hook` and :meth:`LangGraphHooks.report_reply`
   record the model's text as a claim, never evidence: an answer while the plan
   is unfinished is ``claim_unverified`` and the plan does not move.
