@@ -26,6 +26,7 @@ from agents import Agent, Runner, RunResult, function_tool, set_tracing_disabled
 from agents.lifecycle import RunHooksBase  # noqa: E402
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel  # noqa: E402
 
+from waygraph.async_navigator import AsyncNavigator  # noqa: E402
 from waygraph.errors import IntegrationVersionError  # noqa: E402
 from waygraph.integrations.openai_agents import waygraph_hooks  # noqa: E402
 from waygraph.navigator import Navigator  # noqa: E402
@@ -322,6 +323,33 @@ def test_a_missing_hook_point_is_refused_at_setup(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delattr(RunHooksBase, "on_llm_start")
     with pytest.raises(IntegrationVersionError, match=r"RunHooksBase\.on_llm_start is gone"):
         waygraph_hooks(Navigator(store="memory://"), session="s")
+
+
+def test_an_async_navigator_serves_too():
+    navigator = AsyncNavigator(store="memory://")
+    assert waygraph_hooks(navigator, session="s").hooks.navigator is navigator.sync
+
+
+def test_without_the_sdk_the_extra_to_install_is_named():
+    # A fresh interpreter in which the SDK cannot be imported.
+    code = (
+        "import sys; sys.modules['agents'] = sys.modules['agents.lifecycle'] = None\n"
+        "from waygraph import Navigator\n"
+        "from waygraph.integrations.openai_agents import waygraph_hooks\n"
+        "waygraph_hooks(Navigator(store='memory://'), session='s')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "waygraph.errors.MissingExtra: waygraph.integrations.openai_agents needs the agents "
+        "package, which is not installed: pip install 'waygraph[openai-agents]'"
+    )
 
 
 def test_the_example_runs_from_the_command_line(library: Path, workspace: Path, tmp_path: Path):
