@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.test_traversals import kind_cases
 from waygraph.engine.dag import DagIndex, propagate_skips, ready
@@ -107,3 +109,25 @@ def test_dag_traversal(path: Path, driver: str) -> None:
 
 def test_there_are_dag_fixtures_for_both_drivers():
     assert len(_fixtures()) >= 12
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_the_executors_index_is_the_compiled_plans(data: st.DataObject) -> None:
+    # The executor indexes its steps' dependencies directly (compiling costs
+    # about 100 us a step, as much as scheduling it): the index must be the
+    # one DagIndex.of_plan reads from the plan to_graph_plan compiles.
+    n = data.draw(st.integers(min_value=1, max_value=12))
+    steps = []
+    for i in range(n):
+        deps = data.draw(st.lists(st.integers(0, i - 1), unique=True, max_size=3)) if i else []
+        steps.append({"id": f"s{i}", "action": "t", "dependencies": [f"s{d}" for d in deps]})
+    plan = Plan(goal="random", steps=steps)
+    direct = DagIndex.of_dependencies({s.id: s.dependencies for s in plan.steps})
+    compiled = DagIndex.of_plan(to_graph_plan(plan))
+    assert compiled.order == direct.order
+    assert dict(compiled.dependencies) == {k: tuple(v) for k, v in direct.dependencies.items()}
+    assert {k: tuple(sorted(v)) for k, v in compiled.dependents.items()} == {
+        k: tuple(sorted(v)) for k, v in direct.dependents.items()
+    }
+    assert dict(compiled.join) == dict(direct.join)

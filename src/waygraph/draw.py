@@ -62,7 +62,7 @@ __all__ = [
 #: so hitting this means something is wrong, not that the plan is big.
 GRAPHVIZ_TIMEOUT = 30.0
 
-NodeStatus = Literal["done", "failed", "current", "pending"]
+NodeLook = Literal["done", "failed", "current", "pending"]
 
 #: (opening, closing) brackets of each node type's Mermaid shape.
 MERMAID_SHAPES: dict[str, tuple[str, str]] = {
@@ -156,7 +156,7 @@ def predicate_label(verify: Verify | None) -> str:
     return f"{t} {value!r}" if value is not None else t
 
 
-def node_status(node: Node, state: Mapping[str, Any]) -> NodeStatus:
+def node_status(node: Node, state: Mapping[str, Any]) -> NodeLook:
     """How a run record sees ``node``: done, failed, current or pending.
 
     Task and decision nodes take their ``visited`` outcome; other nodes count

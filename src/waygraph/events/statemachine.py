@@ -474,30 +474,19 @@ def to_plan(machine: StateMachine, *, plan_id: str, name: str = "") -> Plan:
             status=("aborted" if key == "failed" else "completed") if config.is_terminal else None,
             meta=meta or None,
         )
-        for transition in config.transitions:
-            edges.append(
-                Edge.model_validate(
-                    {
-                        "from": key,
-                        "to": transition.to_state,
-                        "on_event": transition.on_event,
-                        "when": transition.predicate,
-                        "label": transition.on_event,
-                    }
-                )
+        # The same edges, in the same order, as the planner routes over.
+        edges.extend(
+            Edge.model_validate(
+                {
+                    "from": key,
+                    "to": r.to,
+                    "on_event": r.on_event,
+                    "when": r.when,
+                    "label": r.on_event,
+                }
             )
-        if config.default_next is not None:
-            on_event = config.action.expected_response if config.action else None
-            edges.append(
-                Edge.model_validate(
-                    {
-                        "from": key,
-                        "to": config.default_next,
-                        "on_event": on_event,
-                        "label": on_event,
-                    }
-                )
-            )
+            for r in _state_edges(config)
+        )
     return Plan(
         id=plan_id,
         name=name or plan_id,

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from waygraph.ids import id_problem
-from waygraph.model._status import FINISHED, NodeOutcome, RunStatus
+from waygraph.model._status import FINISHED, NodeOutcome, NodeStatus, RunStatus
 
 __all__ = [
     "BUILTIN_VERIFY_TYPES",
@@ -38,6 +38,7 @@ __all__ = [
     "Graph",
     "Node",
     "NodeOutcome",
+    "NodeStatus",
     "NodeType",
     "OnFail",
     "Plan",

@@ -2,8 +2,10 @@
 
 A guided run, a generated plan's run, an event-driven plan and a session plan
 each use a subset of :class:`RunStatus`; :data:`FINISHED` says which statuses a
-run never leaves, for all of them. A node's outcome in a run record is a
-:class:`NodeOutcome`. Both are string enums, so records keep plain strings.
+run never leaves, for all of them. Where a node is in a run is a
+:class:`NodeStatus`; how the evidence judged it so far, the ``outcome`` every
+run record keeps in ``visited``, a :class:`NodeOutcome`. All are string
+enums, so records keep plain strings.
 
 Example:
     >>> RunStatus.EXPIRED in FINISHED, RunStatus.PAUSED in FINISHED
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["FINISHED", "NodeOutcome", "RunStatus"]
+__all__ = ["FINISHED", "NodeOutcome", "NodeStatus", "RunStatus"]
 
 
 class RunStatus(StrEnum):
@@ -47,6 +49,24 @@ FINISHED: frozenset[str] = frozenset(
         RunStatus.ABORTED,
     }
 )
+
+
+class NodeStatus(StrEnum):
+    """Where a node of a run is (a generated plan's step is a node: ``StepStatus`` is this).
+
+    ``skipped``: deliberately not run (a dependency failed, or the
+    ``skip_and_continue`` strategy chose to skip it); ``blocked``: never run
+    because the run stopped first; ``revised``: replaced by a plan revision.
+    A record's ``visited[node]`` holds the node's :class:`NodeOutcome` beside it.
+    """
+
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    BLOCKED = "blocked"
+    REVISED = "revised"
 
 
 class NodeOutcome(StrEnum):

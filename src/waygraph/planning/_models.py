@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from waygraph.model._status import NodeStatus
+
 if TYPE_CHECKING:
     from waygraph import model as graph_model
 
@@ -60,21 +62,9 @@ class _Frozen(BaseModel):
 # ------------------------------------------------------------------ enums
 
 
-class StepStatus(StrEnum):
-    """Where a step is.
-
-    ``skipped``: deliberately not run (a dependency failed, or the
-    ``skip_and_continue`` strategy chose to skip it); ``blocked``: never run
-    because the run stopped first; ``revised``: replaced by a plan revision.
-    """
-
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-    BLOCKED = "blocked"
-    REVISED = "revised"
+#: Where a step is: the model's node status (a step is a node), under the
+#: Planning pattern's name, kept for its users.
+StepStatus = NodeStatus
 
 
 class ExecutionMode(StrEnum):

@@ -40,18 +40,17 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from waygraph.errors import ConfigError, StoreError
+from waygraph.store._sql import commit_writes, sql_filters
 from waygraph.store.base import (
     Commit,
     MonotonicClock,
     Store,
     StoredEvent,
     StoredRecord,
-    commit_writes,
     conflict,
     paging,
     read_record,
     redact_url,
-    sql_filters,
 )
 from waygraph.store.rows import RowPage, check_rows, rows_sql
 

@@ -34,19 +34,18 @@ from pathlib import Path
 from typing import Any
 
 from waygraph.errors import ConfigError, StoreError
+from waygraph.store._sql import commit_writes, sql_filters
 from waygraph.store.base import (
     Commit,
     MonotonicClock,
     Store,
     StoredEvent,
     StoredRecord,
-    commit_writes,
     conflict,
     decode,
     encode,
     paging,
     read_record,
-    sql_filters,
 )
 from waygraph.store.rows import RowPage, check_rows, rows_sql
 
