@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from waygraph._extras import require
 from waygraph.errors import WaygraphError
 from waygraph.hooks import Hooks
 from waygraph.integrations._framework import require_framework
@@ -168,6 +169,7 @@ def _as_text(value: Any) -> str:
 def _capability_class() -> Callable[..., AbstractCapability[Any]]:
     """The capability class, built on Pydantic AI once it has been checked."""
     # Imported only now: the extra is optional and its version was just checked.
+    require("pydantic-ai", purpose="waygraph.integrations.pydantic_ai")
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.exceptions import (
         ApprovalRequired,
