@@ -79,6 +79,8 @@ def test_each_turn_is_a_span_with_session_plan_node_verdict_and_transition(expor
     assert attrs["waygraph.verdict"] == "success"
     assert attrs["waygraph.transition"] == "reproduce -> isolate"
     assert attrs["waygraph.run.status"] == "running"
+    assert attrs["waygraph.turn.number"] == 2
+    assert attrs["waygraph.run.id"] == nav.state("chat-1")["run_id"]
     assert attrs["gen_ai.tool.name"] == "bash"
     assert attrs["gen_ai.tool.call.id"] == "call_7"
     # Every engine event of the turn is a span event, its data flattened.
@@ -112,6 +114,22 @@ def test_a_turn_inside_the_applications_span_is_its_child(exporter):
     assert turn.parent is not None and turn.parent.span_id == outer.get_span_context().span_id
     trace_id = format_trace_id(outer.get_span_context().trace_id)
     assert {e["trace_id"] for e in nav.events("chat-1")} == {trace_id}
+
+
+def test_an_async_turn_inside_the_applications_span_is_its_child(exporter):
+    from waygraph.async_navigator import AsyncNavigator
+
+    exported, provider = exporter
+
+    async def agent() -> int:
+        nav = AsyncNavigator(load_library(), store="memory://")
+        with provider.get_tracer("agent").start_as_current_span("agent step") as outer:
+            await nav.turn("chat-1", user_message=BUG, domain="bugfix")
+        return int(outer.get_span_context().span_id)
+
+    outer_id = asyncio.run(agent())
+    (turn,) = spans(exported, "waygraph.turn")
+    assert turn.parent is not None and turn.parent.span_id == outer_id
 
 
 def test_a_turn_that_fails_marks_its_span_as_an_error(exporter):

@@ -9,8 +9,9 @@ the application's: it configures an SDK ``TracerProvider`` as usual.
 
 Tracing is on when ``opentelemetry-api`` is installed and a tracer provider
 is configured (OpenTelemetry's global one, or one given to
-:func:`instrument`); ``WAYGRAPH_OTEL=0`` switches it off whatever the code
-says. Off, nothing imports ``opentelemetry`` and a turn pays one global
+:func:`instrument`); ``WAYGRAPH_OTEL=0`` (read at the first turn, and by
+:func:`instrument`) switches it off whatever the code says. Switched off or
+not installed, nothing imports ``opentelemetry`` and a turn pays one global
 lookup. See docs/tracing.md.
 
 Example:
@@ -68,7 +69,7 @@ VERDICT = "waygraph.verdict"
 TRANSITION = "waygraph.transition"
 RUN_STATUS = "waygraph.run.status"
 RUN_ID = "waygraph.run.id"
-TURN = "waygraph.turn"
+TURN = "waygraph.turn.number"
 STEP_ID = "waygraph.step.id"
 STEP_ACTION = "waygraph.step.action"
 PLAN_DEPTH = "waygraph.plan.depth"
@@ -104,9 +105,9 @@ def _switched_off() -> bool:
 def instrument(tracer_provider: Any = None) -> bool:
     """Send waygraph's spans to ``tracer_provider`` (None: OpenTelemetry's global one).
 
-    Returns whether spans are on: False when ``WAYGRAPH_OTEL=0``; raises
-    :class:`~waygraph.errors.MissingExtra` when opentelemetry-api is not
-    installed. Calling it is optional: by default waygraph follows the
+    Returns whether spans are on: False when ``WAYGRAPH_OTEL=0``; else
+    raises :class:`~waygraph.errors.MissingExtra` when opentelemetry-api is
+    not installed. Calling it is optional: by default waygraph follows the
     global provider once the application sets one.
 
     Example:
@@ -118,10 +119,10 @@ def instrument(tracer_provider: Any = None) -> bool:
     global _tracer, _follows_global
     from waygraph._extras import require
 
-    trace = require("otel", "opentelemetry.trace", purpose="waygraph tracing")
     if _switched_off():
         _tracer, _follows_global = None, False
         return False
+    trace = require("otel", "opentelemetry.trace", purpose="waygraph tracing")
     provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
     _tracer = provider.get_tracer(SCOPE, _version())
     _follows_global = tracer_provider is None
