@@ -150,6 +150,24 @@ def test_schema_declares_dialect_id_title_and_description():
     assert json.loads(json.dumps(SCHEMA)) == SCHEMA
 
 
+def test_schema_id_is_a_stable_versioned_url():
+    """Editors' settings and files name this id; changing it breaks them (docs/cli.md)."""
+    assert SCHEMA_ID == "https://waygraph.dev/schema/library/v2.json"
+    assert re.fullmatch(r"https://waygraph\.dev/schema/library/v\d+\.json", SCHEMA["$id"])
+
+
+def test_schema_command_writes_the_file_editors_are_pointed_at(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from waygraph.cli import app
+
+    out = tmp_path / "editor" / "waygraph-library.schema.json"
+    result = CliRunner().invoke(app, ["schema", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text()) == SCHEMA
+    assert json.loads(out.read_text())["$id"] == SCHEMA_ID
+
+
 def test_schema_enums_follow_the_model():
     defs = SCHEMA["$defs"]
     assert defs["Node"]["properties"]["type"]["enum"] == list(NODE_TYPES)

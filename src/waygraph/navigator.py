@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from waygraph import engine, gates, render
+from waygraph import engine, gates, render, tracing
 from waygraph.errors import Conflict, InputError, WaygraphError
 from waygraph.library import Library, load_library
 from waygraph.match import Matcher
@@ -213,19 +213,22 @@ class Navigator:
             if user_message is not None and len(user_message) > MAX_MESSAGE_CHARS:
                 # Matching reads every word; a pasted log must not stall the turn.
                 user_message = user_message[:MAX_MESSAGE_CHARS]
-            return self._turn(
-                session_id,
-                user_message=user_message,
-                domain=domain,
-                allowed_plans=allowed_plans,
-                tool_output=tool_output,
-                tool_name=tool_name,
-                exit_code=exit_code,
-                observation_id=observation_id,
-                tool_args=tool_args,
-                source=source,
-                final=final,
-            )
+            with tracing.turn_span(session_id, tool_name, observation_id) as span:
+                return span.done(
+                    self._turn(
+                        session_id,
+                        user_message=user_message,
+                        domain=domain,
+                        allowed_plans=allowed_plans,
+                        tool_output=tool_output,
+                        tool_name=tool_name,
+                        exit_code=exit_code,
+                        observation_id=observation_id,
+                        tool_args=tool_args,
+                        source=source,
+                        final=final,
+                    )
+                )
         except Conflict as exc:
             if self.strict:
                 raise
@@ -571,7 +574,7 @@ def _write(
         run.run_id,
         engine.to_record(plan, run),
         version,
-        events,
+        tracing.stamp(events),  # a session links to its trace (waygraph serve)
         kind=RunKind.GUIDED.value,
         session=run.session_id,
         status=str(run.status),

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from waygraph.cli import library_cmds  # noqa: F401
+from waygraph.cli import init_cmds  # noqa: F401
 from waygraph.cli import run_cmds  # noqa: F401
 from waygraph.cli import play_cmds  # noqa: F401
 from waygraph.cli import session_cmds  # noqa: F401

@@ -11,12 +11,16 @@ are the built-in names; a type registered at runtime with
 ``waygraph.verify.register`` loads, but is not in this schema's enum.
 
 Point an editor at the schema with ``"$schema"`` in a library file, or in
-YAML with a ``# yaml-language-server: $schema=...`` comment.
+YAML with a ``# yaml-language-server: $schema=...`` comment (``waygraph init``
+writes a plan with one), or map it to files in the editor's settings
+(docs/cli.md, ``waygraph schema``).
 
 Example:
     >>> schema = library_schema()
     >>> schema["$schema"]
     'https://json-schema.org/draft/2020-12/schema'
+    >>> schema["$id"]
+    'https://waygraph.dev/schema/library/v2.json'
     >>> schema["$defs"]["Node"]["properties"]["type"]["enum"][:3]
     ['start', 'task', 'decision']
 """
@@ -33,9 +37,13 @@ from waygraph.model import BUILTIN_VERIFY_TYPES, Plan, Step
 __all__ = ["SCHEMA_DIALECT", "SCHEMA_ID", "library_schema"]
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-#: A URN rather than a URL: the schema is not published at an address yet, and
-#: a made-up URL would point editors at someone else's server.
-SCHEMA_ID = "urn:waygraph:schema:library:2"
+#: The schema's stable id, versioned by its last part (``v2`` carries on the
+#: version of the earlier id, ``urn:waygraph:schema:library:2``). It changes
+#: only when a file valid under it would no longer validate; new optional
+#: fields keep it. It names the schema; editors are pointed at a
+#: local copy (``waygraph schema -o``, ``waygraph init``), so nothing depends
+#: on the address serving it.
+SCHEMA_ID = "https://waygraph.dev/schema/library/v2.json"
 
 REF = "#/$defs/{model}"
 

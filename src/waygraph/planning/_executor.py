@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from waygraph import tracing
 from waygraph.engine.dag import DagIndex, can_start, propagate_skips
 from waygraph.planning._llm import LLM
 from waygraph.planning._models import (
@@ -185,6 +186,11 @@ class PlanRun(StepCalls, Revising):
 
     async def run(self) -> PlanExecutionResult:
         """Run until every step finished, was skipped or blocked, or the run stopped."""
+        run_id = self.journal.run_id if self.journal is not None else None
+        with tracing.plan_span(self.goal, depth=self.depth, run_id=run_id) as span:
+            return span.done(await self._run())
+
+    async def _run(self) -> PlanExecutionResult:
         clock = time.perf_counter()
         try:
             while True:
@@ -282,7 +288,8 @@ class PlanRun(StepCalls, Revising):
                 self._candidates.update(ids[index:])
                 return
             self.status[step.id] = StepStatus.RUNNING
-            task = asyncio.create_task(self._execute(step), name=f"waygraph-step-{step.id}")
+            work = tracing.step_span(self._execute(step), step.id, step.action, _failure)
+            task = asyncio.create_task(work, name=f"waygraph-step-{step.id}")
 
             def done(_task: asyncio.Task[StepOutcome], step_id: str = step.id) -> None:
                 self._step_done(step_id)
@@ -492,3 +499,10 @@ class PlanRun(StepCalls, Revising):
 
     def _ids_with(self, status: StepStatus) -> list[str]:
         return [sid for sid in self.plan.step_ids if self.status[sid] == status]
+
+
+def _failure(outcome: StepOutcome) -> str | None:
+    """Why a step's execution failed (its span's error status), or None."""
+    if not outcome.ok:
+        return outcome.error or "the step failed"
+    return None if outcome.mismatch is None else f"output mismatch: {outcome.mismatch}"

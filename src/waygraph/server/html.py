@@ -249,7 +249,19 @@ def _run_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Turn", f"<span id=f-turn>{e(run.get('turn', '—'))}</span>"),
         ("Progress", f"<span id=f-progress>{e(progress(run))}</span>"),
         ("Run", f"<span class=mono>{e(detail['key'])}</span>"),
+        *_trace_fact(detail),
     ]
+
+
+def _trace_fact(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The session's latest trace id ("trace <id>"), a link when a viewer URL is set."""
+    trace_id, url = detail.get("trace_id"), detail.get("trace_url")
+    if not trace_id:
+        return []
+    text = f"trace {e(trace_id)}"
+    if url:
+        return [("Trace", f'<a class=mono id=f-trace href="{e(url)}">{text}</a>')]
+    return [("Trace", f"<span class=mono id=f-trace>{text}</span>")]
 
 
 #: What the guidance panel says for a generated plan's run (the executor runs its steps).

@@ -186,6 +186,12 @@ class SessionDetail(BaseModel):
     run: dict[str, Any]
     context: str | None = Field(description="The guidance the model would see now.")
     records: list[SessionSummary]
+    trace_id: str | None = Field(
+        default=None, description="The OpenTelemetry trace of the latest traced turn (hex)."
+    )
+    trace_url: str | None = Field(
+        default=None, description="That trace in a viewer (WAYGRAPH_TRACE_URL), if set."
+    )
 
 
 class EventList(BaseModel):

@@ -30,6 +30,7 @@ from waygraph.planning._journal import dag_view
 from waygraph.server.errors import ApiError
 from waygraph.store import StoredRecord
 from waygraph.svg import to_svg
+from waygraph.tracing import latest_trace_id, trace_link
 
 __all__ = ["MAX_OFFSET", "MAX_ROWS", "PAGE_ROWS", "Service", "plan_summary", "summary"]
 
@@ -206,7 +207,7 @@ class Service:
         return (runs or records)[0], records
 
     def session(self, session_id: str) -> dict[str, Any]:
-        """A session's latest record, its guidance now and all its records."""
+        """A session's latest record, its guidance now, all its records and its latest trace id."""
         record, records = self._latest(session_id)
         context = None
         if record.kind == "guided":
@@ -214,6 +215,7 @@ class Service:
                 context = self.navigator.context(session_id)
             except WaygraphError:
                 context = None  # a run of a plan no longer in the library
+        trace_id = latest_trace_id(e.data for e in self.store.events(record.key))
         return {
             "session_id": session_id,
             "key": record.key,
@@ -221,6 +223,8 @@ class Service:
             "run": record.data,
             "context": context,
             "records": [summary(r) for r in records],
+            "trace_id": trace_id,
+            "trace_url": trace_link(trace_id),
         }
 
     def session_key(self, session_id: str) -> str:
