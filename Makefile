@@ -44,7 +44,7 @@ test: setup lint browser
 
 # Every benchmark runs even when one misses a target (each exits 1 then);
 # make bench fails at the end if any did. docs/benchmarks.md has the method.
-BENCHES := bench/engine.py bench/match.py "bench/dag.py --quick" bench/events.py bench/dashboard.py bench/durable.py
+BENCHES := bench/engine.py bench/match.py "bench/dag.py --quick" bench/events.py bench/dashboard.py bench/durable.py bench/tracing.py
 
 bench: setup
 	$(BIN)/python -m pip install -q -e '.[bench]'
