@@ -214,7 +214,7 @@ class PlanRecords(_Model):
         context: PlannerContext,
         *,
         session: str | None = None,
-        status: PlanStatus | None = None,
+        status: str | None = None,
         planner: str | None = None,
         limit: int | None = None,
     ) -> list[Self]:

@@ -57,14 +57,16 @@ from waygraph.events.statemachine import (
     fill_template,
     validate_state_machine,
 )
-from waygraph.model import FINISHED
+from waygraph.model import FINISHED, RunStatus
 
 __all__ = ["KIND", "PlanContext", "PlanStatus", "PlannerContext", "current_planner_context"]
 
 log = logging.getLogger("waygraph.events")
 
-#: The statuses an event-driven plan takes (of ``waygraph.model.RunStatus``).
-PlanStatus = Literal["pending", "running", "completed", "failed", "paused"]
+#: An event-driven plan's status: the one run status (it takes ``pending``,
+#: ``running``, ``paused``, ``completed`` and ``failed``). The name is kept for
+#: code written against it.
+PlanStatus = RunStatus
 
 #: How many processed event ids a plan remembers. Redeliveries come soon after
 #: the first delivery; the bound keeps long-lived plans' records small.
@@ -91,7 +93,7 @@ class PlanContext(PlanRecords, BaseModel):
     goal_data: dict[str, Any] = Field(default_factory=dict)
     response_event: str | None = None
     response_topic: str | None = None
-    status: PlanStatus = "running"
+    status: RunStatus = RunStatus.RUNNING
     state_machine: dict[str, StateConfig]
     current_state: str
     path: list[str] = Field(default_factory=list)
@@ -260,7 +262,7 @@ class PlanContext(PlanRecords, BaseModel):
             if self.status == "pending":
                 if self.depends_on:
                     return False
-                self.status = "running"
+                self.status = RunStatus.RUNNING
             if not self.started:
                 self.started = True
                 self._enter(self.machine.start, change, None, pause)
@@ -433,7 +435,7 @@ class PlanContext(PlanRecords, BaseModel):
     ) -> None:
         """Mark the plan finished and put the goal's answer and ``plan.<status>`` in the outbox."""
         final = status or ("failed" if self.current_state == "failed" else "completed")
-        self.status = final
+        self.status = RunStatus(final)
         # A copy: a result built from self.results must not come to contain itself.
         result = copy.deepcopy(result)
         self.results["final"] = result
@@ -490,7 +492,7 @@ class PlanContext(PlanRecords, BaseModel):
         return await self._change(apply)
 
     def _pause(self, reason: str, change: Change) -> None:
-        self.status = "paused"
+        self.status = RunStatus.PAUSED
         self.pause_reason = reason
         notice = Envelope(
             source=self.context.source,
@@ -523,7 +525,7 @@ class PlanContext(PlanRecords, BaseModel):
                 if event.id in plan.processed_event_ids:
                     return False
                 plan._remember(event.id)
-            plan.status = "running"
+            plan.status = RunStatus.RUNNING
             plan.pause_reason = None
             plan.results["user_input"] = input
             plan.results["resume_input"] = input
@@ -560,7 +562,7 @@ class PlanContext(PlanRecords, BaseModel):
         def apply(plan: PlanContext, change: Change) -> bool:
             if plan.status != "pending":
                 return False
-            plan.status = "running"
+            plan.status = RunStatus.RUNNING
             plan.started = True
             change.events.append({"type": "dependencies_met", "depends_on": plan.depends_on})
             plan._enter(plan.machine.start, change, None)
@@ -587,7 +589,7 @@ class PlanContext(PlanRecords, BaseModel):
 
     def __repr__(self) -> str:
         return (
-            f"PlanContext(plan_id={self.plan_id!r}, status={self.status!r}, "
+            f"PlanContext(plan_id={self.plan_id!r}, status={str(self.status)!r}, "
             f"current_state={self.current_state!r})"
         )
 

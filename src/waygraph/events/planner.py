@@ -52,7 +52,7 @@ from waygraph.events._planner_checks import (
 )
 from waygraph.events._planner_context import _CURRENT, PlannerContext, plan_id_for
 from waygraph.events.activity import describe, handled
-from waygraph.events.context import PlanContext, PlanStatus
+from waygraph.events.context import PlanContext
 from waygraph.events.envelope import Envelope, Topic, new_event_id
 from waygraph.events.failures import answer_goal_failed, error_payload, is_permanent
 from waygraph.events.goals import GoalContext, Transition, TransitionContext
@@ -319,7 +319,7 @@ class Planner:
     # ------------------------------------------------------------ queries
 
     async def plans(
-        self, *, session: str | None = None, status: PlanStatus | None = None
+        self, *, session: str | None = None, status: str | None = None
     ) -> list[PlanContext]:
         """This planner's plans, filtered by session and status, most recently updated first."""
         return await PlanContext.find(
