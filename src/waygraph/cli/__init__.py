@@ -17,6 +17,7 @@ from waygraph.cli import integration_cmds  # noqa: F401
 from waygraph.cli import serve_cmds  # noqa: F401
 from waygraph.cli import eval_cmds  # noqa: F401
 from waygraph.cli import event_cmds  # noqa: F401
+from waygraph.cli import learn_cmds  # noqa: F401
 from waygraph.cli.app import app
 
 __all__ = ["app", "main"]
