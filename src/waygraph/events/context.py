@@ -25,9 +25,9 @@ Example:
     ...                                               context=planner.context)
     ...     await plan.execute_next()
     ...     again = await PlanContext.restore_by_correlation("c1", planner.context)
-    ...     return plan.current_state, plan.status, again.plan_id == plan.plan_id
+    ...     return plan.current_state, plan.status == "running", again.plan_id == plan.plan_id
     >>> asyncio.run(main())
-    ('work', 'running', True)
+    ('work', True, True)
 """
 
 from __future__ import annotations
