@@ -8,7 +8,8 @@ sides alike. Exits 1 when a target is missed.
 Stores: SQLite files (WAL, ``synchronous=NORMAL``) and PostgreSQL schemas of
 their own (``WAYGRAPH_DATABASE_URL``, default
 postgresql://postgres@127.0.0.1:5432/test, ``?schema=bench_scale_<pid>_<n>``,
-dropped afterwards; skipped, saying why, when the server is unreachable).
+dropped afterwards; skipped, saying why, when the server is unreachable;
+``VACUUM ANALYZE`` after the bulk load, as autovacuum would do a minute later).
 Each holds N stored runs of bugfix_workflow: a real run the Navigator wrote
 on that very store (two turns: the bug reported, a failing test) copied under
 new keys and sessions with its events, through ``Store.commit_all`` in
@@ -138,8 +139,25 @@ def seed(url: str, runs: int) -> int:
                 writes.clear()
         if writes:
             store.commit_all(writes)
+    if url.startswith("postgresql"):
+        settle(url)
     log(f"  {url.split('?')[0]}: {runs:,} runs in {time.perf_counter() - started:,.1f} s")
     return sessions
+
+
+def settle(url: str) -> None:
+    """VACUUM ANALYZE the bulk-loaded tables, as autovacuum would a minute later.
+
+    Without it the planner has no statistics for a table that grew from
+    nothing in seconds (it picked the status index and read every record's
+    row for the counts) and index-only scans visit the heap for every row.
+    """
+    import psycopg
+
+    schema = url.rsplit("schema=", 1)[1]
+    with psycopg.connect(DATABASE_URL, autocommit=True) as conn:
+        for table in ("records", "events", "session_pointers", "record_correlations"):
+            conn.execute(f"VACUUM ANALYZE {schema}.{table}")
 
 
 def spread(sessions: int, count: int, running: bool) -> list[str]:

@@ -53,7 +53,9 @@ def summarise(runs: list[Run]) -> tuple[list[str], list[str]]:
         if missed:
             lines.append(f"{name}: {len(missed)} of {len(targets)} targets missed")
         else:
-            lines.append(f"{name}: {len(targets)} targets, all met")
+            lines.append(
+                f"{name}: {len(targets)} target{'' if len(targets) == 1 else 's'}, all met"
+            )
         problems += [f"{name}: {m}" for m in missed]
         if rc != 0 and not missed:
             problems.append(f"{name} exited {rc} with every target met")
