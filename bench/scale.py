@@ -313,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (7)")
     parser.add_argument("--quick", action="store_true", help="fewer rounds (5)")
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
     add_json_flag(parser)
     args = parser.parse_args(argv)
     report = Report("scale", json_out=args.json)
@@ -321,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     # The turn needs a running session per turn: a quarter of the small store's.
     if rounds * 20 > args.small * 9 // 10 // len(STATUSES):
         parser.error(f"--small {args.small}: too few running sessions for {rounds} rounds")
-    kinds = ["SQLite"]
+    kinds = [] if args.no_sqlite else ["SQLite"]
     why = "--no-postgres" if args.no_postgres else reachable(DATABASE_URL)
     if why is None:
         kinds.append("PostgreSQL")
