@@ -42,16 +42,22 @@ browser:
 test: setup lint browser
 	$(BIN)/python -m pytest -q
 
-# Every benchmark runs even when one misses a target (each exits 1 then);
-# make bench fails at the end if any did. docs/benchmarks.md has the method.
-BENCHES := bench/engine.py bench/match.py "bench/dag.py --quick" bench/events.py bench/dashboard.py bench/durable.py bench/tracing.py
+# Every benchmark runs even when one misses a target (each exits 1 then), with
+# --json: its tables go to stderr, its figures and targets as one JSON object
+# into $(BENCH_JSON) (a temporary folder unless given); bench/summary.py then
+# names every target missed and make bench fails. docs/benchmarks.md has the method.
+BENCHES := bench/engine.py bench/match.py "bench/dag.py --quick" bench/events.py bench/dashboard.py bench/durable.py bench/tracing.py "bench/scale.py --quick"
+BENCH_JSON ?=
 
 bench: setup
 	$(BIN)/python -m pip install -q -e '.[bench]'
-	@failed=""; for b in $(BENCHES); do \
-		echo "== $$b"; $(BIN)/python $$b || failed="$$failed $$b"; \
+	@out="$(BENCH_JSON)"; if [ -z "$$out" ]; then out=$$(mktemp -d -t waygraph-bench-XXXXXX); fi; \
+	mkdir -p "$$out"; i=0; for b in $(BENCHES); do \
+		i=$$((i + 1)); echo "== $$b"; echo "$$b" > "$$out/$$i.cmd"; \
+		$(BIN)/python $$b --json > "$$out/$$i.json"; echo $$? > "$$out/$$i.rc"; \
 	done; \
-	if [ -n "$$failed" ]; then echo "targets missed in:$$failed"; exit 1; fi
+	echo "JSON reports in $$out"; \
+	$(BIN)/python bench/summary.py "$$out"
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache

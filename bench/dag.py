@@ -1,6 +1,6 @@
 """Planning agent: how close the parallel scheduler gets to a DAG's critical path.
 
-Run: ``python bench/dag.py [--sizes 50,100,200,500] [--repeat N] [--quick]``.
+Run: ``python bench/dag.py [--sizes 50,100,200,500] [--repeat N] [--quick] [--json]``.
 Prints markdown tables; exits 1 when a target is missed. Everything is
 measured in this one process, and every figure is a ratio between times from
 the same run (LangGraph only when installed: ``pip install '.[bench]'``).
@@ -55,6 +55,9 @@ from typing import Annotated, Any, TypedDict
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph.planning import Plan, PlanningAgent, PlanningPattern, PlanStep, Tool  # noqa: E402
 
@@ -438,7 +441,7 @@ async def measure(
 
 # ---------------------------------------------------------------- report
 
-Target = tuple[str, str, bool]  # (what, figure, met)
+Target = tuple[str, str, bool, float, float, str]  # (what, figure, met, value, bound, compare)
 
 
 def ms(seconds: float) -> str:
@@ -506,7 +509,7 @@ def report_unbounded(rows: list[Row], lg: bool) -> list[Target]:
             line.append(f"{r.med(run, makespan) / r.nominal_cp:.3f}")
         lines.append(line)
         what = f"makespan / real CP <= {RATIO_TARGET}, {r.latencies}, {len(r.dag.ids)} steps"
-        targets.append((what, f"{real:.3f}", real <= RATIO_TARGET))
+        targets.append((what, f"{real:.3f}", real <= RATIO_TARGET, real, RATIO_TARGET, "<="))
     table(header, lines)
     return targets
 
@@ -587,7 +590,9 @@ def report_overhead(rows: list[Row], zero: dict[int, dict[str, float]], lg: bool
         lines.append(line)
         for what, share in (("in the run", in_run / tool), ("zero latency", z["waygraph"] / tool)):
             label = f"overhead per step ({what}) < 1% of {TOOL_MS:g} ms, {n} steps"
-            targets.append((label, f"{share:.2%}", share < OVERHEAD_TARGET))
+            targets.append(
+                (label, f"{share:.2%}", share < OVERHEAD_TARGET, share, OVERHEAD_TARGET, "<")
+            )
     table(header, lines)
     return targets
 
@@ -602,7 +607,7 @@ def report(rows: list[Row], zero: dict[int, dict[str, float]], lg: bool) -> list
     print("\n### Targets\n")
     table(
         ["target", "figure", "met"],
-        [[what, figure, "yes" if met else "**no**"] for what, figure, met in targets],
+        [[what, figure, "yes" if met else "**no**"] for what, figure, met, *_ in targets],
         "lrc",
     )
     if not lg:
@@ -619,7 +624,9 @@ def main(argv: list[str] | None = None) -> int:
         "--repeat", type=int, default=None, help="runs per DAG; medians are shown (3)"
     )
     parser.add_argument("--quick", action="store_true", help="50 and 100 steps, one run each")
+    add_json_flag(parser)
     args = parser.parse_args(argv)
+    rep = Report("dag", json_out=args.json)
     default_sizes = "50,100" if args.quick else ",".join(map(str, SIZES))
     try:
         sizes = [int(s) for s in (args.sizes or default_sizes).split(",") if s.strip()]
@@ -633,11 +640,28 @@ def main(argv: list[str] | None = None) -> int:
     lg = langgraph_available()
     rows, zero = asyncio.run(measure(sizes, repeat, lg is not None))
     peers = f", LangGraph {lg}" if lg else ""
-    print(
-        f"Python {sys.version.split()[0]}{peers}; sizes {sizes}, {repeat} run(s) each (medians)\n"
-    )
-    targets = report(rows, zero, lg is not None)
-    return 0 if all(met for _, _, met in targets) else 1
+    with rep.tables():
+        print(
+            f"Python {sys.version.split()[0]}{peers}; sizes {sizes}, "
+            f"{repeat} run(s) each (medians)\n"
+        )
+        targets = report(rows, zero, lg is not None)
+    for r in rows:
+        figures = {"makespan ms": r.med("waygraph", makespan) * 1e3}
+        for run in ("waygraph", "asyncio", "LangGraph"):
+            if run in r.runs:
+                figures[f"{run} / real CP"] = r.med(run, to_real_cp)
+                figures[f"{run} / nominal CP"] = r.med(run, makespan) / r.nominal_cp
+        rep.figure(f"unbounded, {r.latencies}, {len(r.dag.ids)} steps", figures)
+    for n, per_step in zero.items():
+        rep.figure(
+            f"zero latency, {n} steps", {k: v * 1e6 for k, v in per_step.items()}, "µs per step"
+        )
+    for what, _, _, value, bound, compare in targets:
+        rep.target(what, value, bound, compare=compare)
+    if not lg:
+        rep.note("LangGraph not measured: not installed (pip install -e '.[bench]')")
+    return rep.finish()
 
 
 if __name__ == "__main__":

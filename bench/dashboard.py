@@ -1,6 +1,6 @@
 """The dashboard with a fleet: its pages at 10,000 stored runs against the same pages at 100.
 
-Run: ``python bench/dashboard.py`` (needs the ``serve`` extra). Both stores
+Run: ``python bench/dashboard.py [--json]`` (needs the ``serve`` extra). Both stores
 are built and measured in this one process, and the targets are ratios
 between them, so a slower or faster machine moves both sides alike. Exits 1
 when a target is missed.
@@ -27,6 +27,7 @@ one would pass.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import statistics
 import sys
@@ -38,7 +39,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from _report import Report, add_json_flag  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from waygraph import load_library  # noqa: E402
@@ -159,21 +162,38 @@ def measure(tmp: Path, sessions: int) -> dict[str, float]:
     return results
 
 
-def main(measure_at: Callable[[Path, int], dict[str, float]] = measure) -> int:
+def main(
+    measure_at: Callable[[Path, int], dict[str, float]] = measure, argv: list[str] | None = None
+) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_json_flag(parser)
+    report = Report("dashboard", json_out=parser.parse_args(argv).json)
     tmp = Path(tempfile.mkdtemp(prefix="waygraph-bench-"))
     small, large = (measure_at(tmp, n) for n in SIZES)
-    print(f"| page | ms at {SIZES[0]:,} runs | ms at {SIZES[1]:,} runs | ratio | target | met |")
-    print("| --- | ---: | ---: | ---: | ---: | :---: |")
-    failed = False
     for label, base in small.items():
-        ratio = large[label] / base
-        reference = label.startswith("(before)")
-        ok = reference or ratio <= TARGET
-        failed |= not ok
-        target = "—" if reference else f"<= {TARGET:g}x"
-        met = "—" if reference else ("yes" if ok else "NO")
-        print(f"| {label} | {base:,.2f} | {large[label]:,.2f} | {ratio:,.2f}x | {target} | {met} |")
-    return 1 if failed else 0
+        report.figure(label, {f"{SIZES[0]} runs": base, f"{SIZES[1]} runs": large[label]}, "ms")
+        if not label.startswith("(before)"):
+            report.target(
+                f"{label} at {SIZES[1]:,} runs <= {TARGET:g}x at {SIZES[0]:,}",
+                large[label] / base,
+                TARGET,
+            )
+    with report.tables():
+        print(
+            f"| page | ms at {SIZES[0]:,} runs | ms at {SIZES[1]:,} runs | ratio | target | met |"
+        )
+        print("| --- | ---: | ---: | ---: | ---: | :---: |")
+        for label, base in small.items():
+            ratio = large[label] / base
+            reference = label.startswith("(before)")
+            ok = reference or ratio <= TARGET
+            target = "—" if reference else f"<= {TARGET:g}x"
+            met = "—" if reference else ("yes" if ok else "NO")
+            print(
+                f"| {label} | {base:,.2f} | {large[label]:,.2f} | {ratio:,.2f}x "
+                f"| {target} | {met} |"
+            )
+    return report.finish()
 
 
 if __name__ == "__main__":

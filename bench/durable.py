@@ -1,6 +1,6 @@
 """Durable generated runs: what committing every finished step costs.
 
-Run: ``python bench/durable.py [--steps 100] [--repeat 5]``. Prints a
+Run: ``python bench/durable.py [--steps 100] [--repeat 5] [--json]``. Prints a
 markdown table; exits 1 when the target is missed.
 
 The same seeded random DAG as bench/dag.py (layered, up to 12 steps wide),
@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _report import Report, add_json_flag  # noqa: E402
 from dag import NoModel, Recorder, random_dag, to_plan  # noqa: E402
 
 from waygraph.planning import PlanningAgent, PlanningPattern, Tool  # noqa: E402
@@ -67,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=5)
+    add_json_flag(parser)
     args = parser.parse_args(argv)
+    report = Report("durable", json_out=args.json)
     with tempfile.TemporaryDirectory() as folder:
         ways = {
             "no store": False,
@@ -82,25 +85,48 @@ def main(argv: list[str] | None = None) -> int:
                     samples[name].append(asyncio.run(makespan(args.steps, store, zero=zero)))
             for name in ways:
                 medians[name, zero] = statistics.median(samples[name])
-    print(f"Python {sys.version.split()[0]}; {args.steps} steps, {args.repeat} runs (medians)\n")
-    print("| tool call | keeping the run in | makespan ms | cost per step µs | % of 10 ms |")
-    print("| --- | --- | ---: | ---: | ---: |")
     for zero in (False, True):
+        label = "returns at once" if zero else "10 ms"
         base = medians["no store", zero]
-        for name in ways:
-            cost = (medians[name, zero] - base) / args.steps * 1e6
-            share = cost / (TOOL_MS * 1000) * 100
-            label = "returns at once" if zero else "10 ms"
-            shown = "—" if name == "no store" else f"{cost:,.0f}"
-            percent = "—" if name == "no store" else f"{share:.2f}%"
-            print(f"| {label} | {name} | {medians[name, zero] * 1000:,.1f} | {shown} | {percent} |")
+        report.figure(
+            f"{label} tool call",
+            {
+                name: {
+                    "makespan ms": medians[name, zero] * 1e3,
+                    "cost per step µs": (medians[name, zero] - base) / args.steps * 1e6,
+                }
+                for name in ways
+            },
+        )
     sqlite_cost = (medians["SQLite", False] - medians["no store", False]) / args.steps
-    met = sqlite_cost < TARGET_SHARE * TOOL_MS / 1000
-    print(
-        f"\nTarget: SQLite with 10 ms calls under {TARGET_SHARE:.0%} of a call per step: "
-        f"{sqlite_cost * 1e6:,.0f} µs, {'met' if met else '**missed**'}"
+    report.target(
+        f"SQLite with 10 ms calls costs under {TARGET_SHARE:.0%} of a call per step",
+        sqlite_cost / (TOOL_MS / 1000),
+        TARGET_SHARE,
+        compare="<",
     )
-    return 0 if met else 1
+    met = not report.missed()
+    with report.tables():
+        print(
+            f"Python {sys.version.split()[0]}; {args.steps} steps, {args.repeat} runs (medians)\n"
+        )
+        print("| tool call | keeping the run in | makespan ms | cost per step µs | % of 10 ms |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        for zero in (False, True):
+            base = medians["no store", zero]
+            for name in ways:
+                cost = (medians[name, zero] - base) / args.steps * 1e6
+                share = cost / (TOOL_MS * 1000) * 100
+                label = "returns at once" if zero else "10 ms"
+                shown = "—" if name == "no store" else f"{cost:,.0f}"
+                percent = "—" if name == "no store" else f"{share:.2f}%"
+                ms = medians[name, zero] * 1000
+                print(f"| {label} | {name} | {ms:,.1f} | {shown} | {percent} |")
+        print(
+            f"\nTarget: SQLite with 10 ms calls under {TARGET_SHARE:.0%} of a call per step: "
+            f"{sqlite_cost * 1e6:,.0f} µs, {'met' if met else '**missed**'}"
+        )
+    return report.finish()
 
 
 if __name__ == "__main__":

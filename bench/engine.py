@@ -1,6 +1,6 @@
 """Cost per transition: waygraph's engine and Navigator vs LangGraph and Burr.
 
-Run: ``python bench/engine.py`` (peers only when installed: ``pip install '.[bench]'``).
+Run: ``python bench/engine.py [--json]`` (peers only when installed: ``pip install '.[bench]'``).
 Everything is measured in this one process, and the targets are ratios
 between figures from the same run, so a slower or faster machine moves both
 sides alike. Exits 1 when a target is missed.
@@ -13,6 +13,7 @@ Workloads:
 
 from __future__ import annotations
 
+import argparse
 import gc
 import itertools
 import json
@@ -27,6 +28,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph import engine, load_library  # noqa: E402
 from waygraph.model import Plan  # noqa: E402
@@ -205,7 +209,10 @@ def burr_linear() -> Callable[[], tuple[float, int]]:
 # ---------------------------------------------------------------- report
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_json_flag(parser)
+    report = Report("engine", json_out=parser.parse_args(argv).json)
     tmp = Path(tempfile.mkdtemp(prefix="waygraph-bench-"))
     rows: dict[str, float] = {}
     rows["waygraph engine, linear"] = best_of(engine_linear)
@@ -233,10 +240,8 @@ def main() -> int:
     except ImportError:
         missing.append("burr (pip install '.[bench]')")
 
-    print("| workload | µs per transition |")
-    print("| --- | ---: |")
     for name, us in rows.items():
-        print(f"| {name} | {us:,.1f} |")
+        report.figure(name, us, "µs per transition")
     targets: list[tuple[str, float, int]] = []
     engine_us = rows["waygraph engine, linear"]
     burr = rows.get("Burr, linear")
@@ -257,18 +262,25 @@ def main() -> int:
         targets.append(
             ("sqlite FULL turn >= 2x cheaper than LangGraph+SqliteSaver", lg_sqlite / full, 2)
         )
-    print()
-    print("| target | ratio | needed | met |")
-    print("| --- | ---: | ---: | :---: |")
-    failed = False
     for label, ratio, needed in targets:
-        ok = ratio >= needed
-        failed |= not ok
-        print(f"| {label} | {ratio:,.1f}x | {needed}x | {'yes' if ok else 'NO'} |")
+        report.target(label, ratio, needed, compare=">=")
     if missing:
-        print(f"\nnot measured (not installed): {', '.join(missing)}")
+        report.note(f"not measured (not installed): {', '.join(missing)}")
+    with report.tables():
+        print("| workload | µs per transition |")
+        print("| --- | ---: |")
+        for name, us in rows.items():
+            print(f"| {name} | {us:,.1f} |")
+        print()
+        print("| target | ratio | needed | met |")
+        print("| --- | ---: | ---: | :---: |")
+        for t in report.targets:
+            met = "yes" if t["met"] else "NO"
+            print(f"| {t['name']} | {t['ratio']:,.1f}x | {t['needed']}x | {met} |")
+        if missing:
+            print(f"\nnot measured (not installed): {', '.join(missing)}")
     (tmp / "results.json").write_text(json.dumps(rows, indent=2))
-    return 1 if failed else 0
+    return report.finish()
 
 
 if __name__ == "__main__":

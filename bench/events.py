@@ -1,6 +1,7 @@
 """Event-driven planners: plans per second and goal-to-response latency.
 
-Run: ``python bench/events.py [--plans 1000]``. Prints a markdown table.
+Run: ``python bench/events.py [--plans 1000] [--json]``. Prints a markdown table
+(or, with ``--json``, the figures as one JSON object).
 
 Each stack runs the same three-state plan (``start`` -> ``working``, whose
 action is one request a worker answers -> ``done``, which finalizes and
@@ -46,6 +47,9 @@ from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph.events import (  # noqa: E402
     Bus,
@@ -305,8 +309,9 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-async def main(plans: int) -> int:
-    print(
+async def main(plans: int, json_out: bool = False) -> int:
+    report = Report("events", json_out=json_out)
+    header = (
         f"# {plans} concurrent three-state plans; {os.cpu_count()} CPUs, "
         f"{platform.python_implementation()} {platform.python_version()}, {platform.system()}\n"
     )
@@ -318,16 +323,26 @@ async def main(plans: int) -> int:
     for run in runs:
         rows.append(await run(plans))
         print(f"  done: {rows[-1]['stack']}", file=sys.stderr)
-    print(table(rows))
+    for r in rows:
+        report.figure(r["stack"], {k: v for k, v in r.items() if k != "stack"})
+    skipped = ""
     if why is not None:
-        print(
-            f"\nNATS + PostgreSQL skipped: {why}. Start them with scripts/services.sh up, "
+        skipped = (
+            f"NATS + PostgreSQL skipped: {why}. Start them with scripts/services.sh up, "
             "or point WAYGRAPH_NATS_URL / WAYGRAPH_DATABASE_URL at running servers."
         )
-    return 0
+        report.note(skipped)
+    with report.tables():
+        print(header)
+        print(table(rows))
+        if skipped:
+            print(f"\n{skipped}")
+    return report.finish()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plans", type=int, default=1000, help="goals sent at once (1000)")
-    sys.exit(asyncio.run(main(parser.parse_args().plans)))
+    add_json_flag(parser)
+    args = parser.parse_args()
+    sys.exit(asyncio.run(main(args.plans, args.json)))

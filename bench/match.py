@@ -1,6 +1,6 @@
 """Cost of one trigger match: the index (``Matcher``) vs the plain scan (``naive_match``).
 
-Run: ``python bench/match.py``. Everything is measured in this one process and
+Run: ``python bench/match.py [--json]``. Everything is measured in this one process and
 the target is a ratio between figures from the same run, so a slower or
 faster machine moves both sides alike. Exits 1 when the index is less than
 100x faster than the scan at 10,000 plans (in either mode), or when the two
@@ -27,6 +27,7 @@ rather than not re-normalising triggers.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import random
 import statistics
@@ -37,6 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph.library import Library, load_library  # noqa: E402
 from waygraph.match import MAX_GAP, Matcher, naive_match, phrase_words  # noqa: E402
@@ -181,8 +185,9 @@ def one_pass(fn: Callable[[str], object], batch: list[str]) -> tuple[float, list
 
 def measure(
     size: int, mode: str, plans: list[Plan], words: list[str], weights: list[float]
-) -> tuple[dict[str, str], float, list[str]]:
-    """One table row, and any message on which the index and the scan disagree.
+) -> tuple[dict[str, str], float, list[str], dict[str, float]]:
+    """One table row, the ratio, any message on which the index and the scan
+    disagree, and the row's figures as numbers.
 
     Every workload runs once per round and the rounds interleave, so a spell
     of load on a shared machine hits all of them alike; each figure is its
@@ -229,10 +234,19 @@ def measure(
         "pre-normalised scan (µs)": f"{times['prepared']:,.0f}",
         "scan / match": f"{times['prepared'] / times['match']:,.0f}x",
     }
-    return row, ratio, problems
+    figures = {
+        "index build ms": min(builds) * 1e3,
+        "plans hit per message": statistics.mean(len(matcher.match(m)) for m in batch),
+        **{f"{name} µs": us for name, us in times.items()},
+        "naive / match": ratio,
+    }
+    return row, ratio, problems, figures
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_json_flag(parser)
+    report = Report("match", json_out=parser.parse_args(argv).json)
     words = vocabulary(random.Random(20240611))
     # Zipf-like: the commonest word is in ~1 trigger in 60, most words in a handful.
     weights = [1 / (rank + 10) ** 0.9 for rank in range(len(words))]
@@ -242,25 +256,34 @@ def main() -> int:
     for size in SIZES:
         plans = build_plans(size, words, weights)
         for mode, rows in tables.items():
-            row, ratios[mode], wrong = measure(size, mode, plans, words, weights)
+            row, ratios[mode], wrong, numbers = measure(size, mode, plans, words, weights)
             rows.append(row)
+            report.figure(f"{mode}, {size} plans", numbers, "CPU µs per message (ms to build)")
             problems += wrong
-    failed = bool(problems)
-    for mode, rows in tables.items():
-        print(f"\n### {mode} mode (CPU µs per message)\n")
-        print("| " + " | ".join(rows[0]) + " |")
-        print("| " + " | ".join(["---:"] * len(rows[0])) + " |")
-        for row in rows:
-            print("| " + " | ".join(row.values()) + " |")
-        ok = ratios[mode] >= TARGET
-        failed |= not ok
-        print(
-            f"\nMatcher.match vs naive_match at {SIZES[-1]:,} plans: {ratios[mode]:,.0f}x "
-            f"(needed {TARGET}x): {'met' if ok else 'NOT MET'}"
+    for mode in tables:
+        report.target(
+            f"{mode}: Matcher.match >= {TARGET}x cheaper than naive_match at {SIZES[-1]:,} plans",
+            ratios[mode],
+            TARGET,
+            compare=">=",
         )
-    for problem in problems:
-        print(problem)
-    return 1 if failed else 0
+    report.target("index and scan agree on every message", len(problems), 0, compare="<=")
+    report.extra["problems"] = problems
+    with report.tables():
+        for mode, rows in tables.items():
+            print(f"\n### {mode} mode (CPU µs per message)\n")
+            print("| " + " | ".join(rows[0]) + " |")
+            print("| " + " | ".join(["---:"] * len(rows[0])) + " |")
+            for row in rows:
+                print("| " + " | ".join(row.values()) + " |")
+            ok = ratios[mode] >= TARGET
+            print(
+                f"\nMatcher.match vs naive_match at {SIZES[-1]:,} plans: {ratios[mode]:,.0f}x "
+                f"(needed {TARGET}x): {'met' if ok else 'NOT MET'}"
+            )
+        for problem in problems:
+            print(problem)
+    return report.finish()
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -32,6 +31,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph import tracing  # noqa: E402
 from waygraph.library import Library  # noqa: E402
@@ -127,24 +129,28 @@ def measure(rounds: int = ROUNDS) -> dict[str, Any]:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    add_json_flag(parser)
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds per row")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    report = Report("tracing", json_out=args.json)
     figures = measure(args.rounds)
-    if args.json:
-        print(json.dumps(figures))
-    else:
+    for name, value in figures["us_per_turn"].items():
+        report.figure(name, value, "CPU µs per turn")
+    noop = figures["ratio_to_off"]["no-op tracer"]
+    report.target(f"no-op tracer turn <= {TARGET:.2f}x off", noop, TARGET)
+    # The keys this script printed before the shared shape stay, for tools that read them.
+    report.extra.update(figures)
+    with report.tables():
         print("| tracing | µs per turn | ratio to off |")
         print("| --- | ---: | ---: |")
         for name, value in figures["us_per_turn"].items():
             ratio = figures["ratio_to_off"].get(name)
             print(f"| {name} | {value:.1f} | {'' if ratio is None else f'{ratio:.2f}x'} |")
-        noop = figures["ratio_to_off"]["no-op tracer"]
         verdict = "yes" if figures["met"] else "**no**"
         print(f"\nno-op tracer turn <= {TARGET:.2f}x off: {noop:.2f}x, met: {verdict}")
-    return 0 if figures["met"] else 1
+    return report.finish()
 
 
 if __name__ == "__main__":

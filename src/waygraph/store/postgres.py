@@ -451,6 +451,10 @@ class PostgresStore(Store):
             conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             try:
                 with conn.transaction():
+                    # The count's plan costs over jit_above_cost from a few
+                    # thousand rows on, and compiling it took ~260 ms of ~800
+                    # at 100,000 runs (bench/scale.py): more than it saves.
+                    conn.execute("SET LOCAL jit = off")
                     counts = conn.execute(counts_sql, params).fetchall()
                     found = conn.execute(page_sql, page_params).fetchall()
             finally:
