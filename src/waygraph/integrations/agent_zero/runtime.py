@@ -46,11 +46,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,7 @@ from waygraph.integrations.agent_zero.config import CONFIG_PATH, AgentZeroConfig
 from waygraph.model import Plan
 from waygraph.navigator import Guidance, Navigator
 from waygraph.render import failed_step
+from waygraph.versions import plan_version
 
 __all__ = [
     "EXIT_MARKER",
@@ -97,6 +100,22 @@ class _Setup:
     config: AgentZeroConfig
     navigator: Navigator
     stamp: tuple[int, int]
+    #: Plan version (a content hash) -> that plan, for the log lines' step names.
+    plans: dict[str, Plan] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """A running run as a turn of this process just committed it, with its guidance.
+
+    The hooks after that turn, up to the end of the same model iteration, read
+    the run from here instead of loading it and rendering its guidance again.
+    """
+
+    navigator: Navigator
+    session: str
+    record: dict[str, Any]
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +136,13 @@ _failures: dict[Path, _Failure] = {}
 _consumed: dict[str, Any] = {}
 #: Per config, the library error last written to an agent's log (reported once).
 _library_errors: dict[Path, str | None] = {}
+#: Hook file -> (its config file, that path as text): the walk up to it is
+#: several stats, so it is done once; a config that is gone is looked for again.
+_config_of: dict[str, tuple[Path, str]] = {}
+#: Per ``loop_data`` (one monologue of one agent): the run as this iteration's
+#: turn left it. Set by a turn, read by the hooks after it in the same
+#: iteration, dropped by the plan selector, the iteration's last hook.
+_views: weakref.WeakKeyDictionary[Any, _View] = weakref.WeakKeyDictionary()
 
 
 def reset() -> None:
@@ -128,6 +154,8 @@ def reset() -> None:
         _failures.clear()
         _consumed.clear()
         _library_errors.clear()
+        _config_of.clear()
+        _views.clear()
 
 
 # ---------------------------------------------------------------- the four hooks
@@ -208,19 +236,24 @@ def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     else:
         output, exit_code = _take_exit_code(response, output)
         turn = {"exit_code": exit_code, "tool_args": tool_args}
+    session = reading.session_id(agent)
     guidance = setup.navigator.turn(
-        reading.session_id(agent),
+        session,
         tool_output=output,
         tool_name=name,
         # One call of this hook is one result: a fresh id can never be counted twice.
         observation_id=f"a0-{uuid.uuid4().hex}",
         **turn,
     )
+    loop_data = getattr(agent, "loop_data", None)
+    # The next prompt's hooks read the run from this turn (Agent-Zero keeps
+    # the monologue's LoopData on the agent).
+    _keep_view(setup, loop_data, session, guidance)
     if guidance.text and guidance.run is not None and guidance.run.get("status") != "running":
         # The next prompt must say the plan ended; the guidance hook only
         # repeats text for running plans. Extras set after this iteration's
         # prompt was built reach the next one.
-        _put_extras(getattr(agent, "loop_data", None), setup.config.extras_key, guidance.text)
+        _put_extras(loop_data, setup.config.extras_key, guidance.text)
     if guidance.run is not None:
         _note_turn(agent, guidance.run.get("run_id"), True)
     _after_turn(setup, agent, guidance)
@@ -231,21 +264,29 @@ def _inject(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     key = setup.config.extras_key
     session = reading.session_id(agent)
     nav = setup.navigator
-    record = nav.state(session)
+    view = _take_view(setup, loop_data, session)
+    record = view.record if view is not None else nav.state(session)
     if record is not None and record.get("status") == "running":
-        ended = _count_iteration(setup, agent, session, record)
-        if ended is not None:
-            if ended.text:
-                _put_extras(loop_data, key, ended.text)
-            return
-        text = nav.context(session)
-        if text:
-            _put_extras(loop_data, key, text)
-        _mirror(agent, nav.state(session))  # after the iteration's turn, if one was taken
+        turned = _count_iteration(setup, agent, session, record, loop_data)
+        if turned is not None:
+            if turned.run is not None and turned.run.get("status") != "running":
+                if turned.text:  # the turn ended the run (staleness)
+                    _put_extras(loop_data, key, turned.text)
+                return
+            view = _take_view(setup, loop_data, session)
+        if view is None:
+            # Read from the store: keep it for the plan selector after this hook.
+            text = nav.context(session)
+            if text:
+                view = _View(nav, session, record, text)
+        if view is not None:
+            _put_extras(loop_data, key, view.text)
+            _remember_view(loop_data, view)
+        _mirror(agent, view.record if view is not None else record)
         return
     if neighbours.classifiers_present(setup.root):
         return  # their values for this message exist only in before_main_llm_call
-    _, text = _activate(setup, agent, loop_data)
+    _, text = _activate(setup, agent, loop_data, record)
     if text:
         _put_extras(loop_data, key, text)
 
@@ -255,31 +296,85 @@ def _select(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     # prompt is built already, so a plan started here guides from the next iteration.
     loop_data = kwargs.get("loop_data")
     session = reading.session_id(agent)
-    record = setup.navigator.state(session)
+    view = _take_view(setup, loop_data, session)
+    record = view.record if view is not None else setup.navigator.state(session)
     if record is None or record.get("status") != "running":
-        record, text = _activate(setup, agent, loop_data)
+        record, text = _activate(setup, agent, loop_data, record)
         if text:
             _put_extras(loop_data, setup.config.extras_key, text)
+        # The iteration ends here: its view must not outlive it (the model call
+        # and the next tool result come first, and the tool's turn makes a new one).
+        _take_view(setup, loop_data, session)
     _mirror(agent, record)
 
 
 # ---------------------------------------------------------------- shared steps
 
 
+def _keep_view(setup: _Setup, loop_data: Any, session: str, guidance: Guidance) -> None:
+    """After a turn: keep a running run's record and guidance for this iteration's hooks.
+
+    A running run's turn always commits, so its record and text are what the
+    store now holds and what ``navigator.context`` would render. Anything else
+    (a finished run, no run) drops the view: the hooks then read the store.
+    """
+    run = guidance.run
+    if run is not None and run.get("status") == "running" and guidance.text:
+        _remember_view(loop_data, _View(setup.navigator, session, run, guidance.text))
+    else:
+        _forget_view(loop_data)
+
+
+def _remember_view(loop_data: Any, view: _View) -> None:
+    if loop_data is None:
+        return
+    try:
+        with _lock:
+            _views[loop_data] = view
+    except TypeError:
+        pass  # a loop_data without weak references: the hooks read the store
+
+
+def _forget_view(loop_data: Any) -> None:
+    if loop_data is None:
+        return
+    with _lock, contextlib.suppress(TypeError):
+        _views.pop(loop_data, None)
+
+
+def _take_view(setup: _Setup, loop_data: Any, session: str) -> _View | None:
+    """This iteration's view of ``session`` (taken: the caller keeps it again if it may)."""
+    if loop_data is None:
+        return None
+    try:
+        with _lock:
+            view = _views.pop(loop_data, None)
+    except TypeError:
+        return None
+    if view is None or view.navigator is not setup.navigator or view.session != session:
+        return None
+    return view
+
+
 def _activate(
-    setup: _Setup, agent: Any, loop_data: Any
+    setup: _Setup, agent: Any, loop_data: Any, record: dict[str, Any] | None
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """Match the user's message (once per message) with the classifiers' values."""
+    """Match the user's message (once per message) with the classifiers' values.
+
+    ``record`` is the session's run as just read (not running, or None): what
+    is returned when there is no new message to match.
+    """
     session = reading.session_id(agent)
     message, token = _fresh_message(session, loop_data)
     if message is None:
-        return setup.navigator.state(session), None
+        return record, None
     guidance = setup.navigator.turn(
         session,
         user_message=message,
         domain=reading.belief_domain(agent),
         allowed_plans=reading.allowed_plans(agent),
     )
+    _keep_view(setup, loop_data, session, guidance)
     _note_activation(session, token, guidance)
     if guidance.run is not None and guidance.active:
         _note_turn(agent, guidance.run.get("run_id"), None)
@@ -294,11 +389,12 @@ def _note_turn(agent: Any, run_id: Any, turned: bool | None) -> None:
 
 
 def _count_iteration(
-    setup: _Setup, agent: Any, session: str, record: dict[str, Any]
+    setup: _Setup, agent: Any, session: str, record: dict[str, Any], loop_data: Any
 ) -> Guidance | None:
     """One message-loop iteration is one turn: take an empty one when no result came in.
 
-    Returns the turn's guidance when it ended the run (staleness), else None.
+    Returns that turn's guidance (its view is kept for the hooks after it),
+    or None when no turn was needed.
     """
     data = getattr(agent, "data", None)
     if not isinstance(data, dict):
@@ -309,10 +405,9 @@ def _count_iteration(
     if last != (run_id, False):
         return None  # the first prompt of this run, or a result was reported since the last
     guidance = setup.navigator.turn(session)
+    _keep_view(setup, loop_data, session, guidance)
     _after_turn(setup, agent, guidance)
-    if guidance.run is not None and guidance.run.get("status") != "running":
-        return guidance
-    return None
+    return guidance
 
 
 def _fresh_message(session: str, loop_data: Any) -> tuple[str | None, Any]:
@@ -343,7 +438,7 @@ def _after_turn(setup: _Setup, agent: Any, guidance: Guidance) -> None:
     """Log the turn's plan events, set the PACE level on escalation, mirror the run."""
     record = guidance.run or {}
     # The plan gives the step names document 000's log lines use.
-    plan = setup.navigator.plan_for(record) if guidance.events and record else None
+    plan = _plan_for(setup, record) if guidance.events and record else None
     for event in guidance.events:
         line = _event_line(PREFIX, event, record, plan)
         if line is not None:
@@ -353,6 +448,19 @@ def _after_turn(setup: _Setup, agent: Any, guidance: Guidance) -> None:
     if guidance.run is not None:
         _mirror(agent, guidance.run)
     _report_library_error(setup, agent)
+
+
+def _plan_for(setup: _Setup, record: dict[str, Any]) -> Plan | None:
+    """``navigator.plan_for(record)``, remembered per plan version (a content hash)."""
+    version = record.get("plan_version")
+    known = setup.plans.get(version) if isinstance(version, str) else None
+    if known is not None and known.id == record.get("plan_id"):
+        return known
+    plan = setup.navigator.plan_for(record)
+    # Only a plan whose content is that version is the same plan next time.
+    if plan is not None and isinstance(version, str) and plan_version(plan) == version:
+        setup.plans[version] = plan
+    return plan
 
 
 def _report_library_error(setup: _Setup, agent: Any) -> None:
@@ -454,7 +562,7 @@ def _agent_log(agent: Any, kind: str, text: str) -> None:
 def _guarded(extension: Any, hook_file: str, body: Any, kwargs: dict[str, Any]) -> None:
     agent = getattr(extension, "agent", None)
     try:
-        setup = _setup_for(Path(hook_file))
+        setup = _known_setup(hook_file) or _setup_for(Path(hook_file))
     except _Quiet:
         return
     except Exception as exc:
@@ -490,6 +598,22 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return stat.st_mtime_ns, stat.st_size
 
 
+def _known_setup(hook_file: str) -> _Setup | None:
+    """The setup of a hook file seen before whose config is unchanged (one stat), else None."""
+    found = _config_of.get(hook_file)
+    if found is None:
+        return None
+    key, path = found
+    cached = _setups.get(key)
+    if cached is None:
+        return None
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return cached if cached.stamp == (stat.st_mtime_ns, stat.st_size) else None
+
+
 def _setup_for(hook_file: Path) -> _Setup:
     missing: ConfigError | None = None
     try:
@@ -499,6 +623,8 @@ def _setup_for(hook_file: Path) -> _Setup:
         # Remember the failure under the hook file, so it is reported once.
         key, stamp, missing = hook_file, None, exc
     with _lock:
+        if missing is None and hook_file.is_absolute():  # a relative one moves with the cwd
+            _config_of[str(hook_file)] = (key, str(key))
         cached = _setups.get(key)
         if cached is not None and cached.stamp == stamp:
             return cached

@@ -1,0 +1,329 @@
+"""Cost of the installed Agent-Zero hooks per model iteration vs one Navigator.turn.
+
+Run: ``python bench/agent_zero.py`` (a table), ``--json`` (one JSON object:
+figures, ratios, targets) or ``--profile`` (cProfile of the hooks' iterations
+on SQLite, the top functions). Exits 1 when a target is missed.
+
+Workload: ``waygraph install agent-zero`` into a temporary 1.x tree (a plan
+library with one 12-step chain whose steps check the exit code), the
+installed extension files loaded once the way Agent-Zero loads them (by
+path, the last ``Extension`` subclass) and instantiated per call, as
+Agent-Zero does. A user message starts the plan (an untimed iteration);
+then each timed *model iteration with a tool result* is what Agent-Zero
+calls, in its order, awaited inside one event loop:
+
+1. ``tool_execute_before`` (``tool_name="code_execution_tool"``, a terminal
+   command: the hook appends the exit-status marker);
+2. ``tool_execute_after`` with the tool's ``Response`` (its output ends with
+   the marker line the command printed, status 0): the result is verified,
+   one turn of the plan;
+3. ``message_loop_prompts_after`` (the next iteration's prompt: the guidance
+   goes into ``loop_data.extras_temporary``);
+4. ``before_main_llm_call`` (the plan selector: mirrors ``agent._htn_state``).
+
+Against it, in the same run and interleaved iteration by iteration (the
+order alternating), one ``Navigator.turn(session, tool_output=...,
+exit_code=0)`` of the same plan on the same kind of store: SQLite in a
+temporary file (the default store's kind, ``synchronous=NORMAL``; both sides
+write the same file) and ``memory://``. The steps that keep the plan running
+are timed (the last one, which completes it, is not); a figure is the median
+of every timed iteration, in µs.
+
+Target: hooks / turn at most 1.3 on each store (one load, one commit, one
+render per iteration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import importlib.util
+import inspect
+import io
+import json
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+import types
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from waygraph.integrations.agent_zero import install, runtime  # noqa: E402
+from waygraph.integrations.agent_zero.runtime import EXIT_MARKER  # noqa: E402
+from waygraph.navigator import Navigator  # noqa: E402
+
+TARGET = 1.3
+STEPS = 12
+RUNS = 150
+TRIGGER = "run the chain"
+OUTPUT = "============ 12 passed in 0.31s ============\n"
+HOOK_ORDER = (
+    "tool_execute_before",
+    "tool_execute_after",
+    "message_loop_prompts_after",
+    "before_main_llm_call",
+)
+
+
+def library_text(steps: int = STEPS) -> str:
+    lines = [
+        "plans:",
+        "  chain:",
+        "    name: Chain",
+        f"    triggers: [{TRIGGER}]",
+        "    trigger_threshold: 1",
+        "    steps:",
+    ]
+    for i in range(steps):
+        lines.append(
+            f"      - {{name: step {i}, action: Run step {i}, verify: {{type: exit_code_zero}}}}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- Agent-Zero stand-ins
+
+
+class Extension:
+    """Agent-Zero's base class: built with the agent, once per call."""
+
+    def __init__(self, agent: Any, **kwargs: Any) -> None:
+        self.agent = agent
+        self.kwargs = kwargs
+
+    async def execute(self, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+class Log:
+    def __init__(self) -> None:
+        self.lines = 0
+
+    def log(self, type: str = "info", heading: str | None = None, content: str = "", **kw: Any):
+        self.lines += 1
+
+
+class Context:
+    def __init__(self, context_id: str) -> None:
+        self.id = context_id
+        self.log = Log()
+
+
+class Agent:
+    def __init__(self, context_id: str) -> None:
+        self.context = Context(context_id)
+        self.number = 0
+        self.data: dict[str, Any] = {}
+        self.loop_data: LoopData | None = None
+
+    def get_data(self, key: str) -> Any:
+        return self.data.get(key)
+
+
+class Message:
+    def __init__(self, content: Any) -> None:
+        self.content = content
+
+
+class LoopData:
+    def __init__(self, user_message: Message) -> None:
+        self.iteration = -1
+        self.user_message = user_message
+        self.history_output: list[dict[str, Any]] = []
+        self.extras_temporary: OrderedDict[str, Any] = OrderedDict()
+        self.extras_persistent: OrderedDict[str, Any] = OrderedDict()
+
+
+class Response:
+    def __init__(self, message: str, break_loop: bool = False) -> None:
+        self.message = message
+        self.break_loop = break_loop
+
+
+def register_base_class() -> None:
+    """The 1.x layout's ``helpers.extension`` module, with the stand-in base class."""
+    sys.modules.setdefault("helpers", types.ModuleType("helpers"))
+    module = types.ModuleType("helpers.extension")
+    module.Extension = Extension  # type: ignore[attr-defined]
+    sys.modules["helpers.extension"] = module
+
+
+def load_classes(folder: Path) -> list[type]:
+    """Agent-Zero's loading: files in name order, by path, the last subclass of each."""
+    classes = []
+    for path in sorted(folder.glob("*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for _, cls in reversed(inspect.getmembers(module, inspect.isclass)):
+            if cls is not Extension and issubclass(cls, Extension):
+                classes.append(cls)
+                break
+    return classes
+
+
+class AgentZeroTree:
+    """A 1.x tree with waygraph installed, and one agent's message loop over it."""
+
+    def __init__(self, root: Path, store: str) -> None:
+        (root / "extensions" / "python").mkdir(parents=True)
+        (root / "usr" / "workdir").mkdir(parents=True)
+        library = root / "plans.yaml"
+        library.write_text(library_text(), encoding="utf-8")
+        install(root, layout="1.x", library=library, store=store)
+        hooks = root / "extensions" / "python"
+        self.hooks = {name: load_classes(hooks / name) for name in HOOK_ORDER}
+        self.agent = Agent("bench")
+
+    async def call(self, hook: str, **kwargs: Any) -> None:
+        for cls in self.hooks[hook]:
+            await cls(agent=self.agent).execute(**kwargs)
+
+    async def start(self, context_id: str) -> None:
+        """A new chat whose user message starts the plan (the first iteration's hooks)."""
+        self.agent = Agent(context_id)
+        loop_data = LoopData(Message({"user_message": TRIGGER, "attachments": []}))
+        self.agent.loop_data = loop_data
+        await self.prompt(loop_data)
+        if not runtime.HTN_STATE_ATTR or getattr(self.agent, "_htn_state", None) is None:
+            raise RuntimeError("the plan did not start")
+
+    async def prompt(self, loop_data: LoopData) -> None:
+        loop_data.iteration += 1
+        await self.call("message_loop_prompts_after", loop_data=loop_data)
+        loop_data.extras_temporary.clear()  # what the model saw; gone after the call
+        await self.call("before_main_llm_call", loop_data=loop_data)
+
+    async def iteration(self) -> None:
+        """One model iteration with a tool result, as Agent-Zero calls the hooks."""
+        loop_data = self.agent.loop_data
+        assert loop_data is not None
+        tool_args = {"runtime": "terminal", "session": 0, "code": "pytest -q"}
+        await self.call("tool_execute_before", tool_args=tool_args, tool_name="code_execution_tool")
+        response = Response(f"{tool_args['code']}\n{OUTPUT}{EXIT_MARKER}=0\n")
+        await self.call("tool_execute_after", response=response, tool_name="code_execution_tool")
+        await self.prompt(loop_data)
+
+
+# ---------------------------------------------------------------- measuring
+
+
+async def measure(root: Path, store: str, runs: int) -> tuple[float, float]:
+    """Median µs per iteration of the hooks and of one Navigator.turn, interleaved."""
+    tree = AgentZeroTree(root, store)
+    nav = Navigator(root / "plans.yaml", store=store, workspace=root, strict=True)
+    hooks: list[int] = []
+    turns: list[int] = []
+    clock = time.perf_counter_ns
+    try:
+        for run in range(runs):
+            gc.collect()
+            await tree.start(f"chat-{run}")
+            session = f"nav-{run}"
+            nav.turn(session, user_message=TRIGGER)
+            for step in range(STEPS - 1):
+                for side in (0, 1) if (run + step) % 2 else (1, 0):
+                    if side == 0:
+                        start = clock()
+                        await tree.iteration()
+                        hooks.append(clock() - start)
+                    else:
+                        start = clock()
+                        nav.turn(session, tool_output=OUTPUT, exit_code=0)
+                        turns.append(clock() - start)
+            state = nav.state(session)
+            mirrored = getattr(tree.agent, "_htn_state", None)
+            if state is None or mirrored is None or state["current_step"] != STEPS - 1:
+                raise RuntimeError("the runs did not advance one step per iteration")
+            if mirrored["current_step"] != STEPS - 1:
+                raise RuntimeError("the hooks did not advance one step per iteration")
+    finally:
+        nav.close()
+        runtime.reset()
+    return statistics.median(hooks) / 1000, statistics.median(turns) / 1000
+
+
+def profile(root: Path, store: str, runs: int, top: int = 25) -> str:
+    """cProfile of the hooks' timed iterations (only those), the top functions by own time."""
+    profiler = cProfile.Profile()
+
+    async def body() -> None:
+        tree = AgentZeroTree(root, store)
+        for run in range(runs):
+            await tree.start(f"chat-{run}")
+            for _ in range(STEPS - 1):
+                profiler.enable()
+                await tree.iteration()
+                profiler.disable()
+        runtime.reset()
+
+    asyncio.run(body())
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=RUNS, help="plan runs per store")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--profile", action="store_true", help="cProfile the hooks on SQLite")
+    args = parser.parse_args(argv)
+    register_base_class()
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        if args.profile:
+            print(profile(base / "profile", f"sqlite:///{base / 'profile.db'}", args.runs))
+            return 0
+        stores = {
+            "sqlite": f"sqlite:///{base / 'runs.db'}",
+            "memory": "memory://",
+        }
+        figures: dict[str, float] = {}
+        targets = []
+        for name, url in stores.items():
+            hooks_us, turn_us = asyncio.run(measure(base / name, url, args.runs))
+            ratio = hooks_us / turn_us
+            figures[f"hooks_{name}_us"] = round(hooks_us, 1)
+            figures[f"turn_{name}_us"] = round(turn_us, 1)
+            figures[f"ratio_{name}"] = round(ratio, 3)
+            targets.append(
+                {
+                    "name": f"hooks per iteration / Navigator.turn, {name}",
+                    "ratio": round(ratio, 3),
+                    "needed": TARGET,
+                    "met": ratio <= TARGET,
+                }
+            )
+    met = all(t["met"] for t in targets)
+    if args.json:
+        print(json.dumps({"bench": "agent_zero", "figures": figures, "targets": targets}))
+        return 0 if met else 1
+    samples = (STEPS - 1) * args.runs
+    print(f"Python {sys.version.split()[0]}; {args.runs} runs x {STEPS - 1} iterations (medians)\n")
+    print("| store | hooks µs per iteration | Navigator.turn µs | ratio | target |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    for name in stores:
+        ratio = figures[f"ratio_{name}"]
+        verdict = "met" if ratio <= TARGET else "**missed**"
+        print(
+            f"| {name} | {figures[f'hooks_{name}_us']:,.1f} | {figures[f'turn_{name}_us']:,.1f} "
+            f"| {ratio:.2f}x | <= {TARGET}x {verdict} |"
+        )
+    print(f"\n{samples} timed iterations per side and store.")
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
