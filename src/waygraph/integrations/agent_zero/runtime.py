@@ -27,8 +27,12 @@ its ``execute`` keyword arguments to one function here:
 
 The config is found by walking up from the extension file to
 ``usr/waygraph/config.json``; the Navigator built from it is cached per
-process and rebuilt when the config file changes. Run state lives in the
-configured store under the session ``agent-zero:<context id>:<agent
+process and rebuilt when the config file changes (its stat is looked at
+once a second at most, so the next iteration's hooks pick up an edit).
+One model iteration with a tool result costs one load, one commit and one
+render: the verify hook's turn leaves its record and guidance on
+``loop_data`` (:mod:`.views`) for the guidance and selector hooks after it.
+Run state lives in the configured store under the session ``agent-zero:<context id>:<agent
 number>``, so it survives restarts. Every failure is logged as a warning in
 the agent's log (and Python's ``waygraph.agent_zero`` logger) and the agent
 goes on without guidance; nothing here raises into Agent-Zero. Plan events
@@ -51,18 +55,16 @@ import re
 import threading
 import time
 import uuid
-import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from waygraph.engine import from_record
 from waygraph.errors import ConfigError
-from waygraph.integrations.agent_zero import neighbours, reading
+from waygraph.integrations.agent_zero import neighbours, reading, views
 from waygraph.integrations.agent_zero.config import CONFIG_PATH, AgentZeroConfig
+from waygraph.integrations.agent_zero.loglines import event_line
 from waygraph.model import Plan
 from waygraph.navigator import Guidance, Navigator
-from waygraph.render import failed_step
 from waygraph.versions import plan_version
 
 __all__ = [
@@ -80,6 +82,9 @@ log = logging.getLogger("waygraph.agent_zero")
 #: After a config, library or store fails to load, how long the extensions
 #: stay quiet before trying (and, if it still fails, warning) again.
 RETRY_SECONDS = 30.0
+
+#: How often (seconds) the hooks look at the config file for changes.
+CONFIG_CHECK_SECONDS = 1.0
 
 #: What a terminal command prints last (and is stripped again): its exit status.
 EXIT_MARKER = "__waygraph_exit__"
@@ -105,20 +110,6 @@ class _Setup:
 
 
 @dataclass(frozen=True, slots=True)
-class _View:
-    """A running run as a turn of this process just committed it, with its guidance.
-
-    The hooks after that turn, up to the end of the same model iteration, read
-    the run from here instead of loading it and rendering its guidance again.
-    """
-
-    navigator: Navigator
-    session: str
-    record: dict[str, Any]
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
 class _Failure:
     stamp: tuple[int, int] | None
     retry_at: float
@@ -136,13 +127,10 @@ _failures: dict[Path, _Failure] = {}
 _consumed: dict[str, Any] = {}
 #: Per config, the library error last written to an agent's log (reported once).
 _library_errors: dict[Path, str | None] = {}
-#: Hook file -> (its config file, that path as text): the walk up to it is
-#: several stats, so it is done once; a config that is gone is looked for again.
-_config_of: dict[str, tuple[Path, str]] = {}
-#: Per ``loop_data`` (one monologue of one agent): the run as this iteration's
-#: turn left it. Set by a turn, read by the hooks after it in the same
-#: iteration, dropped by the plan selector, the iteration's last hook.
-_views: weakref.WeakKeyDictionary[Any, _View] = weakref.WeakKeyDictionary()
+#: Hook file -> (its config file, that path as text, when its stat was last
+#: looked at): the walk up to it is several stats, so it is done once; a
+#: config that is gone or changed is looked for again.
+_config_of: dict[str, tuple[Path, str, float]] = {}
 
 
 def reset() -> None:
@@ -155,7 +143,6 @@ def reset() -> None:
         _consumed.clear()
         _library_errors.clear()
         _config_of.clear()
-        _views.clear()
 
 
 # ---------------------------------------------------------------- the four hooks
@@ -248,7 +235,7 @@ def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     loop_data = getattr(agent, "loop_data", None)
     # The next prompt's hooks read the run from this turn (Agent-Zero keeps
     # the monologue's LoopData on the agent).
-    _keep_view(setup, loop_data, session, guidance)
+    views.keep(setup.navigator, loop_data, session, guidance)
     if guidance.text and guidance.run is not None and guidance.run.get("status") != "running":
         # The next prompt must say the plan ended; the guidance hook only
         # repeats text for running plans. Extras set after this iteration's
@@ -264,7 +251,7 @@ def _inject(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     key = setup.config.extras_key
     session = reading.session_id(agent)
     nav = setup.navigator
-    view = _take_view(setup, loop_data, session)
+    view = views.take(setup.navigator, loop_data, session)
     record = view.record if view is not None else nav.state(session)
     if record is not None and record.get("status") == "running":
         turned = _count_iteration(setup, agent, session, record, loop_data)
@@ -273,15 +260,15 @@ def _inject(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
                 if turned.text:  # the turn ended the run (staleness)
                     _put_extras(loop_data, key, turned.text)
                 return
-            view = _take_view(setup, loop_data, session)
+            view = views.take(setup.navigator, loop_data, session)
         if view is None:
             # Read from the store: keep it for the plan selector after this hook.
             text = nav.context(session)
             if text:
-                view = _View(nav, session, record, text)
+                view = views.View(nav, session, record, text)
         if view is not None:
             _put_extras(loop_data, key, view.text)
-            _remember_view(loop_data, view)
+            views.remember(loop_data, view)
         _mirror(agent, view.record if view is not None else record)
         return
     if neighbours.classifiers_present(setup.root):
@@ -296,7 +283,7 @@ def _select(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     # prompt is built already, so a plan started here guides from the next iteration.
     loop_data = kwargs.get("loop_data")
     session = reading.session_id(agent)
-    view = _take_view(setup, loop_data, session)
+    view = views.take(setup.navigator, loop_data, session)
     record = view.record if view is not None else setup.navigator.state(session)
     if record is None or record.get("status") != "running":
         record, text = _activate(setup, agent, loop_data, record)
@@ -304,56 +291,11 @@ def _select(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
             _put_extras(loop_data, setup.config.extras_key, text)
         # The iteration ends here: its view must not outlive it (the model call
         # and the next tool result come first, and the tool's turn makes a new one).
-        _take_view(setup, loop_data, session)
+        views.take(setup.navigator, loop_data, session)
     _mirror(agent, record)
 
 
 # ---------------------------------------------------------------- shared steps
-
-
-def _keep_view(setup: _Setup, loop_data: Any, session: str, guidance: Guidance) -> None:
-    """After a turn: keep a running run's record and guidance for this iteration's hooks.
-
-    A running run's turn always commits, so its record and text are what the
-    store now holds and what ``navigator.context`` would render. Anything else
-    (a finished run, no run) drops the view: the hooks then read the store.
-    """
-    run = guidance.run
-    if run is not None and run.get("status") == "running" and guidance.text:
-        _remember_view(loop_data, _View(setup.navigator, session, run, guidance.text))
-    else:
-        _forget_view(loop_data)
-
-
-def _remember_view(loop_data: Any, view: _View) -> None:
-    if loop_data is None:
-        return
-    try:
-        with _lock:
-            _views[loop_data] = view
-    except TypeError:
-        pass  # a loop_data without weak references: the hooks read the store
-
-
-def _forget_view(loop_data: Any) -> None:
-    if loop_data is None:
-        return
-    with _lock, contextlib.suppress(TypeError):
-        _views.pop(loop_data, None)
-
-
-def _take_view(setup: _Setup, loop_data: Any, session: str) -> _View | None:
-    """This iteration's view of ``session`` (taken: the caller keeps it again if it may)."""
-    if loop_data is None:
-        return None
-    try:
-        with _lock:
-            view = _views.pop(loop_data, None)
-    except TypeError:
-        return None
-    if view is None or view.navigator is not setup.navigator or view.session != session:
-        return None
-    return view
 
 
 def _activate(
@@ -374,7 +316,7 @@ def _activate(
         domain=reading.belief_domain(agent),
         allowed_plans=reading.allowed_plans(agent),
     )
-    _keep_view(setup, loop_data, session, guidance)
+    views.keep(setup.navigator, loop_data, session, guidance)
     _note_activation(session, token, guidance)
     if guidance.run is not None and guidance.active:
         _note_turn(agent, guidance.run.get("run_id"), None)
@@ -405,7 +347,7 @@ def _count_iteration(
     if last != (run_id, False):
         return None  # the first prompt of this run, or a result was reported since the last
     guidance = setup.navigator.turn(session)
-    _keep_view(setup, loop_data, session, guidance)
+    views.keep(setup.navigator, loop_data, session, guidance)
     _after_turn(setup, agent, guidance)
     return guidance
 
@@ -440,7 +382,7 @@ def _after_turn(setup: _Setup, agent: Any, guidance: Guidance) -> None:
     # The plan gives the step names document 000's log lines use.
     plan = _plan_for(setup, record) if guidance.events and record else None
     for event in guidance.events:
-        line = _event_line(PREFIX, event, record, plan)
+        line = event_line(PREFIX, event, record, plan)
         if line is not None:
             _agent_log(agent, *line)
         if event.get("type") == "plan_escalated":
@@ -501,52 +443,6 @@ def _set_attr(agent: Any, name: str, value: Any) -> None:
         log.debug("cannot set %s on %r", name, agent)
 
 
-def _event_line(
-    prefix: str, event: dict[str, Any], record: dict[str, Any], plan: Plan | None = None
-) -> tuple[str, str] | None:
-    """The (log type, text) for a plan event worth showing, or None.
-
-    Document 000's lines where it has one ("[HTN] Step 1 verified: Reproduce
-    the issue", "[HTN] Plan 'X' expired (no progress for 15 turns)", "[HTN]
-    Plan aborted: step 'X' failed verification"); ``plan`` gives step names.
-    """
-    kind = event.get("type")
-    name = record.get("plan_name") or record.get("plan_id") or "plan"
-    node = event.get("node")
-    linear = record.get("mode") == "linear"
-    if kind == "plan_activated":
-        # Document 000's line, "[HTN] Plan activated: Bug Fix Workflow (5 steps)".
-        if linear:
-            return "info", f"{prefix} Plan activated: {name} ({record.get('total_steps')} steps)"
-        size = f"{record.get('total_nodes')} nodes, graph"
-        return "info", f"{prefix} Plan activated: {name} ({size})"
-    if kind == "node_verified":
-        step = plan.graph.nodes.get(str(node)) if plan is not None and linear else None
-        if event.get("passed") and step is not None and plan is not None:
-            index = plan.graph.task_order.get(step.id, 0) + 1
-            return "info", f"{prefix} Step {index} verified: {step.name or step.id}"
-        if event.get("passed"):
-            return "info", f"{prefix} Step verified: {node}"
-        return "info", f"{prefix} Step failed verification: {node} (attempt {event.get('attempt')})"
-    if kind == "plan_completed":
-        done = f"{record.get('completed_nodes')}/{record.get('total_nodes')}"
-        return "info", f"{prefix} Plan '{name}' completed! ({done} nodes)"
-    if kind == "plan_escalated":
-        pace = event.get("pace_level") or "contingent"
-        return "warning", f"{prefix} Plan '{name}' escalated to PACE {pace}: {event.get('reason')}"
-    if kind == "plan_expired":
-        turns = record.get("stale_after_turns") or event.get("turns")
-        return "info", f"{prefix} Plan '{name}' expired (no progress for {turns} turns)"
-    if kind == "plan_aborted":
-        failed = failed_step(plan, from_record(record)) if plan is not None and record else None
-        if failed is not None:
-            return "warning", f"{prefix} Plan aborted: step '{failed}' failed verification"
-        return "warning", f"{prefix} Plan '{name}' aborted at {node}: {event.get('reason')}"
-    if kind == "stall":
-        return "warning", f"{prefix} Plan '{name}' stalled at {node}: {event.get('reason')}"
-    return None
-
-
 def _agent_log(agent: Any, kind: str, text: str) -> None:
     """A line in the agent's log (the Agent-Zero UI); never raises."""
     try:
@@ -599,19 +495,30 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 def _known_setup(hook_file: str) -> _Setup | None:
-    """The setup of a hook file seen before whose config is unchanged (one stat), else None."""
+    """The setup of a hook file seen before whose config is unchanged, else None.
+
+    The config's stat is looked at most every :data:`CONFIG_CHECK_SECONDS`
+    (the hooks of one model iteration run within milliseconds of each other),
+    so an edited config is picked up by the next iteration's hooks.
+    """
     found = _config_of.get(hook_file)
     if found is None:
         return None
-    key, path = found
+    key, path, checked = found
     cached = _setups.get(key)
     if cached is None:
         return None
+    now = time.monotonic()
+    if now < checked + CONFIG_CHECK_SECONDS:
+        return cached
     try:
         stat = os.stat(path)
     except OSError:
         return None
-    return cached if cached.stamp == (stat.st_mtime_ns, stat.st_size) else None
+    if cached.stamp != (stat.st_mtime_ns, stat.st_size):
+        return None
+    _config_of[hook_file] = (key, path, now)
+    return cached
 
 
 def _setup_for(hook_file: Path) -> _Setup:
@@ -624,7 +531,7 @@ def _setup_for(hook_file: Path) -> _Setup:
         key, stamp, missing = hook_file, None, exc
     with _lock:
         if missing is None and hook_file.is_absolute():  # a relative one moves with the cwd
-            _config_of[str(hook_file)] = (key, str(key))
+            _config_of[str(hook_file)] = (key, str(key), time.monotonic())
         cached = _setups.get(key)
         if cached is not None and cached.stamp == stamp:
             return cached
