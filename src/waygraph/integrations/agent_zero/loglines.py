@@ -16,6 +16,18 @@ from waygraph.render import failed_step
 
 __all__ = ["event_line"]
 
+_SHOWN = frozenset(
+    (
+        "plan_activated",
+        "node_verified",
+        "plan_completed",
+        "plan_escalated",
+        "plan_expired",
+        "plan_aborted",
+        "stall",
+    )
+)
+
 
 def event_line(
     prefix: str, event: dict[str, Any], record: dict[str, Any], plan: Plan | None = None
@@ -27,6 +39,8 @@ def event_line(
     Plan aborted: step 'X' failed verification"); ``plan`` gives step names.
     """
     kind = event.get("type")
+    if kind not in _SHOWN:
+        return None
     name = record.get("plan_name") or record.get("plan_id") or "plan"
     node = event.get("node")
     linear = record.get("mode") == "linear"

@@ -88,7 +88,7 @@ CONFIG_CHECK_SECONDS = 1.0
 
 #: What a terminal command prints last (and is stripped again): its exit status.
 EXIT_MARKER = "__waygraph_exit__"
-_EXIT_LINE = re.compile(rf"^{EXIT_MARKER}=(-?\d+)\s*$", re.M)
+_EXIT_LINE = re.compile(rf"{EXIT_MARKER}=(-?\d+)\s*$")
 _ARGS_KEY = "_waygraph_tool_args"
 #: In ``agent.data``: (run id, whether a result was reported since the last prompt).
 _TURNED_KEY = "_waygraph_turned"
@@ -127,6 +127,7 @@ _failures: dict[Path, _Failure] = {}
 _consumed: dict[str, Any] = {}
 #: Per config, the library error last written to an agent's log (reported once).
 _library_errors: dict[Path, str | None] = {}
+_UNSEEN = object()
 #: Hook file -> (its config file, that path as text, when its stat was last
 #: looked at): the walk up to it is several stats, so it is done once; a
 #: config that is gone or changed is looked for again.
@@ -196,15 +197,27 @@ def _take_exit_code(response: Any, output: str) -> tuple[str, int | None]:
     """The output without the status marker, and the status it printed (None: none)."""
     if EXIT_MARKER not in output:
         return output, None
-    found = _EXIT_LINE.findall(output)
-    # Drop every line that mentions the marker (a terminal echoes the typed line too).
-    kept = "\n".join(line for line in output.split("\n") if EXIT_MARKER not in line)
+    kept_lines = []
+    code = None
+    # Drop every line that mentions the marker (a terminal echoes the typed line
+    # too); the last line that is the marker and a number is the status.
+    for line in output.split("\n"):
+        if EXIT_MARKER in line:
+            found = _EXIT_LINE.match(line)
+            if found is not None:
+                code = int(found.group(1))
+        else:
+            kept_lines.append(line)
+    kept = "\n".join(kept_lines)
     if isinstance(response, dict):
         response["message"] = kept
     else:
-        with contextlib.suppress(AttributeError, TypeError):
+        # Not contextlib.suppress: this runs on every tool result, and try is free.
+        try:  # noqa: SIM105
             response.message = kept
-    return kept, int(found[-1]) if found else None
+        except (AttributeError, TypeError):
+            pass  # a response that cannot be changed: the model sees the marker line
+    return kept, code
 
 
 def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
@@ -408,6 +421,8 @@ def _plan_for(setup: _Setup, record: dict[str, Any]) -> Plan | None:
 def _report_library_error(setup: _Setup, agent: Any) -> None:
     """A library that stopped loading is said once in the agent's log, and its repair too."""
     error = setup.navigator.library_error
+    if _library_errors.get(setup.root, _UNSEEN) == error:
+        return  # the usual case, without the lock
     with _lock:
         if _library_errors.get(setup.root) == error:
             return

@@ -23,9 +23,7 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from waygraph.navigator import Guidance, Navigator
 
@@ -35,8 +33,7 @@ __all__ = ["View", "forget", "keep", "remember", "take"]
 ATTR = "_waygraph_view"
 
 
-@dataclass(frozen=True, slots=True)
-class View:
+class View(NamedTuple):
     """A running run as a turn of this process just committed it, with its guidance text."""
 
     navigator: Navigator
@@ -56,15 +53,20 @@ def keep(navigator: Navigator, loop_data: Any, session: str, guidance: Guidance)
 
 def remember(loop_data: Any, view: View) -> None:
     """Put ``view`` on ``loop_data`` (a loop_data that takes no attributes keeps none)."""
-    with contextlib.suppress(AttributeError, TypeError):
+    # Not contextlib.suppress: every turn of a hook passes here, and try is free.
+    try:
         setattr(loop_data, ATTR, view)
+    except (AttributeError, TypeError):
+        return
 
 
 def forget(loop_data: Any) -> None:
     """Drop the view on ``loop_data``, if any."""
     if getattr(loop_data, ATTR, None) is not None:
-        with contextlib.suppress(AttributeError, TypeError):
+        try:
             setattr(loop_data, ATTR, None)
+        except (AttributeError, TypeError):
+            return
 
 
 def take(navigator: Navigator, loop_data: Any, session: str) -> View | None:
