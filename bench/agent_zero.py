@@ -42,6 +42,7 @@ import gc
 import importlib.util
 import inspect
 import io
+import itertools
 import json
 import pstats
 import statistics
@@ -236,6 +237,8 @@ async def measure(root: Path, store: str, runs: int) -> dict[str, float]:
     samples: dict[str, list[int]] = {"iteration": [], "dispatch": [], "turn": [], "turn_ids": []}
     clock = time.perf_counter_ns
     args = {"runtime": "terminal", "session": 0, "code": "pytest -q"}
+    # Ids as the verify hook makes them: a random prefix per process and a counter.
+    prefix, counter = f"a0-{uuid.uuid4().hex[:16]}-", itertools.count(1)
     try:
         for run in range(runs):
             gc.collect()
@@ -263,7 +266,7 @@ async def measure(root: Path, store: str, runs: int) -> dict[str, float]:
                             tool_output=OUTPUT,
                             tool_name="code_execution_tool",
                             exit_code=0,
-                            observation_id=f"a0-{uuid.uuid4().hex}",
+                            observation_id=f"{prefix}{next(counter):x}",
                             tool_args=args,
                         )
                     samples[side].append(clock() - start)

@@ -49,6 +49,7 @@ Example (with stand-ins for Agent-Zero's objects)::
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import re
@@ -197,17 +198,16 @@ def _take_exit_code(response: Any, output: str) -> tuple[str, int | None]:
     """The output without the status marker, and the status it printed (None: none)."""
     if EXIT_MARKER not in output:
         return output, None
-    kept_lines = []
-    code = None
     # Drop every line that mentions the marker (a terminal echoes the typed line
     # too); the last line that is the marker and a number is the status.
-    for line in output.split("\n"):
-        if EXIT_MARKER in line:
-            found = _EXIT_LINE.match(line)
-            if found is not None:
-                code = int(found.group(1))
-        else:
-            kept_lines.append(line)
+    lines = output.split("\n")
+    kept_lines = [line for line in lines if EXIT_MARKER not in line]
+    code = None
+    for line in reversed(lines):
+        found = _EXIT_LINE.match(line) if EXIT_MARKER in line else None
+        if found is not None:
+            code = int(found.group(1))
+            break
     kept = "\n".join(kept_lines)
     if isinstance(response, dict):
         response["message"] = kept
@@ -218,6 +218,25 @@ def _take_exit_code(response: Any, output: str) -> tuple[str, int | None]:
         except (AttributeError, TypeError):
             pass  # a response that cannot be changed: the model sees the marker line
     return kept, code
+
+
+def _new_id_prefix() -> None:
+    global _id_prefix
+    # 64 random bits per process (and per forked child): ids never repeat
+    # across processes or restarts; the counter keeps them apart within one.
+    _id_prefix = f"a0-{uuid.uuid4().hex[:16]}-"
+
+
+_id_prefix = ""
+_new_id_prefix()
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere a child process starts afresh
+    os.register_at_fork(after_in_child=_new_id_prefix)
+_id_counter = itertools.count(1)
+
+
+def _observation_id() -> str:
+    """A fresh observation id: one call of the verify hook is one result, counted once."""
+    return f"{_id_prefix}{next(_id_counter):x}"
 
 
 def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
@@ -242,7 +261,7 @@ def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
         tool_output=output,
         tool_name=name,
         # One call of this hook is one result: a fresh id can never be counted twice.
-        observation_id=f"a0-{uuid.uuid4().hex}",
+        observation_id=_observation_id(),
         **turn,
     )
     loop_data = getattr(agent, "loop_data", None)
