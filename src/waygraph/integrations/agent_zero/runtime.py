@@ -32,12 +32,13 @@ once a second at most, so the next iteration's hooks pick up an edit).
 One model iteration with a tool result costs one load, one commit and one
 render: the verify hook's turn leaves its record and guidance on
 ``loop_data`` (:mod:`.views`) for the guidance and selector hooks after it.
-Run state lives in the configured store under the session ``agent-zero:<context id>:<agent
-number>``, so it survives restarts. Every failure is logged as a warning in
-the agent's log (and Python's ``waygraph.agent_zero`` logger) and the agent
-goes on without guidance; nothing here raises into Agent-Zero. Plan events
-are logged as ``[HTN] ...`` lines, as the HTN selector logged them, and an
-escalation sets ``agent._org_pace_level`` for the org dispatcher's PACE.
+Run state lives in the configured store under the session
+``agent-zero:<context id>:<agent number>``, so it survives restarts. Every
+failure is logged as a warning in the agent's log (and Python's
+``waygraph.agent_zero`` logger) and the agent goes on without guidance;
+nothing here raises into Agent-Zero. Plan events are logged as ``[HTN] ...``
+lines, as the HTN selector logged them, and an escalation sets
+``agent._org_pace_level`` for the org dispatcher's PACE.
 
 Example (with stand-ins for Agent-Zero's objects)::
 
@@ -128,6 +129,7 @@ _failures: dict[Path, _Failure] = {}
 _consumed: dict[str, Any] = {}
 #: Per config, the library error last written to an agent's log (reported once).
 _library_errors: dict[Path, str | None] = {}
+#: Not any library error: a root no agent's log has heard about yet.
 _UNSEEN = object()
 #: Hook file -> (its config file, that path as text, when its stat was last
 #: looked at): the walk up to it is several stats, so it is done once; a
