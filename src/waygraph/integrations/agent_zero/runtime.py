@@ -53,7 +53,6 @@ import contextlib
 import itertools
 import logging
 import os
-import re
 import threading
 import time
 import uuid
@@ -65,6 +64,7 @@ from waygraph.errors import ConfigError
 from waygraph.integrations.agent_zero import neighbours, reading, views
 from waygraph.integrations.agent_zero.config import CONFIG_PATH, AgentZeroConfig
 from waygraph.integrations.agent_zero.loglines import event_line
+from waygraph.integrations.agent_zero.reading import EXIT_MARKER
 from waygraph.model import Plan
 from waygraph.navigator import Guidance, Navigator
 from waygraph.versions import plan_version
@@ -88,9 +88,6 @@ RETRY_SECONDS = 30.0
 #: How often (seconds) the hooks look at the config file for changes.
 CONFIG_CHECK_SECONDS = 1.0
 
-#: What a terminal command prints last (and is stripped again): its exit status.
-EXIT_MARKER = "__waygraph_exit__"
-_EXIT_LINE = re.compile(rf"{EXIT_MARKER}=(-?\d+)\s*$")
 _ARGS_KEY = "_waygraph_tool_args"
 #: In ``agent.data``: (run id, whether a result was reported since the last prompt).
 _TURNED_KEY = "_waygraph_turned"
@@ -200,17 +197,7 @@ def _take_exit_code(response: Any, output: str) -> tuple[str, int | None]:
     """The output without the status marker, and the status it printed (None: none)."""
     if EXIT_MARKER not in output:
         return output, None
-    # Drop every line that mentions the marker (a terminal echoes the typed line
-    # too); the last line that is the marker and a number is the status.
-    lines = output.split("\n")
-    kept_lines = [line for line in lines if EXIT_MARKER not in line]
-    code = None
-    for line in reversed(lines):
-        found = _EXIT_LINE.match(line) if EXIT_MARKER in line else None
-        if found is not None:
-            code = int(found.group(1))
-            break
-    kept = "\n".join(kept_lines)
+    kept, code = reading.exit_status(output)
     if isinstance(response, dict):
         response["message"] = kept
     else:
