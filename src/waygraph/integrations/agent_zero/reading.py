@@ -12,6 +12,8 @@ stand-ins the tests use.
   never taken for the user's message;
 - the tool result: the ``tool_execute_after`` arguments ``tool_name`` and
   ``response.message``;
+- a terminal command's exit status: the marker line the command printed
+  last (:func:`exit_status`);
 - the domain: ``agent._bst_store["__bst_belief_state__"]["domain"]`` when a
   belief-state tracker set it;
 - the allow-list: ``agent.get_data("_org_htn_allowed_plans")`` when set;
@@ -32,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,12 +42,18 @@ __all__ = [
     "ALLOWED_PLANS_KEY",
     "BELIEF_KEY",
     "BST_STORE_ATTR",
+    "EXIT_MARKER",
     "allowed_plans",
     "belief_domain",
+    "exit_status",
     "session_id",
     "tool_output",
     "user_message",
 ]
+
+#: What a terminal command prints last (and is stripped again): its exit status.
+EXIT_MARKER = "__waygraph_exit__"
+_EXIT_LINE = re.compile(rf"{EXIT_MARKER}=(-?\d+)\s*$")
 
 BST_STORE_ATTR = "_bst_store"
 BELIEF_KEY = "__bst_belief_state__"
@@ -110,6 +119,26 @@ def tool_output(response: Any) -> str | None:
     if isinstance(message, str):
         return message
     return json.dumps(message, ensure_ascii=False, default=str)
+
+
+def exit_status(output: str) -> tuple[str, int | None]:
+    """A terminal output without its status marker lines, and the status they printed.
+
+    Every line that mentions the marker goes (a terminal echoes the typed
+    command too); the last line that is the marker and a number gives the
+    status (None when none does).
+
+    Example:
+        >>> exit_status(f"1 failed\\n{EXIT_MARKER}=1")
+        ('1 failed', 1)
+    """
+    lines = output.split("\n")
+    kept = "\n".join([line for line in lines if EXIT_MARKER not in line])
+    for line in reversed(lines):
+        found = _EXIT_LINE.match(line) if EXIT_MARKER in line else None
+        if found is not None:
+            return kept, int(found.group(1))
+    return kept, None
 
 
 def belief_domain(agent: Any) -> str | None:

@@ -27,13 +27,18 @@ its ``execute`` keyword arguments to one function here:
 
 The config is found by walking up from the extension file to
 ``usr/waygraph/config.json``; the Navigator built from it is cached per
-process and rebuilt when the config file changes. Run state lives in the
-configured store under the session ``agent-zero:<context id>:<agent
-number>``, so it survives restarts. Every failure is logged as a warning in
-the agent's log (and Python's ``waygraph.agent_zero`` logger) and the agent
-goes on without guidance; nothing here raises into Agent-Zero. Plan events
-are logged as ``[HTN] ...`` lines, as the HTN selector logged them, and an
-escalation sets ``agent._org_pace_level`` for the org dispatcher's PACE.
+process and rebuilt when the config file changes (its stat is looked at
+once a second at most, so the next iteration's hooks pick up an edit).
+One model iteration with a tool result costs one load, one commit and one
+render: the verify hook's turn leaves its record and guidance on
+``loop_data`` (:mod:`.views`) for the guidance and selector hooks after it.
+Run state lives in the configured store under the session
+``agent-zero:<context id>:<agent number>``, so it survives restarts. Every
+failure is logged as a warning in the agent's log (and Python's
+``waygraph.agent_zero`` logger) and the agent goes on without guidance;
+nothing here raises into Agent-Zero. Plan events are logged as ``[HTN] ...``
+lines, as the HTN selector logged them, and an escalation sets
+``agent._org_pace_level`` for the org dispatcher's PACE.
 
 Example (with stand-ins for Agent-Zero's objects)::
 
@@ -45,22 +50,24 @@ Example (with stand-ins for Agent-Zero's objects)::
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
-import re
+import os
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from waygraph.engine import from_record
 from waygraph.errors import ConfigError
-from waygraph.integrations.agent_zero import neighbours, reading
+from waygraph.integrations.agent_zero import neighbours, reading, views
 from waygraph.integrations.agent_zero.config import CONFIG_PATH, AgentZeroConfig
+from waygraph.integrations.agent_zero.loglines import event_line
+from waygraph.integrations.agent_zero.reading import EXIT_MARKER
 from waygraph.model import Plan
 from waygraph.navigator import Guidance, Navigator
-from waygraph.render import failed_step
+from waygraph.versions import plan_version
 
 __all__ = [
     "EXIT_MARKER",
@@ -78,9 +85,9 @@ log = logging.getLogger("waygraph.agent_zero")
 #: stay quiet before trying (and, if it still fails, warning) again.
 RETRY_SECONDS = 30.0
 
-#: What a terminal command prints last (and is stripped again): its exit status.
-EXIT_MARKER = "__waygraph_exit__"
-_EXIT_LINE = re.compile(rf"^{EXIT_MARKER}=(-?\d+)\s*$", re.M)
+#: How often (seconds) the hooks look at the config file for changes.
+CONFIG_CHECK_SECONDS = 1.0
+
 _ARGS_KEY = "_waygraph_tool_args"
 #: In ``agent.data``: (run id, whether a result was reported since the last prompt).
 _TURNED_KEY = "_waygraph_turned"
@@ -97,6 +104,8 @@ class _Setup:
     config: AgentZeroConfig
     navigator: Navigator
     stamp: tuple[int, int]
+    #: Plan version (a content hash) -> that plan, for the log lines' step names.
+    plans: dict[str, Plan] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +126,12 @@ _failures: dict[Path, _Failure] = {}
 _consumed: dict[str, Any] = {}
 #: Per config, the library error last written to an agent's log (reported once).
 _library_errors: dict[Path, str | None] = {}
+#: Not any library error: a root no agent's log has heard about yet.
+_UNSEEN = object()
+#: Hook file -> (its config file, that path as text, when its stat was last
+#: looked at): the walk up to it is several stats, so it is done once; a
+#: config that is gone or changed is looked for again.
+_config_of: dict[str, tuple[Path, str, float]] = {}
 
 
 def reset() -> None:
@@ -128,6 +143,7 @@ def reset() -> None:
         _failures.clear()
         _consumed.clear()
         _library_errors.clear()
+        _config_of.clear()
 
 
 # ---------------------------------------------------------------- the four hooks
@@ -181,15 +197,35 @@ def _take_exit_code(response: Any, output: str) -> tuple[str, int | None]:
     """The output without the status marker, and the status it printed (None: none)."""
     if EXIT_MARKER not in output:
         return output, None
-    found = _EXIT_LINE.findall(output)
-    # Drop every line that mentions the marker (a terminal echoes the typed line too).
-    kept = "\n".join(line for line in output.split("\n") if EXIT_MARKER not in line)
+    kept, code = reading.exit_status(output)
     if isinstance(response, dict):
         response["message"] = kept
     else:
-        with contextlib.suppress(AttributeError, TypeError):
+        # Not contextlib.suppress: this runs on every tool result, and try is free.
+        try:  # noqa: SIM105
             response.message = kept
-    return kept, int(found[-1]) if found else None
+        except (AttributeError, TypeError):
+            pass  # a response that cannot be changed: the model sees the marker line
+    return kept, code
+
+
+def _new_id_prefix() -> None:
+    global _id_prefix
+    # 64 random bits per process (and per forked child): ids never repeat
+    # across processes or restarts; the counter keeps them apart within one.
+    _id_prefix = f"a0-{uuid.uuid4().hex[:16]}-"
+
+
+_id_prefix = ""
+_new_id_prefix()
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere a child process starts afresh
+    os.register_at_fork(after_in_child=_new_id_prefix)
+_id_counter = itertools.count(1)
+
+
+def _observation_id() -> str:
+    """A fresh observation id: one call of the verify hook is one result, counted once."""
+    return f"{_id_prefix}{next(_id_counter):x}"
 
 
 def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
@@ -208,19 +244,24 @@ def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     else:
         output, exit_code = _take_exit_code(response, output)
         turn = {"exit_code": exit_code, "tool_args": tool_args}
+    session = reading.session_id(agent)
     guidance = setup.navigator.turn(
-        reading.session_id(agent),
+        session,
         tool_output=output,
         tool_name=name,
         # One call of this hook is one result: a fresh id can never be counted twice.
-        observation_id=f"a0-{uuid.uuid4().hex}",
+        observation_id=_observation_id(),
         **turn,
     )
+    loop_data = getattr(agent, "loop_data", None)
+    # The next prompt's hooks read the run from this turn (Agent-Zero keeps
+    # the monologue's LoopData on the agent).
+    views.keep(setup.navigator, loop_data, session, guidance)
     if guidance.text and guidance.run is not None and guidance.run.get("status") != "running":
         # The next prompt must say the plan ended; the guidance hook only
         # repeats text for running plans. Extras set after this iteration's
         # prompt was built reach the next one.
-        _put_extras(getattr(agent, "loop_data", None), setup.config.extras_key, guidance.text)
+        _put_extras(loop_data, setup.config.extras_key, guidance.text)
     if guidance.run is not None:
         _note_turn(agent, guidance.run.get("run_id"), True)
     _after_turn(setup, agent, guidance)
@@ -231,21 +272,29 @@ def _inject(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     key = setup.config.extras_key
     session = reading.session_id(agent)
     nav = setup.navigator
-    record = nav.state(session)
+    view = views.take(setup.navigator, loop_data, session)
+    record = view.record if view is not None else nav.state(session)
     if record is not None and record.get("status") == "running":
-        ended = _count_iteration(setup, agent, session, record)
-        if ended is not None:
-            if ended.text:
-                _put_extras(loop_data, key, ended.text)
-            return
-        text = nav.context(session)
-        if text:
-            _put_extras(loop_data, key, text)
-        _mirror(agent, nav.state(session))  # after the iteration's turn, if one was taken
+        turned = _count_iteration(setup, agent, session, record, loop_data)
+        if turned is not None:
+            if turned.run is not None and turned.run.get("status") != "running":
+                if turned.text:  # the turn ended the run (staleness)
+                    _put_extras(loop_data, key, turned.text)
+                return
+            view = views.take(setup.navigator, loop_data, session)
+        if view is None:
+            # Read from the store: keep it for the plan selector after this hook.
+            text = nav.context(session)
+            if text:
+                view = views.View(nav, session, record, text)
+        if view is not None:
+            _put_extras(loop_data, key, view.text)
+            views.remember(loop_data, view)
+        _mirror(agent, view.record if view is not None else record)
         return
     if neighbours.classifiers_present(setup.root):
         return  # their values for this message exist only in before_main_llm_call
-    _, text = _activate(setup, agent, loop_data)
+    _, text = _activate(setup, agent, loop_data, record)
     if text:
         _put_extras(loop_data, key, text)
 
@@ -255,11 +304,15 @@ def _select(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     # prompt is built already, so a plan started here guides from the next iteration.
     loop_data = kwargs.get("loop_data")
     session = reading.session_id(agent)
-    record = setup.navigator.state(session)
+    view = views.take(setup.navigator, loop_data, session)
+    record = view.record if view is not None else setup.navigator.state(session)
     if record is None or record.get("status") != "running":
-        record, text = _activate(setup, agent, loop_data)
+        record, text = _activate(setup, agent, loop_data, record)
         if text:
             _put_extras(loop_data, setup.config.extras_key, text)
+        # The iteration ends here: its view must not outlive it (the model call
+        # and the next tool result come first, and the tool's turn makes a new one).
+        views.take(setup.navigator, loop_data, session)
     _mirror(agent, record)
 
 
@@ -267,19 +320,24 @@ def _select(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
 
 
 def _activate(
-    setup: _Setup, agent: Any, loop_data: Any
+    setup: _Setup, agent: Any, loop_data: Any, record: dict[str, Any] | None
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """Match the user's message (once per message) with the classifiers' values."""
+    """Match the user's message (once per message) with the classifiers' values.
+
+    ``record`` is the session's run as just read (not running, or None): what
+    is returned when there is no new message to match.
+    """
     session = reading.session_id(agent)
     message, token = _fresh_message(session, loop_data)
     if message is None:
-        return setup.navigator.state(session), None
+        return record, None
     guidance = setup.navigator.turn(
         session,
         user_message=message,
         domain=reading.belief_domain(agent),
         allowed_plans=reading.allowed_plans(agent),
     )
+    views.keep(setup.navigator, loop_data, session, guidance)
     _note_activation(session, token, guidance)
     if guidance.run is not None and guidance.active:
         _note_turn(agent, guidance.run.get("run_id"), None)
@@ -294,11 +352,12 @@ def _note_turn(agent: Any, run_id: Any, turned: bool | None) -> None:
 
 
 def _count_iteration(
-    setup: _Setup, agent: Any, session: str, record: dict[str, Any]
+    setup: _Setup, agent: Any, session: str, record: dict[str, Any], loop_data: Any
 ) -> Guidance | None:
     """One message-loop iteration is one turn: take an empty one when no result came in.
 
-    Returns the turn's guidance when it ended the run (staleness), else None.
+    Returns that turn's guidance (its view is kept for the hooks after it),
+    or None when no turn was needed.
     """
     data = getattr(agent, "data", None)
     if not isinstance(data, dict):
@@ -309,10 +368,9 @@ def _count_iteration(
     if last != (run_id, False):
         return None  # the first prompt of this run, or a result was reported since the last
     guidance = setup.navigator.turn(session)
+    views.keep(setup.navigator, loop_data, session, guidance)
     _after_turn(setup, agent, guidance)
-    if guidance.run is not None and guidance.run.get("status") != "running":
-        return guidance
-    return None
+    return guidance
 
 
 def _fresh_message(session: str, loop_data: Any) -> tuple[str | None, Any]:
@@ -343,9 +401,9 @@ def _after_turn(setup: _Setup, agent: Any, guidance: Guidance) -> None:
     """Log the turn's plan events, set the PACE level on escalation, mirror the run."""
     record = guidance.run or {}
     # The plan gives the step names document 000's log lines use.
-    plan = setup.navigator.plan_for(record) if guidance.events and record else None
+    plan = _plan_for(setup, record) if guidance.events and record else None
     for event in guidance.events:
-        line = _event_line(PREFIX, event, record, plan)
+        line = event_line(PREFIX, event, record, plan)
         if line is not None:
             _agent_log(agent, *line)
         if event.get("type") == "plan_escalated":
@@ -355,9 +413,24 @@ def _after_turn(setup: _Setup, agent: Any, guidance: Guidance) -> None:
     _report_library_error(setup, agent)
 
 
+def _plan_for(setup: _Setup, record: dict[str, Any]) -> Plan | None:
+    """``navigator.plan_for(record)``, remembered per plan version (a content hash)."""
+    version = record.get("plan_version")
+    known = setup.plans.get(version) if isinstance(version, str) else None
+    if known is not None and known.id == record.get("plan_id"):
+        return known
+    plan = setup.navigator.plan_for(record)
+    # Only a plan whose content is that version is the same plan next time.
+    if plan is not None and isinstance(version, str) and plan_version(plan) == version:
+        setup.plans[version] = plan
+    return plan
+
+
 def _report_library_error(setup: _Setup, agent: Any) -> None:
     """A library that stopped loading is said once in the agent's log, and its repair too."""
     error = setup.navigator.library_error
+    if _library_errors.get(setup.root, _UNSEEN) == error:
+        return  # the usual case, without the lock
     with _lock:
         if _library_errors.get(setup.root) == error:
             return
@@ -393,52 +466,6 @@ def _set_attr(agent: Any, name: str, value: Any) -> None:
         log.debug("cannot set %s on %r", name, agent)
 
 
-def _event_line(
-    prefix: str, event: dict[str, Any], record: dict[str, Any], plan: Plan | None = None
-) -> tuple[str, str] | None:
-    """The (log type, text) for a plan event worth showing, or None.
-
-    Document 000's lines where it has one ("[HTN] Step 1 verified: Reproduce
-    the issue", "[HTN] Plan 'X' expired (no progress for 15 turns)", "[HTN]
-    Plan aborted: step 'X' failed verification"); ``plan`` gives step names.
-    """
-    kind = event.get("type")
-    name = record.get("plan_name") or record.get("plan_id") or "plan"
-    node = event.get("node")
-    linear = record.get("mode") == "linear"
-    if kind == "plan_activated":
-        # Document 000's line, "[HTN] Plan activated: Bug Fix Workflow (5 steps)".
-        if linear:
-            return "info", f"{prefix} Plan activated: {name} ({record.get('total_steps')} steps)"
-        size = f"{record.get('total_nodes')} nodes, graph"
-        return "info", f"{prefix} Plan activated: {name} ({size})"
-    if kind == "node_verified":
-        step = plan.graph.nodes.get(str(node)) if plan is not None and linear else None
-        if event.get("passed") and step is not None and plan is not None:
-            index = plan.graph.task_order.get(step.id, 0) + 1
-            return "info", f"{prefix} Step {index} verified: {step.name or step.id}"
-        if event.get("passed"):
-            return "info", f"{prefix} Step verified: {node}"
-        return "info", f"{prefix} Step failed verification: {node} (attempt {event.get('attempt')})"
-    if kind == "plan_completed":
-        done = f"{record.get('completed_nodes')}/{record.get('total_nodes')}"
-        return "info", f"{prefix} Plan '{name}' completed! ({done} nodes)"
-    if kind == "plan_escalated":
-        pace = event.get("pace_level") or "contingent"
-        return "warning", f"{prefix} Plan '{name}' escalated to PACE {pace}: {event.get('reason')}"
-    if kind == "plan_expired":
-        turns = record.get("stale_after_turns") or event.get("turns")
-        return "info", f"{prefix} Plan '{name}' expired (no progress for {turns} turns)"
-    if kind == "plan_aborted":
-        failed = failed_step(plan, from_record(record)) if plan is not None and record else None
-        if failed is not None:
-            return "warning", f"{prefix} Plan aborted: step '{failed}' failed verification"
-        return "warning", f"{prefix} Plan '{name}' aborted at {node}: {event.get('reason')}"
-    if kind == "stall":
-        return "warning", f"{prefix} Plan '{name}' stalled at {node}: {event.get('reason')}"
-    return None
-
-
 def _agent_log(agent: Any, kind: str, text: str) -> None:
     """A line in the agent's log (the Agent-Zero UI); never raises."""
     try:
@@ -454,7 +481,7 @@ def _agent_log(agent: Any, kind: str, text: str) -> None:
 def _guarded(extension: Any, hook_file: str, body: Any, kwargs: dict[str, Any]) -> None:
     agent = getattr(extension, "agent", None)
     try:
-        setup = _setup_for(Path(hook_file))
+        setup = _known_setup(hook_file) or _setup_for(Path(hook_file))
     except _Quiet:
         return
     except Exception as exc:
@@ -490,6 +517,33 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return stat.st_mtime_ns, stat.st_size
 
 
+def _known_setup(hook_file: str) -> _Setup | None:
+    """The setup of a hook file seen before whose config is unchanged, else None.
+
+    The config's stat is looked at most every :data:`CONFIG_CHECK_SECONDS`
+    (the hooks of one model iteration run within milliseconds of each other),
+    so an edited config is picked up by the next iteration's hooks.
+    """
+    found = _config_of.get(hook_file)
+    if found is None:
+        return None
+    key, path, checked = found
+    cached = _setups.get(key)
+    if cached is None:
+        return None
+    now = time.monotonic()
+    if now < checked + CONFIG_CHECK_SECONDS:
+        return cached
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    if cached.stamp != (stat.st_mtime_ns, stat.st_size):
+        return None
+    _config_of[hook_file] = (key, path, now)
+    return cached
+
+
 def _setup_for(hook_file: Path) -> _Setup:
     missing: ConfigError | None = None
     try:
@@ -499,6 +553,8 @@ def _setup_for(hook_file: Path) -> _Setup:
         # Remember the failure under the hook file, so it is reported once.
         key, stamp, missing = hook_file, None, exc
     with _lock:
+        if missing is None and hook_file.is_absolute():  # a relative one moves with the cwd
+            _config_of[str(hook_file)] = (key, str(key), time.monotonic())
         cached = _setups.get(key)
         if cached is not None and cached.stamp == stamp:
             return cached
