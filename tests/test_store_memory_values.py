@@ -20,8 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from waygraph.engine.state import NodeStates, RecentEvents
 from waygraph.store import Store, open_store
-from waygraph.store.values import RecentEvents, encode, held, thawed
+from waygraph.store.values import encode, held, thawed
 
 BACKENDS = ["memory", "file", "sqlite"]
 
@@ -122,18 +123,61 @@ def test_every_backend_reads_back_what_json_would(store: Store, value: Any) -> N
     assert _shape(store.list()[0].data) == _shape(expected)
 
 
-def test_recent_events_are_stored_as_their_sources_say_and_last(store: Store) -> None:
+def _record(events: tuple[Any, ...], states: dict[str, Any], n: int) -> dict[str, Any]:
+    return {
+        "visited": NodeStates.of(MappingProxyType(states)),
+        "n": n,
+        "events": RecentEvents.of(events),
+    }
+
+
+def test_recent_events_and_node_states_are_stored_as_their_sources_say(store: Store) -> None:
     first = MappingProxyType({"type": "plan_activated", "turn": 1})
     second = MappingProxyType({"type": "node_entered", "turn": 2})
-    store.commit("k", {"events": RecentEvents.of((first,)), "n": 1}, 0, [dict(first)])
-    store.commit("k", {"events": RecentEvents.of((first, second)), "n": 2}, 1, [dict(second)])
+    one = MappingProxyType({"attempts": 1, "tried": (MappingProxyType({"call": "x"}),)})
+    two = MappingProxyType({"attempts": 2})
+    store.commit("k", _record((first,), {"a": one}, 1), 0, [dict(first)])
+    store.commit("k", _record((first, second), {"a": one, "b": two}, 2), 1, [dict(second)])
     rec = store.get("k")
     assert rec is not None
-    assert rec.data == {"n": 2, "events": [dict(first), dict(second)]}
-    assert list(rec.data) == ["n", "events"]
+    assert rec.data == {
+        "visited": {"a": {"attempts": 1, "tried": [{"call": "x"}]}, "b": {"attempts": 2}},
+        "n": 2,
+        "events": [dict(first), dict(second)],
+    }
+    assert list(rec.data) == ["visited", "n", "events"]
     rec.data["events"][0]["turn"] = 99  # a reader's copy: the store keeps its own
+    rec.data["visited"]["a"]["tried"][0]["call"] = "changed"
     again = store.get("k")
     assert again is not None and again.data["events"][0]["turn"] == 1
+    assert again.data["visited"]["a"]["tried"] == [{"call": "x"}]
+
+
+def test_equal_events_that_are_other_objects_are_stored_as_they_are(store: Store) -> None:
+    # 1 == True == 1.0, so only object identity may reuse an event's stored form.
+    as_int = MappingProxyType({"v": 1})
+    as_bool = MappingProxyType({"v": True})
+    as_float = MappingProxyType({"v": 1.0})
+    store.commit("k", _record((as_int,), {}, 1), 0, [])
+    store.commit("k", _record((as_bool, as_int), {}, 2), 1, [])
+    store.commit("k", _record((as_int, as_float), {}, 3), 2, [])
+    rec = store.get("k")
+    assert rec is not None
+    assert _shape(rec.data["events"]) == _shape([{"v": 1}, {"v": 1.0}])
+    store.commit("k", _record((as_float, as_bool), {"a": MappingProxyType({"x": 1.0})}, 4), 3, [])
+    rec = store.get("k")
+    assert rec is not None
+    assert _shape(rec.data["events"]) == _shape([{"v": 1.0}, {"v": True}])
+    assert _shape(rec.data["visited"]) == _shape({"a": {"x": 1.0}})
+
+
+def test_a_bad_value_in_recent_events_or_node_states_is_refused(store: Store) -> None:
+    bad = MappingProxyType({"v": float("nan")})
+    with pytest.raises(TypeError, match="not JSON-ready"):
+        store.commit("k", _record((bad,), {}, 1), 0, [])
+    with pytest.raises(TypeError, match="not JSON-ready"):
+        store.commit("k", _record((), {"a": bad}, 1), 0, [])
+    assert store.get("k") is None
 
 
 def test_memory_keeps_no_reference_to_what_the_caller_holds() -> None:

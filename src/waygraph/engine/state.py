@@ -329,6 +329,35 @@ class RecentEvents(list[dict[str, Any]]):
         return events
 
 
+class NodeStates(dict[str, dict[str, Any]]):
+    """A record's node states: copies of a run's read-only node states (``sources``).
+
+    Like :class:`RecentEvents`: a store may keep a node state it has seen
+    before, by object, instead of checking or copying it again.
+
+    Example:
+        >>> from types import MappingProxyType
+        >>> source = MappingProxyType({"a": MappingProxyType({"attempts": 1})})
+        >>> NodeStates.of(source)
+        {'a': {'attempts': 1}}
+    """
+
+    __slots__ = ("sources",)
+
+    sources: Mapping[str, Mapping[str, Any]]
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        # Copies and pickles are plain dicts, as for RecentEvents.
+        return (dict, (dict(self),))
+
+    @classmethod
+    def of(cls, sources: Mapping[str, Mapping[str, Any]]) -> NodeStates:
+        """Copies of ``sources`` (node name -> read-only node state), remembering them."""
+        states = cls({k: _thawed_node(v) for k, v in sources.items()})
+        states.sources = sources
+        return states
+
+
 _RECORD_FIELDS = (
     "run_id",
     "plan_id",
@@ -378,7 +407,7 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
         # The one run-record schema (waygraph.model.record): kind and plan id.
         kind="guided",
         plan=run.plan_id,
-        visited={k: _thawed_node(v) for k, v in run.visited.items()},
+        visited=NodeStates.of(run.visited),
         path=list(run.path),
         total_nodes=total,
         completed_nodes=completed,

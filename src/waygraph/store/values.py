@@ -24,19 +24,22 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from waygraph.engine.state import RecentEvents
+from waygraph.engine.state import NodeStates, RecentEvents
 
 __all__ = [
+    "NODE_VALUES",
     "TEXTS",
     "VALUES",
     "RecentEvents",
     "SourceMemo",
+    "StateMemo",
     "encode",
     "encode_record",
     "held",
@@ -104,6 +107,10 @@ def _finite(value: float) -> float:
 _BIG = 10**4000
 
 
+#: Values kept as they are without a look inside (ints and floats need one).
+_PLAIN = frozenset({str, bool, type(None)})
+
+
 def _value(value: Any) -> Any:
     # What json.loads(encode(value)) gives, without the text: the same order of
     # tests as the C encoder, so the same values pass and the same fail.
@@ -115,10 +122,18 @@ def _value(value: Any) -> Any:
             return value
         int.__repr__(value)  # raises past the interpreter's digit limit, as encoding does
         return value
-    if kind is dict:
-        return {k if type(k) is str else _key(k): _value(v) for k, v in value.items()}
+    if kind is dict or kind is NodeStates:
+        return {
+            k if type(k) is str else _key(k): v
+            if type(v) in _PLAIN or (type(v) is int and -_BIG < v < _BIG)
+            else _value(v)
+            for k, v in value.items()
+        }
     if kind is list or kind is tuple or kind is RecentEvents:
-        return [_value(v) for v in value]
+        return [
+            v if type(v) in _PLAIN or (type(v) is int and -_BIG < v < _BIG) else _value(v)
+            for v in value
+        ]
     if kind is float:
         return _finite(value)
     if isinstance(value, str):
@@ -162,7 +177,7 @@ def thawed(value: Any) -> Any:
         (True, False)
     """
     kind = type(value)
-    if kind is dict:
+    if kind is dict or kind is NodeStates:
         return {k: (v if type(v) in _SCALARS else thawed(v)) for k, v in value.items()}
     if kind is list:
         return [v if type(v) in _SCALARS else thawed(v) for v in value]
@@ -192,35 +207,53 @@ class SourceMemo(Generic[T]):
         self._form = form
         self._keys = keys
         self._lock = threading.Lock()
-        self._memo: OrderedDict[str, dict[int, tuple[Mapping[str, Any], T]]] = OrderedDict()
+        self._memo: OrderedDict[str, tuple[tuple[Mapping[str, Any], ...], list[T]]] = OrderedDict()
 
-    def forms(self, key: str, sources: Iterable[Mapping[str, Any]], what: str) -> list[T]:
+    def forms(self, key: str, sources: Sequence[Mapping[str, Any]], what: str) -> list[T]:
         """The form of each source, in order; only sources not seen last time are made."""
+        sources = tuple(sources)
         with self._lock:
-            last = self._memo.pop(key, None) or {}
-        current: dict[int, tuple[Mapping[str, Any], T]] = {}
-        forms: list[T] = []
-        for source in sources:
-            # Keyed by id with the object kept alive beside it, so an id is
-            # never another object's while its entry exists.
-            hit = last.get(id(source))
-            if hit is None or hit[0] is not source:
-                hit = (source, self._form(source, what))
-            current[id(source)] = hit
-            forms.append(hit[1])
+            last = self._memo.pop(key, None)
+        forms = self._reused(last, sources, what) if last is not None else None
+        if forms is None:
+            forms = [self._form(source, what) for source in sources]
         with self._lock:
-            self._memo[key] = current
+            # The memo keeps the sources alive, so an identity seen here is
+            # never another object's.
+            self._memo[key] = (sources, forms)
             while len(self._memo) > self._keys:
                 self._memo.popitem(last=False)
         return forms
 
+    def _reused(
+        self,
+        last: tuple[tuple[Mapping[str, Any], ...], list[T]],
+        sources: tuple[Mapping[str, Any], ...],
+        what: str,
+    ) -> list[T] | None:
+        old, old_forms = last
+        if not sources:
+            return []
+        # The usual case: the last list with its oldest few dropped and new
+        # events appended. Object identity, never equality: {"a": 1} equals
+        # {"a": True} and {"a": 1.0}, whose JSON differs.
+        first = sources[0]
+        drop = next((i for i, source in enumerate(old) if source is first), -1)
+        if drop < 0:
+            by_id = {id(s): f for s, f in zip(old, old_forms, strict=True)}
+            return [by_id[id(s)] if id(s) in by_id else self._form(s, what) for s in sources]
+        kept = min(len(old) - drop, len(sources))
+        if not all(map(operator.is_, old[drop : drop + kept], sources[:kept])):
+            return None
+        return old_forms[drop : drop + kept] + [self._form(s, what) for s in sources[kept:]]
+
 
 def encode_record(record: Mapping[str, Any], memo: SourceMemo[str], key: str, what: str) -> str:
-    """:func:`encode` of a record whose ``events`` may be :class:`RecentEvents`.
+    """:func:`encode` of a record whose last key, ``events``, may be :class:`RecentEvents`.
 
     Those events are spliced in from ``memo`` (each encoded once, when first
-    seen), the rest of the record encoded as usual; the text decodes to what
-    encoding the whole record would, with ``events`` the last key.
+    seen) and the rest of the record encoded as usual: the same text as
+    encoding the whole record.
 
     Example:
         >>> from types import MappingProxyType
@@ -233,10 +266,17 @@ def encode_record(record: Mapping[str, Any], memo: SourceMemo[str], key: str, wh
     if type(events) is not RecentEvents or type(record) is not dict:
         return encode(record, what=what)
     rest = record.copy()
-    del rest["events"]
+    rest["events"] = None
     head = encode(rest, what=what)
+    # Only the top level's last key can end the text so (a nested one adds a
+    # brace, a string's quotes are escaped); elsewhere, encode it all.
+    if not head.endswith(_EVENTS_LAST):
+        return encode(record, what=what)
     spliced = ",".join(memo.forms(key, events.sources, f"an event of {what}"))
-    return f'{head[:-1]}{"," if len(head) > 2 else ""}"events":[{spliced}]}}'
+    return f"{head[: -len('null}')]}[{spliced}]}}"
+
+
+_EVENTS_LAST = '"events":null}'
 
 
 #: Every JSON store's memo of event texts. One per process is enough: an
@@ -247,25 +287,78 @@ VALUES: SourceMemo[Any] = SourceMemo(held)
 
 
 def held_record(record: Mapping[str, Any], key: str, what: str) -> dict[str, Any]:
-    """:func:`held` of a record, its :class:`RecentEvents` held once each (memo ``VALUES``).
+    """:func:`held` of a record, its :class:`RecentEvents` and :class:`NodeStates` by source.
 
-    The result equals what the JSON stores read back, ``events`` last as in
-    :func:`encode_record`.
+    Each event and node state object is checked and copied once (memos
+    ``VALUES`` and ``NODE_VALUES``) while later records carry it again; the
+    result equals what the JSON stores read back.
 
     Example:
         >>> from types import MappingProxyType
         >>> events = RecentEvents.of((MappingProxyType({"type": "x"}),))
-        >>> held_record({"events": events, "n": (1,)}, "k", "the record")
+        >>> held_record({"n": (1,), "events": events}, "k", "the record")
         {'n': [1], 'events': [{'type': 'x'}]}
     """
     events = record.get("events")
-    if type(events) is not RecentEvents or type(record) is not dict:
+    states = record.get("visited")
+    if type(record) is not dict or (
+        type(events) is not RecentEvents and type(states) is not NodeStates
+    ):
         kept = held(record, what)
         if type(kept) is not dict:
             raise TypeError(f"{what} must be a dict (got {type(record).__name__})")
         return kept
     rest = record.copy()
-    del rest["events"]
+    # Placeholders keep each key where it was, as in the JSON stores' text.
+    if type(events) is RecentEvents:
+        rest["events"] = None
+    if type(states) is NodeStates:
+        rest["visited"] = None
     kept = held(rest, what)
-    kept["events"] = VALUES.forms(key, events.sources, f"an event of {what}")
+    if type(events) is RecentEvents:
+        kept["events"] = VALUES.forms(key, events.sources, f"an event of {what}")
+    if type(states) is NodeStates:
+        kept["visited"] = NODE_VALUES.states(key, states.sources, f"a node state of {what}")
     return kept  # type: ignore[no-any-return]
+
+
+class StateMemo:
+    """Per key, the held form of each node state object of its latest record.
+
+    Example:
+        >>> from types import MappingProxyType
+        >>> memo = StateMemo()
+        >>> memo.states("k", {"a": MappingProxyType({"attempts": 1})}, "a node state")
+        {'a': {'attempts': 1}}
+    """
+
+    def __init__(self, *, keys: int = 1024) -> None:
+        self._keys = keys
+        self._lock = threading.Lock()
+        self._memo: OrderedDict[str, dict[str, tuple[Mapping[str, Any], Any]]] = OrderedDict()
+
+    def states(
+        self, key: str, sources: Mapping[str, Mapping[str, Any]], what: str
+    ) -> dict[str, Any]:
+        """Node name -> held state, in order; states not seen last time are held anew."""
+        with self._lock:
+            last = self._memo.pop(key, None) or {}
+        current: dict[str, tuple[Mapping[str, Any], Any]] = {}
+        kept: dict[str, Any] = {}
+        for name, source in sources.items():
+            if type(name) is not str:
+                name = held({name: None}, what).popitem()[0]
+            hit = last.get(name)
+            if hit is None or hit[0] is not source:
+                hit = (source, held(source, what))
+            current[name] = hit
+            kept[name] = hit[1]
+        with self._lock:
+            self._memo[key] = current
+            while len(self._memo) > self._keys:
+                self._memo.popitem(last=False)
+        return kept
+
+
+#: ``memory://``'s memo of held node states.
+NODE_VALUES = StateMemo()
