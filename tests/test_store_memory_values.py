@@ -171,6 +171,27 @@ def test_equal_events_that_are_other_objects_are_stored_as_they_are(store: Store
     assert _shape(rec.data["visited"]) == _shape({"a": {"x": 1.0}})
 
 
+def test_a_new_event_that_is_also_a_recent_event_is_stored_once_right(store: Store) -> None:
+    old = MappingProxyType({"type": "plan_activated", "turn": 1})
+    new = MappingProxyType({"type": "node_entered", "turn": 2, "tags": ("a",)})
+    other = MappingProxyType({"type": "node_verified", "turn": 2, "output": "long"})
+    store.commit("k", _record((old,), {}, 1), 0, [old])
+    store.commit("k", _record((old, new), {}, 2), 1, [new, other])
+    rec = store.get("k")
+    assert rec is not None
+    assert rec.data["events"] == [dict(old), {"type": "node_entered", "turn": 2, "tags": ["a"]}]
+    assert [e.data for e in store.events("k")] == [
+        dict(old),
+        {"type": "node_entered", "turn": 2, "tags": ["a"]},
+        dict(other),
+    ]
+    store.events("k")[1].data["tags"].append(
+        "b"
+    )  # the row and the record share nothing a reader sees
+    again = store.get("k")
+    assert again is not None and again.data["events"][1]["tags"] == ["a"]
+
+
 def test_a_bad_value_in_recent_events_or_node_states_is_refused(store: Store) -> None:
     bad = MappingProxyType({"v": float("nan")})
     with pytest.raises(TypeError, match="not JSON-ready"):

@@ -25,7 +25,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, ClassVar, Self
 from urllib.parse import urlsplit, urlunsplit
 
@@ -399,25 +399,36 @@ def normalise_commit(
             f"correlation_ids must be a sequence of strings, not a string "
             f"(got {correlation_ids!r}); pass ({correlation_ids!r},)"
         )
-    ids = tuple(dict.fromkeys(correlation_ids))
+    ids = tuple(dict.fromkeys(correlation_ids)) if correlation_ids else ()
     for cid in ids:
         if not isinstance(cid, str) or not cid:
             raise TypeError(f"correlation ids must be non-empty strings (got {cid!r})")
         _check_text("a correlation id", cid)
-    if not isinstance(record, Mapping):
+    if type(record) is not dict and not isinstance(record, Mapping):
         raise TypeError(f"record for key {key!r} must be a dict (got {type(record).__name__})")
     events = []
+    # The engine's new events are also the newest of the record's recent
+    # events: each is encoded (or held) once for both (by object identity).
+    fresh: dict[int, Any] = {}
+    what = f"an event for key {key!r}"
     for event in new_events:
-        if not isinstance(event, Mapping):
-            raise TypeError(f"events for key {key!r} must be dicts (got {type(event).__name__})")
-        what = f"an event for key {key!r}"
-        events.append(held(event, what) if as_values else encode(event, what=what))
+        kind_of = type(event)
+        if (
+            kind_of is not dict
+            and kind_of is not MappingProxyType
+            and not isinstance(event, Mapping)
+        ):
+            raise TypeError(f"events for key {key!r} must be dicts (got {kind_of.__name__})")
+        form = held(event, what) if as_values else encode(event, what=what)
+        if kind_of is MappingProxyType:
+            fresh[id(event)] = form
+        events.append(form)
     what = f"the record for key {key!r}"
     return Commit(
         key=key,
-        data=held_record(record, key, what)
+        data=held_record(record, key, what, fresh)
         if as_values
-        else encode_record(record, TEXTS, key, what),
+        else encode_record(record, TEXTS, key, what, fresh),
         expected_version=expected_version,
         events=tuple(events),
         kind=kind,

@@ -136,6 +136,8 @@ def _value(value: Any) -> Any:
         ]
     if kind is float:
         return _finite(value)
+    if kind is MappingProxyType:  # not a str, number, list or dict: the encoder's default
+        return _value(value.copy())
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, int):
@@ -209,14 +211,31 @@ class SourceMemo(Generic[T]):
         self._lock = threading.Lock()
         self._memo: OrderedDict[str, tuple[tuple[Mapping[str, Any], ...], list[T]]] = OrderedDict()
 
-    def forms(self, key: str, sources: Sequence[Mapping[str, Any]], what: str) -> list[T]:
-        """The form of each source, in order; only sources not seen last time are made."""
+    def forms(
+        self,
+        key: str,
+        sources: Sequence[Mapping[str, Any]],
+        what: str,
+        fresh: Mapping[int, T] | None = None,
+    ) -> list[T]:
+        """The form of each source, in order; only sources not seen last time are made.
+
+        ``fresh``: forms made already, by ``id`` of a source the caller holds.
+        """
         sources = tuple(sources)
         with self._lock:
             last = self._memo.pop(key, None)
-        forms = self._reused(last, sources, what) if last is not None else None
+        make = self._form
+        if fresh:
+            found = fresh
+
+            def make(source: Mapping[str, Any], what: str) -> T:
+                form = found.get(id(source))
+                return self._form(source, what) if form is None else form
+
+        forms = self._reused(last, sources, what, make) if last is not None else None
         if forms is None:
-            forms = [self._form(source, what) for source in sources]
+            forms = [make(source, what) for source in sources]
         with self._lock:
             # The memo keeps the sources alive, so an identity seen here is
             # never another object's.
@@ -230,6 +249,7 @@ class SourceMemo(Generic[T]):
         last: tuple[tuple[Mapping[str, Any], ...], list[T]],
         sources: tuple[Mapping[str, Any], ...],
         what: str,
+        make: Callable[[Mapping[str, Any], str], T],
     ) -> list[T] | None:
         old, old_forms = last
         if not sources:
@@ -241,14 +261,20 @@ class SourceMemo(Generic[T]):
         drop = next((i for i, source in enumerate(old) if source is first), -1)
         if drop < 0:
             by_id = {id(s): f for s, f in zip(old, old_forms, strict=True)}
-            return [by_id[id(s)] if id(s) in by_id else self._form(s, what) for s in sources]
+            return [by_id[id(s)] if id(s) in by_id else make(s, what) for s in sources]
         kept = min(len(old) - drop, len(sources))
         if not all(map(operator.is_, old[drop : drop + kept], sources[:kept])):
             return None
-        return old_forms[drop : drop + kept] + [self._form(s, what) for s in sources[kept:]]
+        return old_forms[drop : drop + kept] + [make(s, what) for s in sources[kept:]]
 
 
-def encode_record(record: Mapping[str, Any], memo: SourceMemo[str], key: str, what: str) -> str:
+def encode_record(
+    record: Mapping[str, Any],
+    memo: SourceMemo[str],
+    key: str,
+    what: str,
+    fresh: Mapping[int, str] | None = None,
+) -> str:
     """:func:`encode` of a record whose last key, ``events``, may be :class:`RecentEvents`.
 
     Those events are spliced in from ``memo`` (each encoded once, when first
@@ -272,7 +298,7 @@ def encode_record(record: Mapping[str, Any], memo: SourceMemo[str], key: str, wh
     # brace, a string's quotes are escaped); elsewhere, encode it all.
     if not head.endswith(_EVENTS_LAST):
         return encode(record, what=what)
-    spliced = ",".join(memo.forms(key, events.sources, f"an event of {what}"))
+    spliced = ",".join(memo.forms(key, events.sources, f"an event of {what}", fresh))
     return f"{head[: -len('null}')]}[{spliced}]}}"
 
 
@@ -286,7 +312,9 @@ TEXTS: SourceMemo[str] = SourceMemo(lambda source, what: encode(source, what=wha
 VALUES: SourceMemo[Any] = SourceMemo(held)
 
 
-def held_record(record: Mapping[str, Any], key: str, what: str) -> dict[str, Any]:
+def held_record(
+    record: Mapping[str, Any], key: str, what: str, fresh: Mapping[int, Any] | None = None
+) -> dict[str, Any]:
     """:func:`held` of a record, its :class:`RecentEvents` and :class:`NodeStates` by source.
 
     Each event and node state object is checked and copied once (memos
@@ -316,7 +344,7 @@ def held_record(record: Mapping[str, Any], key: str, what: str) -> dict[str, Any
         rest["visited"] = None
     kept = held(rest, what)
     if type(events) is RecentEvents:
-        kept["events"] = VALUES.forms(key, events.sources, f"an event of {what}")
+        kept["events"] = VALUES.forms(key, events.sources, f"an event of {what}", fresh)
     if type(states) is NodeStates:
         kept["visited"] = NODE_VALUES.states(key, states.sources, f"a node state of {what}")
     return kept  # type: ignore[no-any-return]
