@@ -365,6 +365,12 @@ def measure(tmp: Path) -> tuple[dict[str, float], list[str]]:
         rows[f"waygraph Navigator.turn, sqlite (NORMAL), {workload}"] = best_of(
             navigator_run(f"sqlite:///{tmp / f'normal-{len(rows)}.db'}", workload)
         )
+        # Not measured: what a durable turn cannot go below, the transaction
+        # plus the turn's own work (docs/benchmarks.md, "what stands in the way").
+        rows[f"floor sum: raw SQLite + advance + render, {workload}"] = (
+            rows[f"floor: raw SQLite transaction (NORMAL), {workload}"]
+            + rows[f"floor: advance + render, {workload}"]
+        )
     rows["waygraph Navigator.turn, sqlite (FULL), linear"] = best_of(
         navigator_run(f"sqlite:///{tmp / 'full.db'}?synchronous=full", sessions=100), 3
     )
