@@ -445,6 +445,8 @@ def _check_text(name: str, value: str) -> None:
     # refusing what one backend cannot hold keeps every backend interchangeable.
     if "\x00" in value:
         raise ValueError(f"{name} must not contain NUL characters (got {value!r})")
+    if value.isascii():  # a flag on the string: ASCII is always valid UTF-8
+        return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:

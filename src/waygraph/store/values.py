@@ -371,16 +371,17 @@ class StateMemo:
         """Node name -> held state, in order; states not seen last time are held anew."""
         with self._lock:
             last = self._memo.pop(key, None) or {}
-        current: dict[str, tuple[Mapping[str, Any], Any]] = {}
-        kept: dict[str, Any] = {}
-        for name, source in sources.items():
-            if type(name) is not str:
-                name = held({name: None}, what).popitem()[0]
-            hit = last.get(name)
-            if hit is None or hit[0] is not source:
-                hit = (source, held(source, what))
-            current[name] = hit
-            kept[name] = hit[1]
+        if not all(type(name) is str for name in sources):
+            sources = {held({n: None}, what).popitem()[0]: s for n, s in sources.items()}
+        # Comprehensions: a node state unchanged since the last record is the
+        # same object, and its held form is taken as it was.
+        current = {
+            name: hit
+            if (hit := last.get(name)) is not None and hit[0] is source
+            else (source, held(source, what))
+            for name, source in sources.items()
+        }
+        kept = {name: hit[1] for name, hit in current.items()}
         with self._lock:
             self._memo[key] = current
             while len(self._memo) > self._keys:
