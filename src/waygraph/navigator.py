@@ -377,10 +377,13 @@ class Navigator:
         new: bool,
     ) -> dict[str, Any]:
         """Write the run and its events in one transaction; return the record."""
-        write = _write(run, plan, version, events, new=new)
-        new_version = self.store.commit_all([write])[0]
+        record = engine.to_record(plan, run)
+        new_version = self.store.commit_all(
+            [_write(run, plan, version, events, new=new, record=record)]
+        )[0]
         self._cached(run, new_version)
-        return dict(write.record)
+        # Every store copies or encodes what it keeps: the record is the caller's.
+        return record
 
     def _cached(self, run: engine.Run, new_version: int) -> None:
         """Remember a running run this Navigator just committed (forget a finished one)."""
@@ -568,11 +571,12 @@ def _write(
     events: list[Mapping[str, Any]],
     *,
     new: bool,
+    record: dict[str, Any] | None = None,
 ) -> Write:
-    """The store write of a run: its record, new events and index columns."""
+    """The store write of a run: its record (made here unless given), events, index columns."""
     return Write(
         run.run_id,
-        engine.to_record(plan, run),
+        engine.to_record(plan, run) if record is None else record,
         version,
         tracing.stamp(events),  # a session links to its trace (waygraph serve)
         kind=RunKind.GUIDED.value,

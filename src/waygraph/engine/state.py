@@ -294,6 +294,70 @@ class Result(NamedTuple):
 
 # ---------------------------------------------------------------- records
 
+
+class RecentEvents(list[dict[str, Any]]):
+    """A record's list of recent events: copies of read-only event mappings (``sources``).
+
+    The sources are the engine's events, which never change; a store may keep
+    or encode a source once and reuse that for every later record carrying
+    the same object (:mod:`waygraph.store.values`). The copies are what a
+    reader of the record sees; a store keeps what the sources say.
+
+    Example:
+        >>> from types import MappingProxyType
+        >>> source = MappingProxyType({"type": "plan_activated"})
+        >>> events = RecentEvents.of((source,))
+        >>> events, events.sources[0] is source
+        ([{'type': 'plan_activated'}], True)
+    """
+
+    __slots__ = ("sources",)
+
+    sources: tuple[Mapping[str, Any], ...]
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        # Copies and pickles are plain lists: the sources are this object's
+        # promise alone, and read-only mappings neither copy nor pickle.
+        return (list, (list(self),))
+
+    @classmethod
+    def of(cls, sources: tuple[Mapping[str, Any], ...]) -> RecentEvents:
+        """Copies of ``sources`` (read-only mappings), remembering them."""
+        # .copy() of a read-only mapping copies its dict at C speed.
+        events = cls(e.copy() for e in sources)  # type: ignore[attr-defined]
+        events.sources = sources
+        return events
+
+
+class NodeStates(dict[str, dict[str, Any]]):
+    """A record's node states: copies of a run's read-only node states (``sources``).
+
+    Like :class:`RecentEvents`: a store may keep a node state it has seen
+    before, by object, instead of checking or copying it again.
+
+    Example:
+        >>> from types import MappingProxyType
+        >>> source = MappingProxyType({"a": MappingProxyType({"attempts": 1})})
+        >>> NodeStates.of(source)
+        {'a': {'attempts': 1}}
+    """
+
+    __slots__ = ("sources",)
+
+    sources: Mapping[str, Mapping[str, Any]]
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        # Copies and pickles are plain dicts, as for RecentEvents.
+        return (dict, (dict(self),))
+
+    @classmethod
+    def of(cls, sources: Mapping[str, Mapping[str, Any]]) -> NodeStates:
+        """Copies of ``sources`` (node name -> read-only node state), remembering them."""
+        states = cls({k: _thawed_node(v) for k, v in sources.items()})
+        states.sources = sources
+        return states
+
+
 _RECORD_FIELDS = (
     "run_id",
     "plan_id",
@@ -343,13 +407,10 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
         # The one run-record schema (waygraph.model.record): kind and plan id.
         kind="guided",
         plan=run.plan_id,
-        visited={k: _thawed_node(v) for k, v in run.visited.items()},
+        visited=NodeStates.of(run.visited),
         path=list(run.path),
         total_nodes=total,
         completed_nodes=completed,
-        # .copy() of a read-only mapping copies its dict at C speed; dict() of
-        # one walks it key by key.
-        events=[e.copy() for e in run.events],  # type: ignore[attr-defined]
         seen=list(run.seen),
         checkpoints=[
             {
@@ -368,6 +429,9 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
         steps_failed=steps_failed,
         turns_since_progress=run.turns_since_progress,
         last_tool_output=run.last_output,
+        # Last, where a JSON store splices it in: copies of the run's own
+        # read-only events, which a store encodes (or copies) once per event.
+        events=RecentEvents.of(run.events),
     )
     return record
 

@@ -26,12 +26,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from waygraph.errors import Conflict
 from waygraph.model.record import LEGACY_KINDS, RunKind, kind_names, migrate
 from waygraph.store.rows import RowPage, check_rows, rows_by_listing
+from waygraph.store.values import TEXTS, encode, encode_record, held, held_record
 
 __all__ = [
     "MAX_SEQ",
@@ -135,6 +136,10 @@ class Store(ABC):
     #: so the URL can be shown in logs and command output.
     url: str
 
+    #: True for a store that keeps Python values (``memory://``): its commits
+    #: carry checked copies (:func:`waygraph.store.values.held`) instead of JSON text.
+    keeps_values: ClassVar[bool] = False
+
     @abstractmethod
     def get(self, key: str) -> StoredRecord | None:
         """The record stored under ``key``, or None."""
@@ -174,6 +179,7 @@ class Store(ABC):
             plan=plan,
             correlation_ids=correlation_ids,
             make_current=make_current,
+            as_values=self.keeps_values,
         )
         return self._commit_all((commit,))[0]
 
@@ -204,6 +210,7 @@ class Store(ABC):
                 plan=w.plan,
                 correlation_ids=w.correlation_ids,
                 make_current=w.make_current,
+                as_values=self.keeps_values,
             )
             for w in writes
         )
@@ -219,8 +226,9 @@ class Store(ABC):
         """Apply commits :func:`normalise_commit` checked and encoded, all or none.
 
         Every backend implements only this: argument checking and JSON
-        encoding happen once, in :meth:`commit`/:meth:`commit_all`, before any
-        lock is taken. Returns each record's new version, in order.
+        encoding (or, with ``keeps_values``, checked copying) happen once, in
+        :meth:`commit`/:meth:`commit_all`, before any lock is taken. Returns
+        each record's new version, in order.
         """
 
     @abstractmethod
@@ -329,12 +337,16 @@ class MonotonicClock:
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """A commit's arguments after checking, shared by every backend."""
+    """A commit's arguments after checking, shared by every backend.
+
+    ``data`` and ``events`` are JSON text, or for a store that
+    ``keeps_values`` the checked copies :func:`waygraph.store.values.held` makes.
+    """
 
     key: str
-    data: str
+    data: Any
     expected_version: int
-    events: tuple[str, ...]
+    events: tuple[Any, ...]
     kind: str
     session: str | None
     status: str | None
@@ -355,11 +367,16 @@ def normalise_commit(
     plan: str | None,
     correlation_ids: Sequence[str],
     make_current: bool,
+    as_values: bool = False,
 ) -> Commit:
     """Check a commit's arguments and encode its JSON once, before any lock is taken.
 
-    Raises TypeError or ValueError for misuse (these are caller bugs, not
-    store trouble), so a failed check never leaves anything half written.
+    With ``as_values`` the record and events are checked by the same rules
+    and copied instead (``memory://``). A record's recent events
+    (:class:`~waygraph.store.values.RecentEvents`) are encoded or copied once
+    per event, not once per commit. Raises TypeError or ValueError for misuse
+    (these are caller bugs, not store trouble), so a failed check never
+    leaves anything half written.
     """
     if not isinstance(key, str) or not key:
         raise ValueError(f"a store key must be a non-empty string (got {key!r})")
@@ -382,21 +399,36 @@ def normalise_commit(
             f"correlation_ids must be a sequence of strings, not a string "
             f"(got {correlation_ids!r}); pass ({correlation_ids!r},)"
         )
-    ids = tuple(dict.fromkeys(correlation_ids))
+    ids = tuple(dict.fromkeys(correlation_ids)) if correlation_ids else ()
     for cid in ids:
         if not isinstance(cid, str) or not cid:
             raise TypeError(f"correlation ids must be non-empty strings (got {cid!r})")
         _check_text("a correlation id", cid)
-    if not isinstance(record, Mapping):
+    if type(record) is not dict and not isinstance(record, Mapping):
         raise TypeError(f"record for key {key!r} must be a dict (got {type(record).__name__})")
     events = []
+    # The engine's new events are also the newest of the record's recent
+    # events: each is encoded (or held) once for both (by object identity).
+    fresh: dict[int, Any] = {}
+    what = f"an event for key {key!r}"
     for event in new_events:
-        if not isinstance(event, Mapping):
-            raise TypeError(f"events for key {key!r} must be dicts (got {type(event).__name__})")
-        events.append(encode(event, what=f"an event for key {key!r}"))
+        kind_of = type(event)
+        if (
+            kind_of is not dict
+            and kind_of is not MappingProxyType
+            and not isinstance(event, Mapping)
+        ):
+            raise TypeError(f"events for key {key!r} must be dicts (got {kind_of.__name__})")
+        form = held(event, what) if as_values else encode(event, what=what)
+        if kind_of is MappingProxyType:
+            fresh[id(event)] = form
+        events.append(form)
+    what = f"the record for key {key!r}"
     return Commit(
         key=key,
-        data=encode(record, what=f"the record for key {key!r}"),
+        data=held_record(record, key, what, fresh)
+        if as_values
+        else encode_record(record, TEXTS, key, what, fresh),
         expected_version=expected_version,
         events=tuple(events),
         kind=kind,
@@ -408,39 +440,17 @@ def normalise_commit(
     )
 
 
-def _read_only(value: Any) -> Any:
-    # The engine's runs and events are read-only mappings; as JSON they are objects.
-    if type(value) is MappingProxyType:
-        return value.copy()
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-# One encoder for every call: json.dumps with options builds a new one each time.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_read_only)
-
-
 def _check_text(name: str, value: str) -> None:
     # Keys and index values become SQL text and file names in some backend;
     # refusing what one backend cannot hold keeps every backend interchangeable.
     if "\x00" in value:
         raise ValueError(f"{name} must not contain NUL characters (got {value!r})")
+    if value.isascii():  # a flag on the string: ASCII is always valid UTF-8
+        return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValueError(f"{name} must be valid Unicode text (got {value!r}): {exc}") from exc
-
-
-def encode(value: Any, *, what: str = "the value") -> str:
-    """Compact JSON text of a JSON-ready value, or TypeError naming ``what``.
-
-    NaN and infinities are refused: they are not JSON, and PostgreSQL and
-    other readers reject them. ASCII escapes keep lone surrogates and every
-    other string representable in any backend.
-    """
-    try:
-        return _ENCODER.encode(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{what} is not JSON-ready: {exc}") from exc
 
 
 def decode(text: str | bytes) -> Any:

@@ -6,6 +6,12 @@ backends (same version checks, same Conflict, same copies, JSON-ready data
 enforced), because it runs the same contract suite. Each ``open_store
 ("memory://")`` is a new, empty, private store.
 
+It keeps Python values, never JSON text: a commit checks and copies its
+data by the JSON encoder's rules (:func:`waygraph.store.values.held`: the
+same values refused, tuples read back as lists, keys as strings), and a read
+hands out a fresh copy (:func:`~waygraph.store.values.thawed`). What it keeps
+is never changed in place, so rows share the events they have in common.
+
 Example:
     >>> store = MemoryStore()
     >>> store.commit("run_1", {"n": 1}, 0, [{"type": "plan_activated"}], session="s1",
@@ -22,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from waygraph.errors import StoreError
 from waygraph.store.base import (
@@ -31,21 +38,21 @@ from waygraph.store.base import (
     StoredEvent,
     StoredRecord,
     conflict,
-    decode,
     kind_matches,
     paging,
     read_record,
 )
+from waygraph.store.values import thawed
 
 __all__ = ["MemoryStore"]
 
 
 @dataclass(slots=True)
 class _Row:
-    # Data is kept as JSON text: every read parses a fresh copy (faster than
-    # deepcopy) and a non-JSON record fails here as it would on disk.
+    # Data is a held value (checked and copied at commit, never changed after);
+    # every read thaws a fresh copy, which is faster than parsing JSON text.
     kind: str
-    data: str
+    data: dict[str, Any]
     version: int
     session: str | None
     status: str | None
@@ -57,7 +64,7 @@ class _Row:
         return read_record(
             key,
             self.kind,
-            decode(self.data),
+            thawed(self.data),
             self.version,
             self.session,
             self.status,
@@ -80,12 +87,14 @@ class MemoryStore(Store):
         'k'
     """
 
+    keeps_values = True
+
     def __init__(self, url: str = "memory://", *, clock: Callable[[], float] = time.time) -> None:
         self.url = url
         self._lock = threading.Lock()
         self._clock = MonotonicClock(clock)
         self._rows: dict[str, _Row] = {}
-        self._events: dict[str, list[str]] = {}
+        self._events: dict[str, list[dict[str, Any]]] = {}
         self._pointers: dict[str, str] = {}
         self._closed = False
 
@@ -167,11 +176,11 @@ class MemoryStore(Store):
         start = max(after_seq, 0)
         with self._lock:
             self._check_open()
-            texts = self._events.get(key, [])
-            end = len(texts) if limit is None else min(len(texts), start + limit)
-            chosen = texts[start:end]
+            kept = self._events.get(key, [])
+            end = len(kept) if limit is None else min(len(kept), start + limit)
+            chosen = kept[start:end]
         return [
-            StoredEvent(key=key, seq=start + i + 1, data=decode(t)) for i, t in enumerate(chosen)
+            StoredEvent(key=key, seq=start + i + 1, data=thawed(e)) for i, e in enumerate(chosen)
         ]
 
     def current(self, session: str) -> str | None:

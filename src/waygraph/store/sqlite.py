@@ -310,7 +310,7 @@ class SQLiteStore(Store):
     def _apply(self, conn: sqlite3.Connection, c: Commit) -> int:
         """One record's writes inside the caller's transaction; its new version."""
         key = c.key
-        ids = encode(list(c.correlation_ids))
+        ids = encode(list(c.correlation_ids)) if c.correlation_ids else "[]"
         n = len(c.events)
         now = self._clock()
         if c.expected_version == 0:

@@ -1,0 +1,71 @@
+"""bench/engine.py: its floors do the Navigator's work, and its report is the promised JSON."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).parent.parent / "bench" / "engine.py"
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def load_bench() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_engine", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_engine"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = load_bench()
+
+
+def test_the_floors_make_the_transitions_the_navigator_runs_make() -> None:
+    for workload, (_, _, outputs) in bench.NAV_WORKLOADS.items():
+        _, floor_turns = bench.pure_floor(workload, runs=2)()
+        _, nav_turns = bench.navigator_run("memory://", workload, sessions=2)()
+        assert floor_turns == nav_turns == 2 * len(outputs), workload
+
+
+def test_the_raw_sqlite_floor_writes_the_records_and_events_a_run_writes(tmp_path: Path) -> None:
+    path = tmp_path / "floor.db"
+    _, turns = bench.sqlite_floor(path, "retry loop", runs=1)()
+    writes = bench.turn_writes("retry loop")
+    assert turns == len(writes) - 1
+    with sqlite3.connect(path) as conn:
+        version, data = conn.execute("SELECT version, data FROM records").fetchone()
+        events = [json.loads(d) for (d,) in conn.execute("SELECT data FROM events ORDER BY seq")]
+    assert version == len(writes)
+    assert json.loads(data)["status"] == "completed"
+    assert events == [e for _, new in writes for e in new]
+
+
+def test_json_report_has_figures_and_targets(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = {"waygraph engine, linear": 10.0, "LangGraph, no checkpointer, linear": 300.0}
+    for workload in bench.NAV_WORKLOADS:
+        rows[f"floor: advance + render, {workload}"] = 50.0
+        rows[f"waygraph Navigator.turn, memory://, {workload}"] = 90.0
+        rows[f"floor: raw SQLite transaction (NORMAL), {workload}"] = 200.0
+        rows[f"waygraph Navigator.turn, sqlite (NORMAL), {workload}"] = 300.0
+    monkeypatch.setattr(bench, "measure", lambda tmp: (rows, ["burr"]))
+    assert bench.main(["--json"]) == 1  # the sqlite ratio, 1.5x, misses 1.3x
+    report = json.loads(capsys.readouterr().out)
+    assert report["bench"] == "engine" and report["figures"] == rows
+    assert report["unmeasured"] == ["burr"]
+    by_name = {t["name"]: t for t in report["targets"]}
+    memory = by_name["memory turn <= 2.0x the pure floor (advance + render), linear"]
+    assert (memory["ratio"], memory["needed"], memory["met"]) == (1.8, 2.0, True)
+    sql = by_name["sqlite turn <= 1.3x the raw SQLite floor, retry loop"]
+    assert (sql["ratio"], sql["met"]) == (1.5, False)
+    assert by_name["memory turn >= 10x cheaper than a LangGraph node, linear"]["ratio"] == 3.333
+    assert all(set(t) == {"name", "ratio", "needed", "met"} for t in report["targets"])
