@@ -464,6 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     targets = targets_of(rows)
     for name, ratio, needed, _met in targets:
         report.target(name, ratio, needed, compare="<=" if "<=" in name else ">=")
+    report.extra["unmeasured"] = missing
     if missing:
         report.note(f"not measured (not installed): {', '.join(missing)}")
     with report.tables():
