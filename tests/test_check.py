@@ -488,7 +488,8 @@ def test_code_fails_on_the_bad_plan_and_not_on_its_fix(code: str, bad: Plan, goo
 
 
 def test_every_code_has_a_case():
-    library_level = {"bad-match-mode"}  # tested below
+    # Tested below, and the next_plan checks in tests/test_chaining.py.
+    library_level = {"bad-match-mode", "unknown-next-plan", "next-plan-loop"}
     cli_level = {"load-error", "duplicate-plan", "no-plans"}  # reported by `waygraph check`
     from tests.test_check_kinds import COVERED as other_kinds  # state machines, generated plans
 

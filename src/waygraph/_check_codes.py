@@ -63,6 +63,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "bad-regex-flags": ("error", "a regex check's `flags` has a letter not in imsx"),
     "bad-trigger-threshold": ("error", "trigger_threshold is < 1 or > the number of triggers"),
     "bad-match-mode": ("error", "_meta.match_mode is neither phrase nor substring"),
+    "unknown-next-plan": ("error", "an exit's next_plan names a plan the library does not have"),
     # Reported by `waygraph check`, which loads file by file to report them all.
     "load-error": ("error", "a file cannot be read, parsed or validated"),
     "duplicate-plan": ("error", "two files of one library define the same plan id"),
@@ -82,6 +83,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "unused-edge": ("warning", "edge selection never follows the edge"),
     "escalate-without-reason": ("warning", "an escalate node without a reason"),
     "ignored-field": ("warning", "a node sets a field its type does not use"),
+    "next-plan-loop": ("warning", "next_plan links lead back to the plan they start from"),
     "on-fail-ignored": ("warning", "a step with on_fail abort/block but required false"),
     "no-triggers": ("warning", "no triggers: the plan can only be started by id"),
     "blank-trigger": ("warning", "a trigger that is empty or only spaces"),

@@ -137,6 +137,50 @@ def check_library(library: Library) -> list[Problem]:
         )
     for plan in library:
         out.extend(check_plan(plan, file=library.sources.get(plan.id)))
+    out.extend(_chain_problems(library))
+    return out
+
+
+def _chain_problems(library: Library) -> list[Problem]:
+    """Exits whose ``next_plan`` the library lacks, and chains that come back round."""
+    out: list[Problem] = []
+    links: dict[str, set[str]] = {}
+    for plan in library:
+        for node in plan.graph.nodes.values():
+            if node.type != "exit" or not node.next_plan:
+                continue
+            if node.next_plan not in library:
+                out.append(
+                    _problem(
+                        "unknown-next-plan",
+                        f"next_plan {node.next_plan!r} is not a plan of this library",
+                        file=library.sources.get(plan.id),
+                        plan=plan.id,
+                        node=node.id,
+                        field="next_plan",
+                    )
+                )
+            else:
+                links.setdefault(plan.id, set()).add(node.next_plan)
+    for first in sorted(links):
+        seen, todo = set(), sorted(links[first])
+        while todo:
+            current = todo.pop()
+            if current == first:
+                out.append(
+                    _problem(
+                        "next-plan-loop",
+                        f"following next_plan from {first!r} leads back to it: a run of it "
+                        "starts it again after the chain (fine for a loop you mean)",
+                        file=library.sources.get(first),
+                        plan=first,
+                        field="next_plan",
+                    )
+                )
+                break
+            if current not in seen:
+                seen.add(current)
+                todo.extend(sorted(links.get(current, ())))
     return out
 
 
@@ -156,6 +200,8 @@ _FIELD_USERS: dict[str, tuple[str, ...]] = {
     "status": ("exit",),
     "reason": ("escalate", "exit"),
     "pace_level": ("escalate",),
+    "next_plan": ("exit",),
+    "next_plan_when": ("exit",),
 }
 #: Per node type, the fields of _FIELD_USERS it ignores (checked on every node).
 _IGNORED_FIELDS: dict[str, tuple[str, ...]] = {

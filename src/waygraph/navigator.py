@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from waygraph import engine, gates, render, tracing
+from waygraph.chaining import start_next_plan
 from waygraph.errors import Conflict, InputError, WaygraphError
 from waygraph.library import Library, load_library
 from waygraph.match import Matcher
 from waygraph.model import Plan
-from waygraph.model.record import RunKind
 from waygraph.retry import CONFLICT_TIMEOUT
-from waygraph.store import Store, Write, default_store_url, open_store
+from waygraph.store import Store, default_store_url, open_store
 from waygraph.turns import (
     MAX_ID_CHARS,
     MAX_MESSAGE_CHARS,
@@ -46,6 +46,7 @@ from waygraph.turns import (
     check_turn,
     evidence_of,
     retry_conflicts,
+    run_write,
 )
 from waygraph.verify import SOURCES, Observation, VerifyContext, judge_for
 from waygraph.versions import PlanVersions
@@ -301,6 +302,9 @@ class Navigator:
                     evidence=evidence,
                     final=final,
                 )
+                chained = start_next_plan(self, plan, run, version, events, turn_no)
+                if chained is not None:
+                    return chained
                 record = self._commit(run, plan, version, events, new=False)
             if (run is None or run.status != "running") and user_message and not events:
                 started = self._activate(session_id, user_message, domain, allowed_plans, turn_no)
@@ -379,7 +383,7 @@ class Navigator:
         """Write the run and its events in one transaction; return the record."""
         record = engine.to_record(plan, run)
         new_version = self.store.commit_all(
-            [_write(run, plan, version, events, new=new, record=record)]
+            [run_write(run, plan, version, events, new=new, record=record)]
         )[0]
         self._cached(run, new_version)
         # Every store copies or encodes what it keeps: the record is the caller's.
@@ -426,7 +430,7 @@ class Navigator:
                 reason = f"replaced by plan {plan.id!r}"
                 old, aborted = engine.abort(old_plan, old, turn=old.turn, reason=reason)
                 if aborted:
-                    writes.append(_write(old, old_plan, stored.version, aborted, new=False))
+                    writes.append(run_write(old, old_plan, stored.version, aborted, new=False))
             run, events = engine.start(
                 plan,
                 run_id=f"run_{uuid.uuid4().hex[:16]}",
@@ -435,7 +439,7 @@ class Navigator:
                 plan_version=version,
                 started_by="id",
             )
-            writes.append(_write(run, plan, 0, events, new=True))
+            writes.append(run_write(run, plan, 0, events, new=True))
             self._cached(run, self.store.commit_all(writes)[-1])
             return Guidance(
                 text=render.context(plan, run, max_tokens=self.max_tokens),
@@ -562,29 +566,6 @@ class Navigator:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _write(
-    run: engine.Run,
-    plan: Plan | None,
-    version: int,
-    events: list[Mapping[str, Any]],
-    *,
-    new: bool,
-    record: dict[str, Any] | None = None,
-) -> Write:
-    """The store write of a run: its record (made here unless given), events, index columns."""
-    return Write(
-        run.run_id,
-        engine.to_record(plan, run) if record is None else record,
-        version,
-        tracing.stamp(events),  # a session links to its trace (waygraph serve)
-        kind=RunKind.GUIDED.value,
-        session=run.session_id,
-        status=str(run.status),
-        plan=run.plan_id,
-        make_current=new,
-    )
 
 
 def __getattr__(name: str) -> Any:

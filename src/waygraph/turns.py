@@ -14,10 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from waygraph import engine
+from waygraph import engine, tracing
 from waygraph.errors import InputError
 from waygraph.ids import MAX_ID_CHARS, id_problem
+from waygraph.model import Plan
+from waygraph.model.record import RunKind
 from waygraph.retry import retry_conflicts
+from waygraph.store import Write
 from waygraph.verify import Observation
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "check_turn",
     "evidence_of",
     "retry_conflicts",
+    "run_write",
 ]
 
 T = TypeVar("T")
@@ -152,4 +156,30 @@ def evidence_of(observation: Observation) -> engine.Evidence:
         call=observation.call,
         output=text[: engine.MAX_LAST_OUTPUT],
         fingerprint=hashlib.blake2b(key.encode(errors="replace"), digest_size=8).hexdigest(),
+    )
+
+
+def run_write(
+    run: engine.Run,
+    plan: Plan | None,
+    version: int,
+    events: list[Mapping[str, Any]],
+    *,
+    new: bool,
+    record: dict[str, Any] | None = None,
+) -> Write:
+    """The store write of a guided run: its record (made here unless given), events, columns.
+
+    ``new``: the run becomes its session's current run in the same commit.
+    """
+    return Write(
+        run.run_id,
+        engine.to_record(plan, run) if record is None else record,
+        version,
+        tracing.stamp(events),  # a session links to its trace (waygraph serve)
+        kind=RunKind.GUIDED.value,
+        session=run.session_id,
+        status=str(run.status),
+        plan=run.plan_id,
+        make_current=new,
     )

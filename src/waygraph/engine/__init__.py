@@ -51,7 +51,16 @@ Example:
 from __future__ import annotations
 
 from waygraph.engine import dag, events
-from waygraph.engine.guided import abort, advance, claim, expire, observe, rewind, start
+from waygraph.engine.guided import (
+    abort,
+    advance,
+    claim,
+    expire,
+    next_plan,
+    observe,
+    rewind,
+    start,
+)
 from waygraph.engine.rules import first_edge, pick_edge
 from waygraph.engine.state import (
     EVENT_TYPES,
@@ -91,6 +100,7 @@ __all__ = [
     "expire",
     "first_edge",
     "from_record",
+    "next_plan",
     "observe",
     "pick_edge",
     "rewind",

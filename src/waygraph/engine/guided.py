@@ -288,3 +288,29 @@ def rewind(plan: Plan, run: Run, *, turn: int) -> Result:
         draft.current_node = node.id
         leave(t, node, SUCCESS_EDGES)
     return Result(draft.freeze(), t.events)
+
+
+def next_plan(plan: Plan, run: Run) -> str | None:
+    """The plan to start next in the run's session: its exit node's ``next_plan``, if it holds.
+
+    A run that ended at an exit naming ``next_plan`` chains to it when it
+    completed, or whatever it ended with when ``next_plan_when`` is ``always``;
+    runs that escalated, expired or were reset chain nowhere.
+
+    Example:
+        >>> from waygraph.model import Graph
+        >>> plan = (Graph.builder().task("t").exit("done", next_plan="deploy")
+        ...         .chain("start", "t", "done").plan("build"))
+        >>> run = Run(run_id="r", plan_id="build", plan_name="b", status="completed",
+        ...           current_node="done")
+        >>> next_plan(plan, run)
+        'deploy'
+    """
+    if run.status not in ("completed", "aborted") or run.current_node is None:
+        return None
+    node = plan.graph.nodes.get(run.current_node)
+    if node is None or node.type != "exit" or not node.next_plan:
+        return None
+    if (node.next_plan_when or "completed") == "completed" and run.status != "completed":
+        return None
+    return node.next_plan

@@ -43,6 +43,8 @@ NODE_ATTRIBUTES: tuple[str, ...] = (
     "reason",
     "pace_level",
     "status",
+    "next_plan",
+    "next_plan_when",
     "meta",
 )
 EDGE_ATTRIBUTES: tuple[str, ...] = ("condition", "when", "on_event", "label", "weight")

@@ -47,6 +47,8 @@ _NODE_TEXT = (
     "reason",
     "pace_level",
     "status",
+    "next_plan",
+    "next_plan_when",
 )
 
 

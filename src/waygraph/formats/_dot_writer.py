@@ -122,7 +122,7 @@ def _node_attributes(node: Node) -> list[tuple[str, str]]:
         out.append(("max_retries", "none" if node.max_retries is None else str(node.max_retries)))
     if node.join != "any":
         out.append(("join", quote_id(node.join)))
-    for key in ("on_fail", "reason", "pace_level", "status"):
+    for key in ("on_fail", "reason", "pace_level", "status", "next_plan", "next_plan_when"):
         value = getattr(node, key)
         if value is not None:
             out.append((key, quote_id(value)))

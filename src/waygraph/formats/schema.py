@@ -105,6 +105,11 @@ PROPERTY_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "reason": "Escalate: why the run escalates, shown to the model.",
         "pace_level": "Escalate: the escalation level recorded on the run.",
         "status": "Exit: how the run ends, 'completed' (default) or 'aborted'.",
+        "next_plan": "Exit: the plan the Navigator starts next in the same session.",
+        "next_plan_when": (
+            "Exit: when next_plan starts, 'completed' (default: only if the run completed) "
+            "or 'always'."
+        ),
         "on_fail": "Compiled linear step: warn, block, skip or abort.",
         "required": "Compiled linear step: false lets a failing step be passed over.",
         "meta": "Free-form data kept with the node.",

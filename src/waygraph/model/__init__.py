@@ -158,6 +158,10 @@ class Node(_Frozen):
     status: Literal["completed", "aborted"] | None = None
     on_fail: OnFail | None = None
     required: bool | None = None
+    #: Exit nodes: the plan the Navigator starts next in the same session when
+    #: a run ends here (``next_plan_when``: ``completed``, the default, or ``always``).
+    next_plan: str | None = None
+    next_plan_when: Literal["completed", "always"] | None = None
     meta: dict[str, Any] | None = None
 
     @property
