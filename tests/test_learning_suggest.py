@@ -205,3 +205,97 @@ def test_an_empty_store_says_why_nothing_was_suggested(tmp_path: Path):
     result = runner.invoke(app, ["library", "suggest", "--store", url])
     assert result.exit_code == 0
     assert "No suggestion: 0 completed run(s) read" in result.output
+
+
+NAMES = {
+    "name": "Nightly database backup",
+    "description": "Dump the shop database and keep a copy offsite.",
+    "steps": [
+        {"name": "Dump the database", "description": "pg_dump to a file."},
+        {"name": "Upload the dump", "description": "Copy it to offsite storage."},
+    ],
+}
+
+
+def test_a_model_names_the_plan_and_steps_but_the_structure_stays_the_runs(
+    store: Store, tmp_path: Path
+):
+    from waygraph.testing import ScriptedChatServer
+
+    for n, goal in enumerate(BACKUP_GOALS):
+        run_backup(store, n, goal)
+    url = store.url
+    store.close()
+    plain = json.loads(runner.invoke(app, ["library", "suggest", "--store", url, "--json"]).stdout)[
+        "suggestions"
+    ][0]["plan"]
+    with ScriptedChatServer([json.dumps(NAMES)]) as server:
+        result = runner.invoke(
+            app,
+            [
+                "library",
+                "suggest",
+                "--store",
+                url,
+                "--json",
+                "--llm",
+                server.base_url,
+                "--model",
+                "scripted",
+            ],
+        )
+        asked = json.loads(server.requests[-1]["messages"][1]["content"])
+    assert result.exit_code == 0, result.output
+    named = json.loads(result.stdout)["suggestions"][0]["plan"]
+    assert named["name"] == "Nightly database backup"
+    assert [s["name"] for s in named["steps"]] == ["Dump the database", "Upload the dump"]
+    assert [s["description"] for s in named["steps"]] == [
+        "pg_dump to a file.",
+        "Copy it to offsite storage.",
+    ]
+    # What the runs decided is untouched: id, triggers, actions, tools, checks, provenance.
+    for key in ("id", "triggers", "meta"):
+        assert named[key] == plain[key]
+    for mine, theirs in zip(named["steps"], plain["steps"], strict=True):
+        assert (mine["action"], mine["tool"], mine["verify"]) == (
+            theirs["action"],
+            theirs["tool"],
+            theirs["verify"],
+        )
+    assert [s["tool"] for s in asked["steps"]] == ["dump", "upload"]
+
+
+def test_an_answer_that_is_not_the_json_keeps_the_runs_names(store: Store):
+    from waygraph.testing import ScriptedChatServer
+
+    for n, goal in enumerate(BACKUP_GOALS):
+        run_backup(store, n, goal)
+    url = store.url
+    store.close()
+    wrong = {**NAMES, "steps": NAMES["steps"][:1]}
+    for reply in ("Sure! Here are some names: Backup, Upload.", json.dumps(wrong)):
+        with ScriptedChatServer([reply]) as server:
+            result = runner.invoke(
+                app,
+                [
+                    "library",
+                    "suggest",
+                    "--store",
+                    url,
+                    "--json",
+                    "--llm",
+                    server.base_url,
+                    "--model",
+                    "scripted",
+                ],
+            )
+        assert result.exit_code == 0, result.output
+        plan = json.loads(result.stdout)["suggestions"][0]["plan"]
+        assert [s["name"] for s in plan["steps"]] == ["dump the database", "copy the dump offsite"]
+        assert "kept the names from the runs" in result.stderr
+
+
+def test_llm_needs_a_model(tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    result = runner.invoke(app, ["library", "suggest", "--store", url, "--llm", "http://x/v1"])
+    assert result.exit_code == 2 and "--llm URL and --model NAME go together" in result.output

@@ -6,12 +6,14 @@ improve the plan library (docs/learning.md).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from waygraph.cli.app import (
+    ApiKeyOption,
     JsonOption,
     app,
     console,
@@ -21,7 +23,10 @@ from waygraph.cli.app import (
     print_json,
 )
 from waygraph.cli.run_cmds import StoreOption
-from waygraph.errors import InputError
+from waygraph.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from waygraph.learning import Suggestion
 
 library_app = typer.Typer(
     help="Improve the plan library from the stored runs.", no_args_is_help=True
@@ -51,6 +56,18 @@ def suggest(
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite files in --output.")] = False,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="Base URL of an OpenAI-compatible API that names and describes the plans and "
+            "their steps (the structure still comes from the runs).",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model --llm names plans with.")
+    ] = None,
+    api_key: ApiKeyOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Propose plans from groups of alike completed runs that had no library plan.
@@ -60,7 +77,8 @@ def suggest(
     writes a plan for each group of at least --min-runs runs, with checks
     inferred from the outputs the runs saw and the runs it came from in
     meta.suggested. Each plan passes `waygraph check`; review it, then copy it
-    into your library.
+    into your library. With --llm and --model a model names and describes the
+    plans and steps.
     """
     from waygraph.formats.json_library import plan_to_data
     from waygraph.formats.yaml_library import to_yaml
@@ -76,6 +94,8 @@ def suggest(
             raise InputError(f"--workspace {workspace} is not a folder")
         samples += session_samples(workspace)
     found = propose(samples, min_runs=min_runs)
+    if llm is not None or model is not None:
+        found = _named(found, llm, model, api_key)
     documents = [{"id": s.plan.id, **plan_to_data(s.plan)} for s in found]
     if output is not None:
         output.mkdir(parents=True, exist_ok=True)
@@ -107,3 +127,35 @@ def suggest(
         err_console.print(f"{plain(doc['id'])}: from {len(s.runs)} runs{plain(where)}")
         if output is None:
             console.print(plain("---\n" + to_yaml(doc)), highlight=False, soft_wrap=True)
+
+
+def _named(
+    found: list[Suggestion], llm: str | None, model: str | None, api_key: str | None
+) -> list[Suggestion]:
+    """The suggestions named by the model; one that keeps the runs' names says why."""
+    from waygraph._extras import require
+    from waygraph.cli._preflight import check_endpoint
+    from waygraph.learning.naming import name_with_model
+
+    if not llm or not model:
+        raise ConfigError("--llm URL and --model NAME go together")
+    if not found:
+        return found
+    openai = require("llm", "openai", purpose="waygraph library suggest --llm")
+    key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    check_endpoint(llm, api_key=key)
+    client = openai.OpenAI(base_url=llm, api_key=key, timeout=60.0, max_retries=1)
+
+    def complete(messages: list[dict[str, str]]) -> str:
+        reply = client.chat.completions.create(model=model, messages=messages, temperature=0)
+        return str(reply.choices[0].message.content or "")
+
+    named = []
+    for suggestion in found:
+        result, problem = name_with_model(suggestion, complete)
+        if problem is not None:
+            err_console.print(
+                f"{plain(suggestion.plan.id)}: kept the names from the runs: {plain(problem)}"
+            )
+        named.append(result)
+    return named
