@@ -217,6 +217,12 @@ NAMES = {
 }
 
 
+def suggest_named(store_url: str, llm: str) -> Any:
+    """``waygraph library suggest --json`` with the scripted model at ``llm``."""
+    args = ["library", "suggest", "--store", store_url, "--json", "--llm", llm]
+    return runner.invoke(app, [*args, "--model", "scripted"])
+
+
 def test_a_model_names_the_plan_and_steps_but_the_structure_stays_the_runs(
     store: Store, tmp_path: Path
 ):
@@ -230,20 +236,7 @@ def test_a_model_names_the_plan_and_steps_but_the_structure_stays_the_runs(
         "suggestions"
     ][0]["plan"]
     with ScriptedChatServer([json.dumps(NAMES)]) as server:
-        result = runner.invoke(
-            app,
-            [
-                "library",
-                "suggest",
-                "--store",
-                url,
-                "--json",
-                "--llm",
-                server.base_url,
-                "--model",
-                "scripted",
-            ],
-        )
+        result = suggest_named(url, server.base_url)
         asked = json.loads(server.requests[-1]["messages"][1]["content"])
     assert result.exit_code == 0, result.output
     named = json.loads(result.stdout)["suggestions"][0]["plan"]
@@ -275,20 +268,7 @@ def test_an_answer_that_is_not_the_json_keeps_the_runs_names(store: Store):
     wrong = {**NAMES, "steps": NAMES["steps"][:1]}
     for reply in ("Sure! Here are some names: Backup, Upload.", json.dumps(wrong)):
         with ScriptedChatServer([reply]) as server:
-            result = runner.invoke(
-                app,
-                [
-                    "library",
-                    "suggest",
-                    "--store",
-                    url,
-                    "--json",
-                    "--llm",
-                    server.base_url,
-                    "--model",
-                    "scripted",
-                ],
-            )
+            result = suggest_named(url, server.base_url)
         assert result.exit_code == 0, result.output
         plan = json.loads(result.stdout)["suggestions"][0]["plan"]
         assert [s["name"] for s in plan["steps"]] == ["dump the database", "copy the dump offsite"]
