@@ -331,3 +331,61 @@ def test_instrument_without_the_extra_names_the_extra():
     done = run_python(code)
     assert done.returncode == 0, done.stderr
     assert "pip install 'waygraph[otel]'" in done.stdout
+
+
+def test_generated_and_event_runs_keep_the_trace_they_ran_in(exporter):
+    import asyncio
+
+    from waygraph.events import InProcessBus, PlanContext, Planner
+    from waygraph.planning import Plan, PlanningAgent
+    from waygraph.store import open_store
+    from waygraph.tracing import latest_trace_id
+
+    exported, provider = exporter
+    store = open_store("memory://")
+
+    async def first() -> int:
+        return 1
+
+    plan = Plan(goal="one step", steps=[{"id": "a", "action": "first"}])
+    result = asyncio.run(PlanningAgent(None, tools=[first], store=store).execute_plan(plan))
+    (plan_span,) = spans(exported, "waygraph.plan")
+    stored = [e.data for e in store.events(str(result.run_id))]
+    assert latest_trace_id(stored) == format_trace_id(plan_span.context.trace_id)
+    assert [e["type"] for e in stored if "trace_id" in e] == ["node_finished"]
+
+    machine = {
+        "start": {"state_name": "start", "default_next": "done"},
+        "done": {"state_name": "done", "is_terminal": True},
+    }
+
+    async def event_plan() -> str:
+        planner = Planner("traced", bus=InProcessBus(), store=store)
+        goal = planner.context.bus.envelope(
+            "job.goal", {}, correlation_id="c1", session_id="team-1"
+        )
+        with provider.get_tracer("app").start_as_current_span("handler") as span:
+            context = await PlanContext.create_from_goal(
+                goal, state_machine=machine, context=planner.context
+            )
+            await context.execute_next()
+        assert latest_trace_id(e.data for e in store.events(context.plan_id)) == (
+            format_trace_id(span.get_span_context().trace_id)
+        )
+        return context.plan_id
+
+    asyncio.run(event_plan())
+
+    # The session pages say which trace each ran in.
+    from fastapi.testclient import TestClient
+
+    from waygraph.server import create_app
+
+    nav = Navigator(load_library(), store=store)
+    with TestClient(create_app(nav), base_url="http://127.0.0.1") as client:
+        dag = client.get(f"/api/sessions/{result.run_id}").json()
+        assert dag["trace_id"] == format_trace_id(plan_span.context.trace_id)
+        assert f"trace {dag['trace_id']}" in client.get(f"/sessions/{result.run_id}").text
+        team = client.get("/api/sessions/team-1").json()
+        assert team["kind"] == "event" and team["trace_id"]
+        assert f"trace {team['trace_id']}" in client.get("/sessions/team-1").text

@@ -346,7 +346,7 @@ def _homogeneous(values: Sequence[Any]) -> bool:
 # ---------------------------------------------------------------- trace ids
 
 
-def stamp(events: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def stamp(events: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
     """The events with the current trace id (``trace_id``, hex) in each, if a span is current.
 
     The Navigator stores a turn's events this way, so a session links to

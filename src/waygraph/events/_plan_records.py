@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
+from waygraph import tracing
 from waygraph.errors import Conflict, PlanContextNotFoundError
 from waygraph.events._planner_context import (
     KIND,
@@ -290,7 +291,8 @@ class PlanRecords(_Model):
             self.plan_id,
             record,
             expected,
-            events,
+            # Inside a span of the application's, the plan's events carry its trace.
+            tracing.stamp(events),
             kind=KIND,
             session=self.session_id,
             status=self.status,

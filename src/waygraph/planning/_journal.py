@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from waygraph import model
+from waygraph import model, tracing
 from waygraph.errors import PlanningError, RunNotFoundError, WaygraphError
 from waygraph.planning._graph import _slug, to_graph_plan
 from waygraph.planning._models import (
@@ -352,7 +352,8 @@ class Journal:
         }
         if result.error:
             event["error"] = result.error
-        self._pending.append(event)
+        # A step finishes inside the run's span: it carries the trace (waygraph serve links it).
+        self._pending.append(dict(tracing.stamp([event])[0]))
         self._wake.set()
 
     def checkpoint(self) -> None:

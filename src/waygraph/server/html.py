@@ -280,6 +280,7 @@ def _dag_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Progress", f"<span id=f-progress>{e(progress(run))}</span>"),
         ("Revisions", f"<span>{e(run.get('revisions', 0))}</span>"),
         ("Run", f"<span class=mono>{e(detail['key'])}</span>"),
+        *_trace_fact(detail),
     ]
 
 
@@ -299,6 +300,7 @@ def _event_plan_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Waiting for", f"<span class=mono>{e(waiting)}</span>"),
         ("States", f"<span>{e(len(states))}</span>"),
         ("Plan", f"<span class=mono>{e(detail['key'])}</span>"),
+        *_trace_fact(detail),
     ]
 
 
