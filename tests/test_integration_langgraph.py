@@ -24,6 +24,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent, tools_condition
 
+from tests.agent_loop import TASK, guidance_of, make_project, shell, write_library
 from waygraph.errors import IntegrationVersionError, MissingExtra, StoreError
 from waygraph.eval.liars import liar_moves
 from waygraph.eval.loop import run_shell
@@ -38,50 +39,15 @@ pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been move
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "langgraph_agent.py"
 
-LIBRARY = """\
-plans:
-  fix_tests:
-    name: Fix failing tests
-    triggers: [tests fail]
-    trigger_threshold: 1
-    graph:
-      start: start
-      nodes:
-        start: {type: start}
-        reproduce: {type: task, action: Run the check, verify: {type: any_output}}
-        fix: {type: task, action: Fix the answer, max_retries: 2}
-        test: {type: task, action: Run the check again, verify: {type: exit_code_zero}}
-        done: {type: exit}
-        stuck: {type: escalate, reason: the fix does not hold}
-      edges:
-        - {from: start, to: reproduce}
-        - {from: reproduce, to: fix, condition: on_success}
-        - {from: fix, to: test, condition: on_success}
-        - {from: fix, to: stuck, condition: on_exhaust}
-        - {from: test, to: done, condition: on_success}
-        - {from: test, to: fix, condition: on_fail}
-"""
-CHECK = (
-    'if [ "$(cat answer.txt)" = 42 ]; then echo "ok: 42"; '
-    'else echo "FAILED: expected 42, got $(cat answer.txt)"; exit 1; fi\n'
-)
-TASK = "The tests fail in this project: make the check pass."
-
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "answer.txt").write_text("41\n")
-    (root / "check.sh").write_text(CHECK)
-    return root
+    return make_project(tmp_path)
 
 
 @pytest.fixture
 def library(tmp_path: Path) -> Path:
-    path = tmp_path / "plans.yaml"
-    path.write_text(LIBRARY)
-    return path
+    return write_library(tmp_path)
 
 
 @pytest.fixture
@@ -103,25 +69,12 @@ def shell_tool(workspace: Path) -> Any:
     return shell
 
 
-def shell(command: str, call_id: str | None = None) -> dict[str, Any]:
-    call: dict[str, Any] = {"name": "shell", "arguments": {"command": command}}
-    if call_id:
-        call["id"] = call_id
-    return {"tool_calls": [call]}
-
-
 def chat(server: ScriptedChatServer) -> ChatOpenAI:
     return ChatOpenAI(base_url=server.base_url, api_key="x", model="scripted", max_retries=0)
 
 
 def thread(name: str) -> RunnableConfig:
     return {"configurable": {"thread_id": name}}
-
-
-def guidance_of(request: dict[str, Any]) -> str | None:
-    """The waygraph guidance the model received: the last system message of the request."""
-    last = request["messages"][-1]
-    return last["content"] if last["role"] == "system" else None
 
 
 def verdicts(lg: LangGraphHooks, session: str) -> list[tuple[str, bool, str]]:

@@ -26,6 +26,7 @@ from agents import Agent, Runner, RunResult, function_tool, set_tracing_disabled
 from agents.lifecycle import RunHooksBase  # noqa: E402
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel  # noqa: E402
 
+from tests.agent_loop import TASK, guidance_of, make_project, shell, write_library  # noqa: E402
 from waygraph.async_navigator import AsyncNavigator  # noqa: E402
 from waygraph.errors import IntegrationVersionError  # noqa: E402
 from waygraph.integrations.openai_agents import waygraph_hooks  # noqa: E402
@@ -35,34 +36,6 @@ from waygraph.testing import ScriptedChatServer  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "openai_agents_agent.py"
 
-LIBRARY = """\
-plans:
-  fix_tests:
-    name: Fix failing tests
-    triggers: [tests fail]
-    trigger_threshold: 1
-    graph:
-      start: start
-      nodes:
-        start: {type: start}
-        reproduce: {type: task, action: Run the check, verify: {type: any_output}}
-        fix: {type: task, action: Fix the answer, max_retries: 2}
-        test: {type: task, action: Run the check again, verify: {type: exit_code_zero}}
-        done: {type: exit}
-        stuck: {type: escalate, reason: the fix does not hold}
-      edges:
-        - {from: start, to: reproduce}
-        - {from: reproduce, to: fix, condition: on_success}
-        - {from: fix, to: test, condition: on_success}
-        - {from: fix, to: stuck, condition: on_exhaust}
-        - {from: test, to: done, condition: on_success}
-        - {from: test, to: fix, condition: on_fail}
-"""
-CHECK = (
-    'if [ "$(cat answer.txt)" = 42 ]; then echo "ok: 42"; '
-    'else echo "FAILED: expected 42, got $(cat answer.txt)"; exit 1; fi\n'
-)
-TASK = "The tests fail in this project: make the check pass."
 CLAIM = "All tests pass, the bug is fixed."
 
 
@@ -83,18 +56,12 @@ def example() -> ModuleType:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "answer.txt").write_text("41\n")
-    (root / "check.sh").write_text(CHECK)
-    return root
+    return make_project(tmp_path)
 
 
 @pytest.fixture
 def library(tmp_path: Path) -> Path:
-    path = tmp_path / "plans.yaml"
-    path.write_text(LIBRARY)
-    return path
+    return write_library(tmp_path)
 
 
 @pytest.fixture
@@ -102,16 +69,6 @@ def navigator(library: Path, workspace: Path, tmp_path: Path) -> Navigator:
     nav = Navigator(library, store=f"sqlite:///{tmp_path / 'wg.db'}", workspace=workspace)
     yield nav
     nav.close()
-
-
-def shell(command: str) -> dict[str, Any]:
-    return {"tool_calls": [{"name": "shell", "arguments": {"command": command}}]}
-
-
-def guidance_of(request: dict[str, Any]) -> str | None:
-    """The guidance sent with a model call: a system message after the conversation."""
-    last = request["messages"][-1]
-    return last["content"] if last["role"] == "system" else None
 
 
 def model_for(server: ScriptedChatServer) -> OpenAIChatCompletionsModel:

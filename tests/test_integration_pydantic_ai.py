@@ -20,6 +20,7 @@ from pydantic_ai import Agent, ModelRetry, RunContext  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
+from tests.agent_loop import LIBRARY, TASK, guidance_of, make_project, shell, write_library  # noqa: E402
 from waygraph.errors import IntegrationVersionError  # noqa: E402
 from waygraph.eval.liars import CLAIM, liar_moves  # noqa: E402
 from waygraph.eval.loop import run_shell  # noqa: E402
@@ -31,50 +32,15 @@ from waygraph.testing import ScriptedChatServer  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "pydantic_ai_agent.py"
 
-LIBRARY = """\
-plans:
-  fix_tests:
-    name: Fix failing tests
-    triggers: [tests fail]
-    trigger_threshold: 1
-    graph:
-      start: start
-      nodes:
-        start: {type: start}
-        reproduce: {type: task, action: Run the check, verify: {type: any_output}}
-        fix: {type: task, action: Fix the answer, max_retries: 2}
-        test: {type: task, action: Run the check again, verify: {type: exit_code_zero}}
-        done: {type: exit}
-        stuck: {type: escalate, reason: the fix does not hold}
-      edges:
-        - {from: start, to: reproduce}
-        - {from: reproduce, to: fix, condition: on_success}
-        - {from: fix, to: test, condition: on_success}
-        - {from: fix, to: stuck, condition: on_exhaust}
-        - {from: test, to: done, condition: on_success}
-        - {from: test, to: fix, condition: on_fail}
-"""
-CHECK = (
-    'if [ "$(cat answer.txt)" = 42 ]; then echo "ok: 42"; '
-    'else echo "FAILED: expected 42, got $(cat answer.txt)"; exit 1; fi\n'
-)
-TASK = "The tests fail in this project: make the check pass."
-
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "answer.txt").write_text("41\n")
-    (root / "check.sh").write_text(CHECK)
-    return root
+    return make_project(tmp_path)
 
 
 @pytest.fixture
 def library(tmp_path: Path) -> Path:
-    path = tmp_path / "plans.yaml"
-    path.write_text(LIBRARY)
-    return path
+    return write_library(tmp_path)
 
 
 @pytest.fixture
@@ -82,11 +48,6 @@ def navigator(library: Path, workspace: Path, tmp_path: Path) -> Navigator:
     nav = Navigator(library, store=f"sqlite:///{tmp_path / 'wg.db'}", workspace=workspace)
     yield nav
     nav.close()
-
-
-def shell(command: str, call_id: str | None = None) -> dict[str, Any]:
-    call = {"name": "shell", "arguments": {"command": command}}
-    return {"tool_calls": [{**call, "id": call_id} if call_id else call]}
 
 
 def agent_for(server: ScriptedChatServer, workspace: Path, capability: Any, **kw: Any) -> Agent:
@@ -99,12 +60,6 @@ def agent_for(server: ScriptedChatServer, workspace: Path, capability: Any, **kw
         "scripted", provider=OpenAIProvider(base_url=server.base_url, api_key="x")
     )
     return Agent(model, tools=[shell], capabilities=[capability] if capability else [], **kw)
-
-
-def guidance_of(request: dict[str, Any]) -> str | None:
-    """waygraph's guidance in a request: the system message after the conversation."""
-    last = request["messages"][-1]
-    return last["content"] if last["role"] == "system" else None
 
 
 def verdicts(nav: Navigator, session: str) -> list[tuple[str, bool, str]]:

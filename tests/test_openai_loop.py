@@ -12,39 +12,11 @@ from types import ModuleType
 import pytest
 from openai import OpenAI
 
+from tests.agent_loop import TASK, guidance_of, make_project, shell, write_library
 from waygraph.hooks import Hooks
 from waygraph.testing import ScriptedChatServer
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "openai_loop.py"
-
-LIBRARY = """\
-plans:
-  fix_tests:
-    name: Fix failing tests
-    triggers: [tests fail]
-    trigger_threshold: 1
-    graph:
-      start: start
-      nodes:
-        start: {type: start}
-        reproduce: {type: task, action: Run the check, verify: {type: any_output}}
-        fix: {type: task, action: Fix the answer, max_retries: 2}
-        test: {type: task, action: Run the check again, verify: {type: exit_code_zero}}
-        done: {type: exit}
-        stuck: {type: escalate, reason: the fix does not hold}
-      edges:
-        - {from: start, to: reproduce}
-        - {from: reproduce, to: fix, condition: on_success}
-        - {from: fix, to: test, condition: on_success}
-        - {from: fix, to: stuck, condition: on_exhaust}
-        - {from: test, to: done, condition: on_success}
-        - {from: test, to: fix, condition: on_fail}
-"""
-CHECK = (
-    'if [ "$(cat answer.txt)" = 42 ]; then echo "ok: 42"; '
-    'else echo "FAILED: expected 42, got $(cat answer.txt)"; exit 1; fi\n'
-)
-TASK = "The tests fail in this project: make the check pass."
 
 
 @pytest.fixture(scope="module")
@@ -59,29 +31,14 @@ def example() -> ModuleType:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "answer.txt").write_text("41\n")
-    (root / "check.sh").write_text(CHECK)
+    root = make_project(tmp_path)
     (tmp_path / "secret.txt").write_text("do not read\n")
     return root
 
 
 @pytest.fixture
 def library(tmp_path: Path) -> Path:
-    path = tmp_path / "plans.yaml"
-    path.write_text(LIBRARY)
-    return path
-
-
-def shell(command: str) -> dict:
-    return {"tool_calls": [{"name": "shell", "arguments": {"command": command}}]}
-
-
-def guidance_of(request: dict) -> str | None:
-    """The waygraph guidance the agent sent: a system message after the conversation."""
-    last = request["messages"][-1]
-    return last["content"] if last["role"] == "system" else None
+    return write_library(tmp_path)
 
 
 def test_the_agent_follows_the_plan_round_the_fix_loop(
