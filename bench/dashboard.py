@@ -35,12 +35,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _fleet import session_writes, template  # noqa: E402
 from _report import Report, add_json_flag  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
@@ -53,23 +53,6 @@ SIZES = (100, 10_000)
 REPEATS = 7
 CALLS = 20
 TARGET = 4.0
-STATUSES = ("running", "completed", "escalated", "aborted")
-BUG = {"user_message": "I need to fix a bug in the login module", "domain": "bugfix"}
-
-
-def template(url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A real run record and its events: two turns of bugfix_workflow on the Navigator."""
-    nav = Navigator(load_library(), store=url)
-    nav.turn("template", **BUG)
-    nav.turn("template", tool_output="AssertionError: login failed", exit_code=1)
-    key = nav.store.current("template")
-    assert key is not None
-    record = nav.store.get(key)
-    assert record is not None
-    events = [e.data for e in nav.store.events(key)]
-    nav.store.clear_current("template")
-    nav.close()
-    return record.data, events
 
 
 def seed(url: str, sessions: int) -> None:
@@ -82,35 +65,8 @@ def seed(url: str, sessions: int) -> None:
             writes.clear()
 
         for i in range(sessions):
-            session = f"agent-{i:05d}"
-            if i % 10 == 0:  # an older finished run in the same session
-                old = {**record, "run_id": f"old_{i}", "session_id": session}
-                old["status"] = "completed"
-                writes.append(
-                    Write(
-                        f"old_{i}",
-                        old,
-                        0,
-                        events,
-                        session=session,
-                        status="completed",
-                        plan=record["plan_id"],
-                    )
-                )
-            status = STATUSES[i % len(STATUSES)]
-            data = {**record, "run_id": f"run_{i}", "session_id": session, "status": status}
-            writes.append(
-                Write(
-                    f"run_{i}",
-                    data,
-                    0,
-                    events,
-                    session=session,
-                    status=status,
-                    plan=record["plan_id"],
-                    make_current=True,
-                )
-            )
+            # Every tenth session has an older finished run too.
+            writes += session_writes(record, events, i, f"agent-{i:05d}", old=i % 10 == 0)
             if len(writes) >= 500:
                 flush()
         if writes:

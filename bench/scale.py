@@ -52,6 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _fleet import STATUSES, session_writes, template  # noqa: E402
 from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph import load_library  # noqa: E402
@@ -63,9 +64,6 @@ from waygraph.store import Write, open_store  # noqa: E402
 DATABASE_URL = os.environ.get("WAYGRAPH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 TARGET = 1.5
 BATCH = 1000
-STATUSES = ("running", "completed", "escalated", "aborted")
-BUG = {"user_message": "I need to fix a bug in the login module", "domain": "bugfix"}
-FAIL = {"tool_output": "AssertionError: login failed", "exit_code": 1}
 FIX = {"tool_output": "Edited src/login.py: compare hashed passwords", "exit_code": 0}
 OPS = ("turn", "sessions list", "dashboard list", "session page")
 
@@ -75,21 +73,6 @@ def log(text: str) -> None:
 
 
 # ---------------------------------------------------------------- the stores
-
-
-def template(url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A real run record and its events, written by the Navigator on this store."""
-    nav = Navigator(load_library(), store=url)
-    nav.turn("template", **BUG)
-    nav.turn("template", **FAIL)
-    key = nav.store.current("template")
-    assert key is not None
-    record = nav.store.get(key)
-    assert record is not None and record.status == "running", record
-    events = [e.data for e in nav.store.events(key)]
-    nav.store.clear_current("template")
-    nav.close()
-    return record.data, events
 
 
 def session_of(j: int) -> str:
@@ -106,34 +89,7 @@ def seed(url: str, runs: int) -> int:
     with open_store(url) as store:
         for j in range(sessions):
             session = session_of(j)
-            if j % 9 == 0 and j // 9 < olds:
-                old = {**record, "run_id": f"old_{j}", "session_id": session}
-                old["status"] = "completed"
-                writes.append(
-                    Write(
-                        f"old_{j}",
-                        old,
-                        0,
-                        events,
-                        session=session,
-                        status="completed",
-                        plan=record["plan_id"],
-                    )
-                )
-            status = STATUSES[j % len(STATUSES)]
-            data = {**record, "run_id": f"run_{j}", "session_id": session, "status": status}
-            writes.append(
-                Write(
-                    f"run_{j}",
-                    data,
-                    0,
-                    events,
-                    session=session,
-                    status=status,
-                    plan=record["plan_id"],
-                    make_current=True,
-                )
-            )
+            writes += session_writes(record, events, j, session, old=j % 9 == 0 and j // 9 < olds)
             if len(writes) >= BATCH:
                 store.commit_all(writes)
                 writes.clear()
