@@ -46,11 +46,38 @@ from typing import Any
 from waygraph.errors import WaygraphError
 from waygraph.navigator import Guidance, Navigator
 
-__all__ = ["Hooks"]
+__all__ = ["Hooks", "open_navigator"]
 
 log = logging.getLogger("waygraph.hooks")
 
 _ENDED = ("completed", "escalated", "expired", "aborted")
+
+
+def open_navigator(
+    library: Any,
+    store: Any,
+    workspace: str | os.PathLike[str] | None,
+    *,
+    strict: bool,
+    logger: logging.Logger = log,
+) -> Navigator | None:
+    """A Navigator for an agent's hooks, or None (with one warning line) when it cannot open.
+
+    Every adapter builds its Navigator here: a library or store that does not
+    load leaves the agent running without guidance, unless ``strict``, when
+    the error is raised.
+
+    Example:
+        >>> open_navigator(None, "nosuch://x", None, strict=False) is None
+        True
+    """
+    try:
+        return Navigator(library, store=store, workspace=workspace, strict=strict)
+    except WaygraphError as exc:
+        if strict:
+            raise
+        logger.warning("waygraph: %s; the agent runs without guidance", exc)
+        return None
 
 
 class Hooks:
@@ -83,12 +110,7 @@ class Hooks:
         self._ended_text: str | None = None
         self.navigator: Navigator | None = navigator
         if navigator is None:
-            try:
-                self.navigator = Navigator(library, store=store, workspace=workspace, strict=strict)
-            except WaygraphError as exc:
-                if strict:
-                    raise
-                log.warning("waygraph: %s; running without guidance", exc)
+            self.navigator = open_navigator(library, store, workspace, strict=strict, logger=log)
 
     @property
     def active(self) -> bool:

@@ -47,8 +47,8 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any, Literal
 
 from waygraph._extras import require
-from waygraph.errors import IntegrationVersionError, WaygraphError
-from waygraph.hooks import Hooks
+from waygraph.errors import IntegrationVersionError
+from waygraph.hooks import Hooks, open_navigator
 from waygraph.integrations._framework import require_framework
 from waygraph.navigator import Navigator
 
@@ -148,12 +148,7 @@ class LangGraphHooks:
         self.exit_code_of = exit_code_of or default_exit_code
         self.navigator = navigator
         if navigator is None:
-            try:
-                self.navigator = Navigator(library, store=store, workspace=workspace, strict=strict)
-            except WaygraphError as exc:
-                if strict:
-                    raise
-                log.warning("waygraph: %s; the agent runs without guidance", exc)
+            self.navigator = open_navigator(library, store, workspace, strict=strict, logger=log)
         self._lock = threading.Lock()
         self._hooks: OrderedDict[str, Hooks] = OrderedDict()
         # session -> id of the last user message reported, so a model call

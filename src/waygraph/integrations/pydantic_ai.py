@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from waygraph._extras import require
 from waygraph.errors import WaygraphError
-from waygraph.hooks import Hooks
+from waygraph.hooks import Hooks, open_navigator
 from waygraph.integrations._framework import require_framework
 from waygraph.navigator import Navigator
 
@@ -134,12 +134,7 @@ def waygraph_capability(
     )
     cls = _capability_class()
     if navigator is None:
-        try:
-            navigator = Navigator(library, store=store, workspace=workspace, strict=strict)
-        except WaygraphError as exc:
-            if strict:
-                raise
-            log.warning("waygraph: %s; the agent runs without guidance", exc)
+        navigator = open_navigator(library, store, workspace, strict=strict, logger=log)
     return cls(navigator=navigator, session=session, exit_code=exit_code, strict=strict)
 
 
