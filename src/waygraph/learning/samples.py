@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from waygraph.errors import WaygraphError
-from waygraph.sessions import list_session_plans, load_session_plan
+from waygraph.sessions import list_session_plans, read_plan_file
 from waygraph.store import Store
 
 __all__ = ["Sample", "SampleStep", "session_samples", "store_samples"]
@@ -109,7 +109,11 @@ def session_samples(workspace: str | os.PathLike[str]) -> list[Sample]:
     for summary in list_session_plans(workspace, include_archived=True):
         if summary.get("status") != "completed":
             continue
-        data = _load(workspace, summary)
+        try:
+            data = read_plan_file(summary["path"])
+        except OSError as exc:
+            log.warning("skipping session plan %s: %s", summary["path"], exc)
+            continue
         if data is None:
             continue
         steps = tuple(
@@ -121,19 +125,3 @@ def session_samples(workspace: str | os.PathLike[str]) -> list[Sample]:
             run = f"session:{summary['session_id']}:{summary.get('plan_id') or ''}"
             samples.append(Sample("session", run, str(data["goal"]), steps, 0.0))
     return samples
-
-
-def _load(workspace: str | os.PathLike[str], summary: Mapping[str, Any]) -> dict[str, Any] | None:
-    if summary.get("archived"):
-        try:
-            with open(summary["path"], encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, ValueError) as exc:
-            log.warning("skipping session plan %s: %s", summary.get("path"), exc)
-            return None
-        return data if isinstance(data, dict) else None
-    try:
-        return load_session_plan(workspace, str(summary["session_id"]))
-    except WaygraphError as exc:
-        log.warning("skipping session plan %s: %s", summary.get("path"), exc)
-        return None

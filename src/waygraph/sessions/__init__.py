@@ -18,7 +18,7 @@ Example:
     - Current step: Export posts (1/2)
 """
 
-from waygraph.sessions._files import list_session_plans, load_session_plan
+from waygraph.sessions._files import list_session_plans, load_session_plan, read_plan_file
 from waygraph.sessions._graph import session_view, to_plan
 from waygraph.sessions._planner import SessionPlanner
 from waygraph.sessions._render import (
@@ -47,6 +47,7 @@ __all__ = [
     "list_session_plans",
     "load_session_plan",
     "progress_summary",
+    "read_plan_file",
     "render_summary",
     "resume_message",
     "session_view",

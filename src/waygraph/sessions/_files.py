@@ -40,6 +40,7 @@ __all__ = [
     "list_session_plans",
     "load_session_plan",
     "locate",
+    "read_plan_file",
     "safe_name",
     "save",
     "sessions_root",
@@ -314,6 +315,20 @@ def list_session_plans(
                 rows.append(_summary(plan, path, archived=archived))
     rows.sort(key=lambda r: (r["updated_at"] or "", r["folder"]), reverse=True)
     return rows
+
+
+def read_plan_file(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The session plan in ``path`` (``plan.json`` or an archived ``plan-<id>.json``), checked.
+
+    None when the file is missing or is not a session plan; a file that
+    exists but cannot be read raises :class:`OSError`.
+
+    Example:
+        >>> read_plan_file("/nonexistent/plan.json") is None
+        True
+    """
+    _, plan, _ = _peek(Path(path))
+    return plan
 
 
 def load_session_plan(workspace: str | os.PathLike[str], session_id: str) -> dict[str, Any] | None:
