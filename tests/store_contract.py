@@ -372,6 +372,10 @@ class StoreContract:
         assert rows(search="a_50%")[:2] == (["c1"], 1)
         assert rows(search="nothing like it") == ([], 0, {})
         assert store.session_rows().total == 6  # the hidden kind counts when not hidden
+        # Without counting, a page is the same rows and nothing else.
+        uncounted = store.session_rows(exclude_kinds=["plan"], offset=1, limit=3, count=False)
+        assert [r.key for r in uncounted.records] == ["c1", "b1", "a3"]
+        assert (uncounted.total, uncounted.counts) == (None, {})
         assert store.session_rows().records[0].data == {}
         with pytest.raises(ValueError):
             store.session_rows(offset=-1)

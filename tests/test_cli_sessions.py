@@ -94,6 +94,55 @@ def test_runs_a_reset_kept_are_listed_shown_and_replayed(tmp_path: Path):
     assert events["events"][-1]["reason"] == "reset"
 
 
+def test_list_pages_the_sessions_newest_first(tmp_path: Path):
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    with open_store(store) as opened:
+        for i in range(7):
+            opened.commit(
+                f"r{i}",
+                {"status": "running"},
+                0,
+                [],
+                session=f"s{i}",
+                status="running",
+                make_current=True,
+            )
+
+    def page(*args: str) -> dict:
+        out = wg("sessions", "list", "--store", store, "--json", *args)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    first = page("--limit", "3")
+    assert [r["session"] for r in first["sessions"]] == ["s6", "s5", "s4"]
+    assert (first["page"], first["limit"], first["more"]) == (1, 3, True)
+    third = page("--limit", "3", "--page", "3")
+    assert ([r["session"] for r in third["sessions"]], third["more"]) == (["s0"], False)
+    assert len(page("--limit", "0")["sessions"]) == 7
+    assert page("--limit", "3", "--page", "9")["sessions"] == []
+    out = wg("sessions", "list", "--store", store, "--limit", "3", "--page", "2")
+    assert [r[0] for r in _rows(out)] == ["s3", "s2", "s1"]
+    assert "Rows 4-6, newest first; `--page 3` shows the next 3." in out.stdout
+    out = wg("sessions", "list", "--store", store, "--limit", "3", "--page", "9")
+    assert "Page 9 is past the last row." in out.stdout
+    bad = wg("sessions", "list", "--store", store, "--page", "0")
+    assert bad.returncode == 2 and "--page" in bad.stderr
+
+
+def test_a_session_lists_its_current_run_when_an_older_run_changed_later(tmp_path: Path):
+    # The newest guided record of the session is not the run it points to:
+    # the row is still the current run, found through the pointer.
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    with open_store(store) as opened:
+        opened.commit("old", {"status": "running"}, 0, [], session="s", status="running")
+        opened.commit(
+            "new", {"status": "running"}, 0, [], session="s", status="running", make_current=True
+        )
+        opened.commit("old", {"status": "aborted"}, 1, [], session="s", status="aborted")
+    rows = json.loads(wg("sessions", "list", "--store", store, "--json").stdout)["sessions"]
+    assert [(r["run"], r["current"]) for r in rows] == [("new", True)]
+
+
 def test_a_missing_run_names_the_runs_there_are(tmp_path: Path):
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     with Navigator(store=store, strict=True) as nav:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -87,13 +88,20 @@ def session_row(record: StoredRecord, current: str | None) -> dict[str, Any]:
 
 
 def session_rows(
-    store: Store, *, every: bool = False, status: str | None = None
+    store: Store,
+    *,
+    every: bool = False,
+    status: str | None = None,
+    offset: int = 0,
+    limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """Rows of ``sessions list``, most recently updated first.
 
     Without ``every``: each session's current run, and the newest record of
     each other kind it holds; runs a session replaced or forgot (``sessions
     reset``) are left out. With ``every``: every stored record of a session.
+    ``offset`` and ``limit`` page the rows; the store reads only what the
+    page needs, so the first page costs the same with 100 or 100,000 runs.
 
     Example:
         >>> from waygraph.store import open_store
@@ -105,26 +113,64 @@ def session_rows(
         ...     every=True)]
         (['r2'], ['r2', 'r1'])
     """
+    if offset < 0 or (limit is not None and limit < 1):
+        raise ValueError(f"offset must be 0 or more and limit 1 or more (got {offset}, {limit})")
+    wanted = None if limit is None else offset + limit
+    read = _every_record if every else _session_records
+    rows: list[dict[str, Any]] = []
     pointers: dict[str, str | None] = {}
-    seen: set[tuple[str, str]] = set()
-    rows = []
-    for record in store.list():  # newest first
-        if record.kind in HIDDEN_KINDS or record.session is None:
+    for record in read(store, status, wanted):
+        if record.session is None or record.kind in HIDDEN_KINDS:
             continue
         if record.session not in pointers:
             pointers[record.session] = store.current(record.session)
         current = pointers[record.session]
-        if not every:
-            group = (record.session, record.kind)
-            # A session's run is the one it points to: an earlier run, or one
-            # it forgot in a reset, is listed by --all only.
-            if group in seen or (record.kind == "guided" and record.key != current):
+        if not every and record.kind == "guided" and record.key != current:
+            # A session's guided row is the run it points to: an earlier run,
+            # or one it forgot in a reset, is listed by --all only.
+            found = store.get(current) if current is not None else None
+            if found is None or found.kind != "guided":
                 continue
-            seen.add(group)
+            record = found
         row = session_row(record, current)
         if status is None or row["status"] == status:
             rows.append(row)
-    return rows
+            if wanted is not None and len(rows) >= wanted:
+                break
+    return rows[offset:wanted]
+
+
+def _every_record(store: Store, status: str | None, wanted: int | None) -> Iterator[StoredRecord]:
+    """Every record, newest first, read in growing batches until the caller has enough."""
+    batch = None if wanted is None else max(2 * wanted, 50)
+    done = 0
+    while True:
+        # list() has no offset: each batch reads again from the newest, further.
+        records = store.list(status=status, limit=batch)
+        yield from records[done:]
+        if batch is None or len(records) < batch:
+            return
+        done, batch = len(records), batch * 4
+
+
+def _session_records(
+    store: Store, status: str | None, wanted: int | None
+) -> Iterator[StoredRecord]:
+    """Each session's newest record per kind, newest first, a page at a time (no counts)."""
+    batch = 500 if wanted is None else max(2 * wanted, 50)
+    offset = 0
+    while True:
+        page = store.session_rows(
+            status=status,
+            exclude_kinds=sorted(HIDDEN_KINDS),
+            offset=offset,
+            limit=batch,
+            count=False,
+        )
+        yield from page.records
+        if len(page.records) < batch:
+            return
+        offset += batch
 
 
 @sessions_app.command("list")
@@ -139,15 +185,38 @@ def sessions_list(
             "--all", help="Every stored run, also those a session replaced or forgot in a reset."
         ),
     ] = False,
+    limit: Annotated[
+        int, typer.Option(min=0, help="Rows per page (0: every row, reading the whole store).")
+    ] = 50,
+    page: Annotated[int, typer.Option(min=1, help="Which page of rows, from 1 (the newest).")] = 1,
     as_json: JsonOption = False,
     library: LibraryOption = None,
 ) -> None:
-    """List sessions with their current run, most recently updated first."""
+    """List sessions with their current run, most recently updated first, a page at a time."""
     nav = _navigator(store, library)
-    rows = session_rows(nav.store, every=every, status=status)
+    size = limit or None
+    offset = 0 if size is None else (page - 1) * size
+    # One row more than the page shows says whether another page follows.
+    rows = session_rows(
+        nav.store,
+        every=every,
+        status=status,
+        offset=offset,
+        limit=None if size is None else size + 1,
+    )
+    more = size is not None and len(rows) > size
+    rows = rows[:size]
     plans = _session_plans(workspace)
     if as_json:
-        print_json({"sessions": rows, "session_plans": plans})
+        print_json(
+            {
+                "sessions": rows,
+                "session_plans": plans,
+                "page": page if size is not None else 1,
+                "limit": limit,
+                "more": more,
+            }
+        )
         return
     kinds = any(r["kind"] != "guided" for r in rows)
     head = ["session", *(["run"] if every else []), *(["kind"] if kinds else [])]
@@ -168,6 +237,14 @@ def sessions_list(
         table.add_row(*(plain(c) for c in cells), ago(r["updated_at"], now))
     if rows:
         console.print(table)
+        if more:
+            console.print(
+                f"Rows {offset + 1}-{offset + len(rows)}, newest first; "
+                f"`--page {page + 1}` shows the next {size}.",
+                markup=False,
+            )
+    elif page > 1 and size is not None:
+        console.print(f"Page {page} is past the last row.", markup=False)
     else:
         hint = "" if every else " (`--all` also lists runs that sessions replaced or reset)"
         what = "stored runs" if every else "sessions"

@@ -257,13 +257,16 @@ class Store(ABC):
         exclude_kinds: Sequence[str] = (),
         offset: int = 0,
         limit: int = 50,
+        count: bool = True,
     ) -> RowPage:
         """A page of the sessions table: each session's latest record per kind, newest first.
 
         Records without a session are rows of their own. ``status``/``plan``
         /``kind`` must equal the row's column; ``search`` is found in its
-        session, plan or status, ignoring case. See :mod:`waygraph.store.rows`;
-        the SQL stores answer with indexed queries, this default lists all.
+        session, plan or status, ignoring case. ``count=False`` skips the
+        total and the counts per status, which read every row. See
+        :mod:`waygraph.store.rows`; the SQL stores answer with indexed
+        queries, this default lists all.
         """
         check_rows(offset, limit)
         return rows_by_listing(
@@ -275,6 +278,7 @@ class Store(ABC):
             exclude_kinds=exclude_kinds,
             offset=offset,
             limit=limit,
+            count=count,
         )
 
     # builtins.list: from here on `list` in the class body is the list() method above.

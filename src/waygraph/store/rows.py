@@ -37,11 +37,13 @@ class RowPage:
 
     ``total``: rows matching every filter. ``counts``: rows per status
     matching every filter but ``status`` (None for rows with no status), so
-    a status filter's chips can say how many each would show.
+    a status filter's chips can say how many each would show. Both need
+    every row read; asked with ``count=False`` a store skips them (``total``
+    None, ``counts`` empty) and a page costs only its own rows.
     """
 
     records: list[StoredRecord]
-    total: int
+    total: int | None
     counts: dict[str | None, int] = field(default_factory=dict)
 
 
@@ -88,6 +90,7 @@ def rows_by_listing(
     exclude_kinds: Sequence[str],
     offset: int,
     limit: int,
+    count: bool = True,
 ) -> RowPage:
     """:meth:`Store.session_rows` for a store that can only list: reads every record once."""
     rows: list[StoredRecord] = []
@@ -108,6 +111,8 @@ def rows_by_listing(
         counts[record.status] = counts.get(record.status, 0) + 1
         if status is None or record.status == status:
             rows.append(record)
+    if not count:
+        return RowPage(rows[offset : offset + limit], None)
     return RowPage(rows[offset : offset + limit], len(rows), counts)
 
 

@@ -405,6 +405,7 @@ class SQLiteStore(Store):
         exclude_kinds: Sequence[str] = (),
         offset: int = 0,
         limit: int = 50,
+        count: bool = True,
     ) -> RowPage:
         check_rows(offset, limit)
 
@@ -441,12 +442,18 @@ class SQLiteStore(Store):
             # One read transaction, so the counts and the page agree.
             conn.execute("BEGIN")
             try:
-                counts = conn.execute(
-                    f"SELECT status, COUNT(*) FROM ({rows}) GROUP BY status", params
-                ).fetchall()
+                counts = (
+                    conn.execute(
+                        f"SELECT status, COUNT(*) FROM ({rows}) GROUP BY status", params
+                    ).fetchall()
+                    if count
+                    else []
+                )
                 found = conn.execute(page_sql, page_params).fetchall()
             finally:
                 conn.execute("COMMIT")
+        if not count:
+            return RowPage([_row_to_record(row) for row in found], None)
         by_status: dict[str | None, int] = dict(counts)
         total = by_status.get(status, 0) if status is not None else sum(by_status.values())
         return RowPage([_row_to_record(row) for row in found], total, by_status)
