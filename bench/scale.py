@@ -24,7 +24,7 @@ process), interleaved store by store, each figure the median of its rounds:
 - *turn*: ``Navigator.turn`` of a running session continuing its run (a
   tool result at the ``fix`` node), distinct sessions spread over the store;
 - *sessions list*: ``waygraph sessions list``'s rows
-  (``cli.session_cmds.session_rows``), first 50 shown;
+  (``cli.session_cmds.session_rows``), its first page of 50 rows;
 - *dashboard list*: the sessions page's query, ``Service.session_page``
   (``Store.session_rows``: 50 rows, the total and the count per status);
 - *session page*: what ``/sessions/{id}`` reads: ``Service.session``,
@@ -154,7 +154,7 @@ class Fleet:
 
             def listing() -> int:
                 for _ in range(count):
-                    rows = session_rows(self.nav.store)[:50]
+                    rows = session_rows(self.nav.store, limit=50)
                     assert len(rows) == 50
                 return count
 

@@ -156,8 +156,10 @@ def _every_record(store: Store, status: str | None, wanted: int | None) -> Itera
 def _session_records(
     store: Store, status: str | None, wanted: int | None
 ) -> Iterator[StoredRecord]:
-    """Each session's newest record per kind, newest first, a page at a time (no counts)."""
-    batch = 500 if wanted is None else max(2 * wanted, 50)
+    """Each session's newest record per kind, newest first, in growing pages (no counts)."""
+    # Without a limit, one page holds every row (an offset costs the rows it
+    # skips). With one, a few spare rows stand in for the runs a reset hides.
+    batch = _EVERY_ROW if wanted is None else wanted + 16
     offset = 0
     while True:
         page = store.session_rows(
@@ -171,6 +173,11 @@ def _session_records(
         if len(page.records) < batch:
             return
         offset += batch
+        batch *= 4
+
+
+#: A page size no store reaches (SQL's LIMIT takes a signed 64-bit int).
+_EVERY_ROW = 2**62
 
 
 @sessions_app.command("list")
