@@ -18,6 +18,11 @@ on purpose: they count as done for their dependents and never propagate.
 - A skipped node whose join can be met again (a revision replaced the
   failed dependency) is pending again.
 
+Where each node of a run is lives in a :class:`DagRun`, an immutable value:
+:func:`start`, :func:`finish`, :func:`settle`, :func:`stop`, :func:`block`
+and :func:`revise` return a new one and leave the one they were given as it
+was. The executor keeps only the latest and does the I/O.
+
 Example:
     >>> index = DagIndex.of_dependencies({"a": (), "b": ("a",), "c": ("b",)})
     >>> ready(index, {"a": "completed", "b": "pending", "c": "pending"})
@@ -29,13 +34,30 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
+
+from waygraph.model import NodeStatus
 
 if TYPE_CHECKING:
     from waygraph.model import Plan
 
-__all__ = ["DagIndex", "can_start", "propagate_skips", "ready"]
+__all__ = [
+    "DagIndex",
+    "DagRun",
+    "accept",
+    "block",
+    "can_start",
+    "finish",
+    "propagate_skips",
+    "ready",
+    "revise",
+    "settle",
+    "start",
+    "stop",
+    "waive",
+]
 
 #: Statuses after which a dependency will never complete.
 _DEAD = frozenset({"failed", "skipped"})
@@ -175,3 +197,176 @@ def propagate_skips(
                     unskipped.append(node)
                 changed = True
     return skipped, unskipped
+
+
+@dataclass(frozen=True, slots=True)
+class DagRun:
+    """Where each node of an executed plan's run is; every change returns a new value.
+
+    ``statuses``: node -> :class:`NodeStatus`, in plan order (read-only).
+    ``waived``: skipped nodes a revision chose to skip on purpose: done for
+    their dependents. ``stop_reason``: why the run stopped starting nodes
+    (the first reason given stays), or None.
+
+    Example:
+        >>> run = DagRun.of(["a", "b"])
+        >>> later = finish(start(run, ["a"]), "a", ok=True)
+        >>> run.with_(NodeStatus.PENDING), later.with_(NodeStatus.PENDING)
+        (['a', 'b'], ['b'])
+    """
+
+    statuses: Mapping[str, NodeStatus]
+    waived: frozenset[str] = frozenset()
+    stop_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        # A read-only view of a copy: the caller's mapping may change later.
+        # Changes made here pass a view of a fresh dict nobody else holds.
+        if type(self.statuses) is not MappingProxyType:
+            object.__setattr__(self, "statuses", MappingProxyType(dict(self.statuses)))
+
+    @classmethod
+    def of(cls, nodes: Iterable[str]) -> DagRun:
+        """Every node pending."""
+        return cls(dict.fromkeys(nodes, NodeStatus.PENDING))
+
+    def changed(self, changes: Mapping[str, NodeStatus]) -> DagRun:
+        """This run with ``changes`` applied to the statuses."""
+        if not changes:
+            return self
+        return replace(self, statuses=MappingProxyType({**self.statuses, **changes}))
+
+    def with_(self, status: NodeStatus) -> list[str]:
+        """The nodes with ``status``, in plan order."""
+        return [node for node, s in self.statuses.items() if s == status]
+
+    def failure_counts(self) -> tuple[int, int]:
+        """``(failed, finished)``: nodes that failed, and nodes that completed or failed."""
+        failed = finished = 0
+        for s in self.statuses.values():
+            if s == NodeStatus.FAILED:
+                failed += 1
+                finished += 1
+            elif s == NodeStatus.COMPLETED:
+                finished += 1
+        return failed, finished
+
+    def succeeded(self) -> bool:
+        """Whether the run ended well: not stopped, and every node completed or waived."""
+        return self.stop_reason is None and all(
+            s == NodeStatus.COMPLETED or n in self.waived for n, s in self.statuses.items()
+        )
+
+
+def _require(run: DagRun, node: str, *allowed: NodeStatus) -> None:
+    status = run.statuses.get(node)
+    if status not in allowed:
+        wanted = " or ".join(allowed)
+        raise ValueError(f"node {node!r} is {status or 'not in the run'}, not {wanted}")
+
+
+def start(run: DagRun, nodes: Iterable[str]) -> DagRun:
+    """``nodes`` (pending) are running.
+
+    Example:
+        >>> start(DagRun.of(["a"]), ["a"]).statuses["a"].value
+        'running'
+    """
+    changes = {}
+    for node in nodes:
+        _require(run, node, NodeStatus.PENDING)
+        changes[node] = NodeStatus.RUNNING
+    return run.changed(changes)
+
+
+def finish(run: DagRun, node: str, *, ok: bool) -> DagRun:
+    """``node`` (running) completed, or failed.
+
+    Example:
+        >>> finish(start(DagRun.of(["a"]), ["a"]), "a", ok=False).statuses["a"]
+        <NodeStatus.FAILED: 'failed'>
+    """
+    _require(run, node, NodeStatus.RUNNING)
+    return run.changed({node: NodeStatus.COMPLETED if ok else NodeStatus.FAILED})
+
+
+def settle(index: DagIndex, run: DagRun) -> tuple[DagRun, dict[str, str], list[str]]:
+    """Apply :func:`propagate_skips`: ``(new run, {skipped: its cause}, pending again)``.
+
+    Example:
+        >>> index = DagIndex.of_dependencies({"a": (), "b": ("a",)})
+        >>> failed = finish(start(DagRun.of(["a", "b"]), ["a"]), "a", ok=False)
+        >>> settled, skipped, _ = settle(index, failed)
+        >>> skipped, settled.statuses["b"]
+        ({'b': 'a'}, <NodeStatus.SKIPPED: 'skipped'>)
+    """
+    skipped, unskipped = propagate_skips(index, run.statuses, run.waived)
+    changes = dict.fromkeys(skipped, NodeStatus.SKIPPED)
+    changes.update(dict.fromkeys(unskipped, NodeStatus.PENDING))
+    return run.changed(changes), skipped, unskipped
+
+
+def waive(run: DagRun, node: str) -> DagRun:
+    """``node`` (failed) is skipped on purpose: its dependents may run without it.
+
+    Example:
+        >>> failed = finish(start(DagRun.of(["a"]), ["a"]), "a", ok=False)
+        >>> waive(failed, "a").waived
+        frozenset({'a'})
+    """
+    _require(run, node, NodeStatus.FAILED)
+    return replace(run.changed({node: NodeStatus.SKIPPED}), waived=run.waived | {node})
+
+
+def accept(run: DagRun, node: str) -> DagRun:
+    """``node`` (failed on its output's check) completed after all: its output is accepted.
+
+    Example:
+        >>> failed = finish(start(DagRun.of(["a"]), ["a"]), "a", ok=False)
+        >>> accept(failed, "a").statuses["a"]
+        <NodeStatus.COMPLETED: 'completed'>
+    """
+    _require(run, node, NodeStatus.FAILED)
+    return run.changed({node: NodeStatus.COMPLETED})
+
+
+def stop(run: DagRun, reason: str) -> DagRun:
+    """No node starts any more, for ``reason`` (a run stopped already keeps its first reason).
+
+    Example:
+        >>> stop(stop(DagRun.of(["a"]), "budget"), "later").stop_reason
+        'budget'
+    """
+    return run if run.stop_reason is not None else replace(run, stop_reason=reason)
+
+
+def block(run: DagRun) -> tuple[DagRun, list[str]]:
+    """A stopped run's pending and running nodes will never run: ``(new run, those nodes)``.
+
+    Example:
+        >>> blocked, nodes = block(stop(DagRun.of(["a"]), "budget"))
+        >>> nodes, blocked.statuses["a"]
+        (['a'], <NodeStatus.BLOCKED: 'blocked'>)
+    """
+    if run.stop_reason is None:
+        return run, []
+    nodes = [n for n, s in run.statuses.items() if s in (NodeStatus.PENDING, NodeStatus.RUNNING)]
+    return run.changed(dict.fromkeys(nodes, NodeStatus.BLOCKED)), nodes
+
+
+def revise(run: DagRun, nodes: Iterable[str], carried: Collection[str]) -> DagRun:
+    """The run of a revised plan whose nodes are ``nodes``, in order.
+
+    Nodes in ``carried`` keep their status; every other node of the new plan
+    is pending, and nodes of the old plan not carried are gone.
+
+    Example:
+        >>> done = finish(start(DagRun.of(["a", "b"]), ["a"]), "a", ok=True)
+        >>> [(n, s.value) for n, s in revise(done, ["a", "c"], {"a"}).statuses.items()]
+        [('a', 'completed'), ('c', 'pending')]
+    """
+    statuses = {
+        n: run.statuses[n] if n in carried and n in run.statuses else NodeStatus.PENDING
+        for n in nodes
+    }
+    return replace(run, statuses=statuses, waived=run.waived & statuses.keys())

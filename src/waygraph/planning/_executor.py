@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from waygraph import tracing
-from waygraph.engine.dag import DagIndex, can_start, propagate_skips
+from waygraph.engine import dag
+from waygraph.engine.dag import DagIndex, DagRun, can_start
 from waygraph.planning._llm import LLM
 from waygraph.planning._models import (
     ExecutionMode,
@@ -86,10 +87,10 @@ class PlanRun(StepCalls, Revising):
         self.depth = depth
         #: Commits each step's result to the store (top-level runs with a store).
         self.journal = journal
-        self.status: dict[str, StepStatus] = {sid: StepStatus.PENDING for sid in plan.step_ids}
+        #: Where each step is (an immutable value, replaced at every change: engine.dag).
+        self.state = DagRun.of(plan.step_ids)
         self.results: dict[str, StepResult] = {}
         self.outputs: dict[str, Any] = dict(outer_results or {})
-        self.by_strategy: set[str] = set()
         self.mismatched: dict[str, Any] = {}
         self.replaced: dict[str, StepResult] = {}
         self.running: dict[str, asyncio.Task[StepOutcome]] = {}
@@ -98,12 +99,28 @@ class PlanRun(StepCalls, Revising):
         self.applied_revisions = 0
         self.sub_revisions = 0
         self.requests: list[RevisionRequest] = []
-        self.stop_reason: str | None = None
         self.budget_flagged = False
         self.started_at = _now()
         self.finished_at: Any = None
         self._wake = asyncio.Event()
         self._done: collections.deque[str] = collections.deque()
+
+    # ------------------------------------------------------------ the state, read-only
+
+    @property
+    def status(self) -> Mapping[str, StepStatus]:
+        """Each step's status now (read-only: changes go through ``engine.dag``)."""
+        return self.state.statuses
+
+    @property
+    def by_strategy(self) -> frozenset[str]:
+        """Steps the ``skip_and_continue`` strategy skipped on purpose."""
+        return self.state.waived
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the run stopped starting steps, or None."""
+        return self.state.stop_reason
 
     # ------------------------------------------------------------ the plan and its indexes
 
@@ -287,7 +304,7 @@ class PlanRun(StepCalls, Revising):
                 # A side-effect step runs alone; later steps wait so it is not starved.
                 self._candidates.update(ids[index:])
                 return
-            self.status[step.id] = StepStatus.RUNNING
+            self.state = dag.start(self.state, (step.id,))
             work = tracing.step_span(self._execute(step), step.id, step.action, _failure)
             task = asyncio.create_task(work, name=f"waygraph-step-{step.id}")
 
@@ -326,7 +343,7 @@ class PlanRun(StepCalls, Revising):
             status = StepStatus.FAILED
             error = f"the output does not match expected_output: {outcome.mismatch}"
             self.mismatched[step_id] = outcome.output
-        self.status[step_id] = status
+        self.state = dag.finish(self.state, step_id, ok=status == StepStatus.COMPLETED)
         if status == StepStatus.COMPLETED:
             self.outputs[step_id] = outcome.output
         usage = outcome.usage
@@ -368,13 +385,9 @@ class PlanRun(StepCalls, Revising):
             )
         self._check_budget()
 
-    def _failure_counts(self) -> tuple[int, int]:
-        done = [s for s in self.status.values() if s in (StepStatus.COMPLETED, StepStatus.FAILED)]
-        return sum(1 for s in done if s == StepStatus.FAILED), len(done)
-
     def _on_failure(self, step_id: str, trigger: RevisionTrigger, *, revise: bool = True) -> None:
         error = self.results[step_id].error
-        failed, done = self._failure_counts()
+        failed, done = self.state.failure_counts()
         rate = failed / done if done else 0.0
         cof = self.pattern.continue_on_failure
         if trigger == RevisionTrigger.STEP_FAILED and cof:
@@ -418,9 +431,8 @@ class PlanRun(StepCalls, Revising):
     def _update_skips(self) -> None:
         """Skip steps behind a failed or skipped dependency; un-skip the rest (engine rules)."""
         self._rescan()
-        skipped, unskipped = propagate_skips(self._dag, self.status, self.by_strategy)
+        self.state, skipped, unskipped = dag.settle(self._dag, self.state)
         for step_id, cause in skipped.items():  # causes come first
-            self.status[step_id] = StepStatus.SKIPPED
             verb = "failed" if self.status[cause] == StepStatus.FAILED else "was skipped"
             self.results[step_id] = StepResult(
                 step_id=step_id,
@@ -428,31 +440,23 @@ class PlanRun(StepCalls, Revising):
                 error=f"not run: its dependency {cause!r} {verb}",
             )
         for step_id in unskipped:
-            self.status[step_id] = StepStatus.PENDING
             self.results.pop(step_id, None)
 
     def _stop(self, reason: str) -> None:
         if self.stop_reason is None:
-            self.stop_reason = reason
+            self.state = dag.stop(self.state, reason)
             self.requests.clear()
 
     # ------------------------------------------------------------ revision
 
     def _result(self, elapsed: float) -> PlanExecutionResult:
-        if self.stop_reason is not None:
-            for step in self.plan.steps:
-                if self.status[step.id] in (StepStatus.PENDING, StepStatus.RUNNING):
-                    self.status[step.id] = StepStatus.BLOCKED
-                    self.results[step.id] = StepResult(
-                        step_id=step.id,
-                        status=StepStatus.BLOCKED,
-                        error=f"not run: {self.stop_reason}",
-                    )
+        self.state, blocked = dag.block(self.state)
+        for step_id in blocked:
+            self.results[step_id] = StepResult(
+                step_id=step_id, status=StepStatus.BLOCKED, error=f"not run: {self.stop_reason}"
+            )
         self.finished_at = _now()
-        success = self.stop_reason is None and all(
-            self.status[sid] == StepStatus.COMPLETED or sid in self.by_strategy
-            for sid in self.plan.step_ids
-        )
+        success = self.state.succeeded()
         ordered = {sid: self.results[sid] for sid in self.plan.step_ids if sid in self.results}
         for sid, result in self.replaced.items():
             ordered.setdefault(sid, result)
@@ -498,7 +502,7 @@ class PlanRun(StepCalls, Revising):
         return "The plan did not complete: " + "; ".join(parts)
 
     def _ids_with(self, status: StepStatus) -> list[str]:
-        return [sid for sid in self.plan.step_ids if self.status[sid] == status]
+        return self.state.with_(status)
 
 
 def _failure(outcome: StepOutcome) -> str | None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from waygraph import model, tracing
+from waygraph.engine.dag import DagRun
 from waygraph.errors import PlanningError, RunNotFoundError, WaygraphError
 from waygraph.planning._graph import _slug, to_graph_plan
 from waygraph.planning._models import (
@@ -227,38 +228,39 @@ def restore(run: PlanRun, saved: SavedRun) -> list[str]:
     state = saved.state
     if state.get("initial_plan") is not None:
         run.initial_plan = Plan.model_validate(state["initial_plan"])
-    run.status = {sid: StepStatus(s) for sid, s in state["status"].items()}
+    statuses = {sid: StepStatus(s) for sid, s in state["status"].items()}
     run.results = {sid: _result(r) for sid, r in state["results"].items()}
     for sid, data in state["results"].items():
         if data.get("durable") is False:  # its output was not stored: the step runs again
-            run.status[sid] = StepStatus.PENDING
+            statuses[sid] = StepStatus.PENDING
             del run.results[sid]
     run.replaced = {sid: _result(r) for sid, r in state["replaced"].items()}
-    run.by_strategy = set(state["by_strategy"])
     run.revisions = [PlanRevision.model_validate(r) for r in state["revisions"]]
     run.revision_attempts = state["revision_attempts"]
     run.applied_revisions = state["applied_revisions"]
     run.sub_revisions = state["sub_revisions"]
     run.budget_flagged = state["budget_flagged"]
-    run.stop_reason = state["stop_reason"]
     run.started_at = datetime.fromisoformat(state["started_at"])
     failed: list[str] = []
     for event in saved.finished:
         data = event["result"]
         sid = event["node"]
-        if sid not in run.status or not data.get("durable", True):
+        if sid not in statuses or not data.get("durable", True):
             continue
         result = _result(data)
-        run.status[sid] = result.status
+        statuses[sid] = result.status
         run.results[sid] = result
         if result.status == StepStatus.FAILED:
             failed.append(sid)
-    for sid, status in run.status.items():
+    for sid, status in statuses.items():
         if status == StepStatus.RUNNING:
-            run.status[sid] = StepStatus.PENDING
+            statuses[sid] = StepStatus.PENDING
             run.results.pop(sid, None)
         elif status == StepStatus.COMPLETED and sid in run.results:
             run.outputs[sid] = run.results[sid].output
+    run.state = DagRun(
+        statuses, waived=frozenset(state["by_strategy"]), stop_reason=state["stop_reason"]
+    )
     run._rescan()
     return failed
 

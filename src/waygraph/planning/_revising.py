@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from waygraph.engine import dag
 from waygraph.errors import InvalidPlanError, LLMError
 from waygraph.planning import _prompts as prompts
 from waygraph.planning._models import (
@@ -29,6 +30,9 @@ from waygraph.planning._references import rename_reference
 from waygraph.planning._runtime import call_hook
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from waygraph.engine.dag import DagRun
     from waygraph.planning._journal import Journal
     from waygraph.planning._models import PlanExecutionState
     from waygraph.planning._pattern import PlanningPattern
@@ -70,18 +74,22 @@ class Revising:
         depth: int
         outputs: dict[str, Any]
         outer_ids: frozenset[str]
-        status: dict[str, StepStatus]
+        state: DagRun
         results: dict[str, StepResult]
         replaced: dict[str, StepResult]
         mismatched: dict[str, Any]
-        by_strategy: set[str]
         revisions: list[PlanRevision]
         journal: Journal | None
         revision_attempts: int
         applied_revisions: int
         budget_flagged: bool
-        stop_reason: str | None
 
+        @property
+        def status(self) -> Mapping[str, StepStatus]: ...
+        @property
+        def by_strategy(self) -> frozenset[str]: ...
+        @property
+        def stop_reason(self) -> str | None: ...
         def snapshot(self) -> PlanExecutionState: ...
         def _stop(self, reason: str) -> None: ...
         def _update_skips(self) -> None: ...
@@ -195,14 +203,13 @@ class Revising:
         if request.trigger == RevisionTrigger.OUTPUT_MISMATCH:
             # Skipping the check: the output is accepted as it is.
             output = self.mismatched.pop(step.id)
-            self.status[step.id] = StepStatus.COMPLETED
+            self.state = dag.accept(self.state, step.id)
             self.outputs[step.id] = output
             self.results[step.id] = previous.model_copy(
                 update={"status": StepStatus.COMPLETED, "output": output}
             )
         else:
-            self.status[step.id] = StepStatus.SKIPPED
-            self.by_strategy.add(step.id)
+            self.state = dag.waive(self.state, step.id)
             self.results[step.id] = previous.model_copy(
                 update={
                     "status": StepStatus.SKIPPED,
@@ -322,12 +329,9 @@ class Revising:
                 attempts=previous.attempts if previous else 0,
                 token_usage=previous.token_usage if previous else TokenUsage(),
             )
-            del self.status[sid]
             self.results.pop(sid, None)
             self.mismatched.pop(sid, None)
-        for step in new_plan.steps:
-            if step.id not in carried:
-                self.status[step.id] = StepStatus.PENDING
+        self.state = dag.revise(self.state, new_plan.step_ids, carried)
         self.plan = new_plan
         self._update_skips()
 
