@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import platform
 import pty
 import select
 import shlex
@@ -104,6 +105,13 @@ def test_an_unknown_plan_id_gets_did_you_mean():
     assert "Traceback" not in out.stderr
 
 
+#: System call numbers of a process waiting for input (read, poll, select, pselect6, ppoll).
+_READ_WAITS = {
+    "x86_64": {"0", "7", "23", "270", "271"},
+    "aarch64": {"63", "72", "73"},
+}
+
+
 class Terminal:
     """``waygraph play bugfix_workflow`` on a pseudo-terminal, as a person at a keyboard sees it."""
 
@@ -137,9 +145,31 @@ class Terminal:
             self.text += chunk.decode("utf-8", "replace")
 
     def type_at_prompt(self, n: int, keys: bytes) -> None:
-        """Type ``keys`` once the ``n``-th prompt is shown."""
+        """Type ``keys`` once the ``n``-th prompt is shown and play waits for a key."""
         self.wait_for(lambda text: text.count("tool output> ") >= n)
+        self.wait_until_reading()
         os.write(self.master, keys)
+
+    def wait_until_reading(self) -> None:
+        """Wait until play sleeps waiting for the terminal, as it does when a person types.
+
+        readline shows the prompt before it waits; a Ctrl-C between the two is
+        only noticed at the next key (CPython's readline loop), a window no
+        hand can hit but a test under load can.
+        """
+        waits = _READ_WAITS.get(platform.machine())
+        path = Path(f"/proc/{self.proc.pid}/syscall")
+        if waits is None or not path.exists():
+            return
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            try:
+                number = path.read_text().split()[0]
+            except (OSError, IndexError):
+                return  # not readable here: type at once, as before
+            if number in waits:
+                return
+            time.sleep(0.01)
 
     def wait_for_a_command(self) -> None:
         """Wait until play runs a shell command (a child process of its own)."""
