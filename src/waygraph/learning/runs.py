@@ -53,8 +53,16 @@ class Visit:
 
     @property
     def success_attempt(self) -> int | None:
-        """The attempt that succeeded, or None."""
-        return next((a for a, outcome in self.verdicts if outcome == "success"), None)
+        """The attempt the visit ended on a success with, or None (it ended failing or stuck).
+
+        The last verdict decides: a node passed, then sent back by a later
+        check's failure edge (fix -> test -> fix), goes on with the same
+        visit, and only its final pass counts.
+        """
+        if self.exhausted or self.stalled or not self.verdicts:
+            return None
+        attempt, outcome = self.verdicts[-1]
+        return attempt if outcome == "success" else None
 
     @property
     def last_attempt(self) -> int:

@@ -21,16 +21,18 @@ default :data:`MIN_RUNS`; the shares are module constants):
   :data:`EXHAUSTED_SHARE` of the visits use up their attempts: one more
   attempt would likely have saved some of those. Proposes one retry more.
 - ``lower-max-retries``: a task node with retries whose attempts past some
-  number never succeeded, although at least :data:`MIN_FUTILE` visits tried
-  the first of them: proposes the retries that ever paid off.
+  number never succeeded, although at least half of ``min_runs`` visits
+  (:data:`FUTILE_OF_MIN_RUNS`, at least 3) tried the first of them:
+  proposes the retries that ever paid off.
 - ``add-escalation-edge``: a task node with no failure edge out (graph
-  plans) where at least :data:`MIN_STALLS` runs, and :data:`STALL_SHARE` of
+  plans) where at least a quarter of ``min_runs`` runs
+  (:data:`FEW_OF_MIN_RUNS`, at least 3), and :data:`STALL_SHARE` of
   the runs that entered it, stalled (the engine found no edge to leave by) or
   ended expired there after failing: proposes an ``on_exhaust`` edge to a
   new escalate node that asks a person.
 - ``raise-trigger-threshold``: a plan activated by messages at least
-  ``min_runs`` times, of which at least :data:`FALSE_SHARE` (and
-  :data:`MIN_FALSE` runs) were false activations (expired or aborted with
+  ``min_runs`` times, of which at least :data:`FALSE_SHARE` (and a quarter
+  of ``min_runs``, at least 3) were false activations (expired or aborted with
   no verdict at all, :attr:`~waygraph.learning.runs.RunFacts.false_activation`),
   when one more trigger hit would have kept out at least half of those and
   at most :data:`MAX_LOST_SHARE` of the good runs.
@@ -69,14 +71,16 @@ LAST_SUCCESS_SHARE = 0.2
 LAST_ATTEMPT_RATE = 0.5
 #: raise-max-retries: visits that use up their attempts.
 EXHAUSTED_SHARE = 0.1
-#: lower-max-retries: visits that must have tried an attempt that never paid off.
-MIN_FUTILE = 10
-#: add-escalation-edge: runs stuck at the node, and their share of the runs that entered it.
-MIN_STALLS = 5
+#: lower-max-retries: visits (as a share of ``min_runs``, at least 3) that must have
+#: tried an attempt that never paid off.
+FUTILE_OF_MIN_RUNS = 0.5
+#: add-escalation-edge and raise-trigger-threshold: the least number of stuck runs or
+#: false activations, as a share of ``min_runs`` (at least 3).
+FEW_OF_MIN_RUNS = 0.25
+#: add-escalation-edge: stuck runs' share of the runs that entered the node.
 STALL_SHARE = 0.1
-#: raise-trigger-threshold: false activations among activations, and at least this many.
+#: raise-trigger-threshold: false activations among activations.
 FALSE_SHARE = 0.3
-MIN_FALSE = 5
 #: raise-trigger-threshold: good runs a higher threshold may keep out, at most.
 MAX_LOST_SHARE = 0.1
 #: Example run ids and messages kept per proposal.
@@ -132,6 +136,11 @@ def _share(part: int, whole: int) -> float:
     return round(part / whole, 3) if whole else 0.0
 
 
+def _least(min_runs: int, share: float) -> int:
+    """An absolute minimum of evidence: ``share`` of ``min_runs``, and never under 3."""
+    return max(3, int(min_runs * share))
+
+
 def _limit(node: Node) -> int | None:
     return None if node.max_retries is None else 1 + node.max_retries
 
@@ -181,15 +190,15 @@ def _retry_proposals(
         return [_retries(plan, node, "raise-max-retries", node.max_retries + 1, evidence, why)]
     best = max(succeeded, default=1)
     futile = reached[best + 1]
-    if best >= limit or futile < MIN_FUTILE:
+    if best >= limit or futile < _least(min_runs, FUTILE_OF_MIN_RUNS):
         return []
     evidence = ProposalEvidence(
         counts={**counts, "tried_past_last_success": futile},
         runs=[r for r, v in visits if v.last_attempt > best][:EXAMPLES],
     )
     why = (
-        f"{futile} visits went on to attempt {best + 1} or later and none of those attempts "
-        f"ever succeeded, so retries past attempt {best} only delay the failure route."
+        f"{futile} visits went on to attempt {best + 1} or later and none of them passed "
+        f"after attempt {best}, so retries past attempt {best} only delay the failure route."
     )
     return [_retries(plan, node, "lower-max-retries", best - 1, evidence, why)]
 
@@ -225,7 +234,8 @@ def _escalation_proposal(
         ended_here = facts.status == "expired" and facts.end_node == node.id and failed_last
         if any(v.stalled for v in mine) or ended_here:
             stuck.append(facts)
-    if len(stuck) < MIN_STALLS or len(stuck) < STALL_SHARE * len(entered):
+    few = _least(min_runs, FEW_OF_MIN_RUNS)
+    if len(stuck) < few or len(stuck) < STALL_SHARE * len(entered):
         return None
     if len(runs) < min_runs:
         return None
@@ -278,7 +288,8 @@ def _threshold_proposal(plan: Plan, runs: Sequence[RunFacts], min_runs: int) -> 
         return None
     false = [r for r in activations if r.false_activation]
     good = [r for r in activations if r.completed]
-    if len(false) < MIN_FALSE or len(false) < FALSE_SHARE * len(activations):
+    few = _least(min_runs, FEW_OF_MIN_RUNS)
+    if len(false) < few or len(false) < FALSE_SHARE * len(activations):
         return None
     raised = plan.trigger_threshold + 1
     if raised > len(set(plan.triggers)):
