@@ -28,8 +28,9 @@ default :data:`MIN_RUNS`; the shares are module constants):
   plans) where at least a quarter of ``min_runs`` runs
   (:data:`FEW_OF_MIN_RUNS`, at least 3), and :data:`STALL_SHARE` of
   the runs that entered it, stalled (the engine found no edge to leave by) or
-  ended expired there after failing: proposes an ``on_exhaust`` edge to a
-  new escalate node that asks a person.
+  ended expired there after failing: proposes an ``on_exhaust`` edge
+  (``on_fail`` for a node without retries) to a new escalate node that asks
+  a person.
 - ``raise-trigger-threshold``: a plan activated by messages at least
   ``min_runs`` times, of which at least :data:`FALSE_SHARE` (and a quarter
   of ``min_runs``, at least 3) were false activations (expired or aborted with
@@ -239,12 +240,14 @@ def _escalation_proposal(
         return None
     if len(runs) < min_runs:
         return None
+    condition = "on_fail" if node.max_retries == 0 else "on_exhaust"
     target = f"escalate_{node.id}"
     n = 2
     while target in plan.graph.nodes:
         target, n = f"escalate_{node.id}_{n}", n + 1
     proposed: dict[str, Any] = {
-        "edge": {"from": node.id, "to": target, "condition": "on_exhaust"},
+        # With no retries a failure exhausts at once: check asks for on_fail then.
+        "edge": {"from": node.id, "to": target, "condition": condition},
         "node": {
             "id": target,
             "type": "escalate",

@@ -5,7 +5,9 @@ the one given is not changed. :func:`write_library` writes a library as one
 YAML (or, for a ``.json`` name, JSON) library file, whatever it was loaded
 from: a library made of a directory of plan files becomes one file holding
 every plan, in library order, so the copy can be reviewed (diffed) and
-loaded as it is. It refuses to write over any file the library was loaded
+loaded as it is. Lowering a node's retries to 0 also turns its
+``on_exhaust`` edges into ``on_fail`` (same route; ``check`` warns about the
+first). It refuses to write over any file the library was loaded
 from, into the library's own directory (the copy would join the library),
 or over an existing file unless told to, and it checks the file it wrote
 loads and passes ``waygraph check``.
@@ -63,6 +65,22 @@ def _int(proposal: Proposal, low: int) -> int:
     return value
 
 
+def _exhaust_to_fail(data: dict[str, Any], node_id: str) -> None:
+    """A node left with no retries leaves by ``on_fail``: its ``on_exhaust`` edges become that.
+
+    The engine takes either on the first failure then, and ``waygraph check``
+    warns about ``on_exhaust`` without retries. A node that has an
+    ``on_fail`` edge already keeps its edges as they are (the engine prefers
+    ``on_exhaust``, so renaming would change the route).
+    """
+    edges = [e for e in data["graph"]["edges"] if e.get("from") == node_id]
+    if any(e.get("condition") == "on_fail" for e in edges):
+        return
+    for edge in edges:
+        if edge.get("condition") == "on_exhaust":
+            edge["condition"] = "on_fail"
+
+
 def _escalation(data: dict[str, Any], proposal: Proposal) -> None:
     node = _node(data, proposal)
     value = proposal.proposed
@@ -97,6 +115,8 @@ def _applied(plan: Plan, proposal: Proposal) -> Plan:
         raise InputError(f"plan {plan.id!r} is written as steps: {kind} needs a graph plan")
     elif kind in ("raise-max-retries", "lower-max-retries"):
         _node(data, proposal)["max_retries"] = _int(proposal, 0)
+        if proposal.proposed == 0:
+            _exhaust_to_fail(data, str(proposal.node))
     else:
         _escalation(data, proposal)
     try:
