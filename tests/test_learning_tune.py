@@ -415,3 +415,38 @@ def test_cli_json_and_write(setup: dict[str, Any]):
         app, ["tune", "--store", setup["noise"], "--library", str(setup["library"])]
     )
     assert text.exit_code == 0 and "No proposal" in text.output
+
+
+def test_cli_names_what_is_wrong_with_its_input(setup: dict[str, Any]):
+    base = ["tune", "--store", setup["url"], "--library", str(setup["library"])]
+    unknown = CliRunner().invoke(app, [*base, "--only", "deploy:nope"])
+    assert unknown.exit_code == 2
+    assert "--only deploy:nope: no such proposal" in unknown.output
+    assert "deploy:build:raise-max-retries" in unknown.output
+    wrong_name = CliRunner().invoke(app, [*base, "--write", str(setup["root"] / "tuned.txt")])
+    assert wrong_name.exit_code == 2 and ".yaml, .yml or .json" in wrong_name.output
+    itself = CliRunner().invoke(app, [*base, "--write", str(setup["library"]), "--force"])
+    assert itself.exit_code == 2 and "the library itself" in itself.output
+
+
+def test_runs_stored_before_messages_were_recorded_still_count():
+    from waygraph.learning.runs import run_facts
+
+    events = [
+        {"type": "plan_activated", "triggers": ["tidy"], "score": 1},
+        {"type": "node_entered", "node": "scan", "attempt": 1},
+        {"type": "plan_expired", "node": "scan"},
+    ]
+    facts = run_facts("r1", {"plan": "cleanup", "status": "expired"}, events)
+    assert facts.message is None and facts.triggers == ("tidy",)
+    assert facts.false_activation
+    # Sent back through a failure edge with no attempts left: one visit, exhausted.
+    loop = [
+        {"type": "node_entered", "node": "fix", "attempt": 1},
+        {"type": "node_verified", "node": "fix", "outcome": "success", "attempt": 1},
+        {"type": "node_entered", "node": "fix", "attempt": 2},
+        {"type": "node_verified", "node": "fix", "outcome": "success", "attempt": 2},
+        {"type": "node_entered", "node": "fix", "attempt": 2, "exhausted": True},
+    ]
+    (visit,) = run_facts("r2", {"plan": "p", "status": "escalated"}, loop).visits
+    assert visit.exhausted and visit.success_attempt is None and visit.last_attempt == 2
