@@ -406,6 +406,8 @@ def test_cli_json_and_write(setup: dict[str, Any]):
     first = data["proposals"][0]
     assert {"plan", "node", "kind", "current", "proposed", "evidence", "reason", "id"} <= set(first)
     assert data["applied"] == ["deploy:build:raise-max-retries"]
+    # A proposal read back from --json is the same proposal.
+    assert Proposal.model_validate(first).id == first["id"]
     tuned = load_library(target)
     assert tuned["deploy"].graph.nodes["build"].max_retries == 2
     assert tuned["cleanup"].trigger_threshold == 1  # not chosen, not applied

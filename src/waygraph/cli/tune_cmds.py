@@ -136,7 +136,7 @@ def tune(
     if json_out:
         print_json(
             {
-                "proposals": [p.model_dump(mode="json") | {"id": p.id} for p in found],
+                "proposals": [p.model_dump(mode="json") for p in found],
                 "written": None if written is None else str(written),
                 "applied": [p.id for p in chosen] if written is not None else [],
             }

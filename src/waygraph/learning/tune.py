@@ -51,9 +51,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from waygraph.learning.runs import RunFacts, Visit, guided_runs
 from waygraph.learning.samples import Sample
@@ -95,7 +95,7 @@ ProposalKind = Literal[
     "lower-max-retries",
     "add-escalation-edge",
 ]
-KINDS: tuple[str, ...] = ProposalKind.__args__  # type: ignore[attr-defined]
+KINDS: tuple[str, ...] = get_args(ProposalKind)
 
 
 class ProposalEvidence(BaseModel):
@@ -127,6 +127,15 @@ class Proposal(BaseModel):
     evidence: ProposalEvidence = Field(default_factory=ProposalEvidence)
     reason: str
 
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_id(cls, data: Any) -> Any:
+        # ``id`` is derived: a proposal read back from ``--json`` carries it.
+        if isinstance(data, dict) and "id" in data:
+            data = {k: v for k, v in data.items() if k != "id"}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def id(self) -> str:
         """``plan:node:kind``, or ``plan:kind`` for a plan-wide change."""

@@ -98,6 +98,7 @@ def _taken(library: Library, changed: Plan, started: Sequence[tuple[str, str]]) 
 
 def _lower(
     library: Library,
+    matcher: Matcher,
     plan: Plan,
     runs: Sequence[RunFacts],
     unmatched: Sequence[Sample],
@@ -106,7 +107,6 @@ def _lower(
 ) -> Proposal | None:
     if plan.trigger_threshold < 2:
         return None
-    matcher = Matcher(library)
     near = []
     for sample in unmatched:
         hit = next((m for m in matcher.match(sample.goal) if m.plan_id == plan.id), None)
@@ -218,7 +218,7 @@ def trigger_proposals(
         if plan.id in skip:
             continue
         lowered = _lower(
-            library, plan, runs.get(plan.id, ()), unmatched, vocabularies[plan.id], started
+            library, matcher, plan, runs.get(plan.id, ()), unmatched, vocabularies[plan.id], started
         )
         if lowered is not None:
             found.append(lowered)
