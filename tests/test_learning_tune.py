@@ -25,6 +25,7 @@ from waygraph.cli import app
 from waygraph.errors import InputError
 from waygraph.learning.runs import guided_runs
 from waygraph.learning.samples import session_samples
+from waygraph.learning.suggest import suggest
 from waygraph.learning.tune import Proposal, tune
 from waygraph.learning.tune_apply import apply_proposals, write_library
 from waygraph.library import load_library
@@ -246,12 +247,22 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     workspace = root / "workspace"
     workspace.mkdir()
     session_goals(workspace)
+    # Alike session plans of a kind no plan is about: material for `library suggest`.
+    unrelated = root / "unrelated"
+    planner = SessionPlanner(unrelated)
+    for i in range(4):
+        sid = f"news-{i}"
+        planner.on_user_message(sid, f"summarise the morning news, edition {i}")
+        planner.after_model_reply(sid, "[Step] Fetch the feeds\n[Step] Write a summary\n[done]", 1)
+        planner.after_model_reply(sid, "Finished this one. [done]", 1)
+        planner.after_model_reply(sid, "All done.", 0)
     return {
         "root": root,
         "library": library_file,
         "url": url,
         "noise": noise_url,
         "workspace": workspace,
+        "unrelated": unrelated,
     }
 
 
@@ -330,8 +341,10 @@ def test_goals_the_library_missed_add_triggers_or_lower_a_threshold(setup: dict[
 
 def test_random_noise_gives_no_proposal(setup: dict[str, Any]):
     library = load_library(setup["library"])
+    samples = session_samples(setup["unrelated"])
+    assert len(samples) == 4 and len(suggest(samples)) == 1  # a new plan, not a trigger
     with open_store(setup["noise"]) as store:
-        assert tune(store, library) == []
+        assert tune(store, library, samples=samples) == []
 
 
 def test_the_tuned_copy_passes_check_and_the_original_is_unchanged(setup: dict[str, Any]):
