@@ -24,8 +24,8 @@ default :data:`MIN_RUNS`; the shares are module constants):
   number never succeeded, although at least half of ``min_runs`` visits
   (:data:`FUTILE_OF_MIN_RUNS`, at least 3) tried the first of them:
   proposes the retries that ever paid off.
-- ``add-escalation-edge``: a task node with no failure edge out (graph
-  plans) where at least a quarter of ``min_runs`` runs
+- ``add-escalation-edge``: a task node with no failure edge out (in a
+  plan with at least ``min_runs`` finished runs) where at least a quarter of ``min_runs`` runs
   (:data:`FEW_OF_MIN_RUNS`, at least 3), and :data:`STALL_SHARE` of
   the runs that entered it, stalled (the engine found no edge to leave by) or
   ended expired there after failing: proposes an ``on_exhaust`` edge
