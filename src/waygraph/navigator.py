@@ -65,6 +65,8 @@ log = logging.getLogger("waygraph.navigator")
 
 #: How often (seconds) the Navigator looks at the library files for changes.
 RELOAD_CHECK_SECONDS = 1.0
+#: Characters of the activating user message kept on the ``plan_activated`` event.
+ACTIVATION_MESSAGE_CHARS = 500
 #: Sessions whose running run a Navigator keeps in memory (least recently used go).
 CACHE_SESSIONS = 4096
 
@@ -367,6 +369,10 @@ class Navigator:
             plan_version=version,
             triggers=list(best.hits),
             score=best.score,
+            # What activated the plan, so `waygraph tune` can weigh triggers
+            # against the messages they caught (its start only: a pasted log
+            # must not bloat every run's first event).
+            message=message[:ACTIVATION_MESSAGE_CHARS],
         )
         record = self._commit(run, plan, 0, events, new=True)
         return plan, run, events, record

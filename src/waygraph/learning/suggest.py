@@ -51,7 +51,15 @@ from waygraph.check import Problem, check_plan
 from waygraph.learning.samples import Sample, SampleStep
 from waygraph.model import Plan
 
-__all__ = ["Suggestion", "group_runs", "suggest", "words"]
+__all__ = [
+    "Suggestion",
+    "group_runs",
+    "jaccard",
+    "signature",
+    "suggest",
+    "trigger_phrases",
+    "words",
+]
 
 _WORD = re.compile(r"[a-z][a-z0-9_]+")
 _STOP = frozenset(
@@ -79,11 +87,23 @@ def words(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """Shared words over all words of ``a`` and ``b`` (1.0 for two empty sets).
+
+    Example:
+        >>> jaccard(frozenset({"fix", "bug"}), frozenset({"fix", "test"}))
+        0.3333333333333333
+    """
     return len(a & b) / len(a | b) if a or b else 1.0
 
 
-def _signature(sample: Sample) -> frozenset[str]:
+def signature(sample: Sample) -> frozenset[str]:
+    """The words a run is compared by: its goal's, its steps' and ``tool:NAME`` per tool used.
+
+    Example:
+        >>> sorted(signature(Sample("dag", "r", "back up db", (SampleStep("dump", "pg_dump"),))))
+        ['back', 'dump', 'tool:pg_dump']
+    """
     steps: set[str] = set()
     for step in sample.steps:
         steps |= words(step.text)
@@ -107,15 +127,15 @@ def group_runs(samples: Sequence[Sample], *, threshold: float = 0.4) -> list[lis
     ordered = sorted(samples, key=lambda s: (s.updated_at, s.source, s.run))
     groups: list[tuple[list[Sample], list[frozenset[str]]]] = []
     for sample in ordered:
-        signature = _signature(sample)
+        mine = signature(sample)
         for members, signatures in groups:
-            mean = sum(_jaccard(signature, other) for other in signatures) / len(signatures)
+            mean = sum(jaccard(mine, other) for other in signatures) / len(signatures)
             if mean >= threshold:
                 members.append(sample)
-                signatures.append(signature)
+                signatures.append(mine)
                 break
         else:
-            groups.append(([sample], [signature]))
+            groups.append(([sample], [mine]))
     return [members for members, _ in groups]
 
 
@@ -147,7 +167,7 @@ def _align(group: Sequence[Sample]) -> list[_Slot]:
             for index, slot in enumerate(slots):
                 if index in taken:
                     continue
-                score = 1.0 if step.tool and step.tool == slot.tool else _jaccard(mine, slot.words)
+                score = 1.0 if step.tool and step.tool == slot.tool else jaccard(mine, slot.words)
                 if score > best_score:
                     best, best_score = index, score
             if best is not None and best_score >= 0.5:
@@ -223,7 +243,13 @@ def _name(slot: _Slot) -> str:
     return sorted(texts.items(), key=lambda item: (-item[1], len(item[0]), item[0]))[0][0]
 
 
-def _triggers(goals: Sequence[str]) -> list[str]:
+def trigger_phrases(goals: Sequence[str]) -> list[str]:
+    """Triggers for goals: word pairs at least half of them share (up to 3), else the commonest.
+
+    Example:
+        >>> trigger_phrases(["app crashes on login", "the app crashes at startup"])
+        ['app crashes']
+    """
     pairs: Counter[str] = Counter()
     for goal in goals:
         # Neighbours in the goal itself: dropping stop words first would pair
@@ -256,7 +282,7 @@ def _suggestion(group: Sequence[Sample], taken: set[str]) -> Suggestion | None:
         return None
     slots.sort(key=lambda s: (statistics.median(pos for _, pos, _ in s.steps), _name(s)))
     goals = [s.goal for s in group]
-    triggers = _triggers(goals)
+    triggers = trigger_phrases(goals)
     steps: list[dict[str, Any]] = []
     review: list[str] = []
     nodes: list[dict[str, Any]] = []
