@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _ceilings import jetstream_publishes, postgres_commits, sqlite_commits  # noqa: E402
 from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph.events import (  # noqa: E402
@@ -61,6 +62,7 @@ from waygraph.events import (  # noqa: E402
     StateTransition,
     Worker,
 )
+from waygraph.store import open_store  # noqa: E402
 
 NATS_URL = os.environ.get("WAYGRAPH_NATS_URL", "").strip() or "nats://127.0.0.1:4222"
 DATABASE_URL = (
@@ -97,9 +99,10 @@ def build(bus: Bus, store: Any) -> tuple[Planner, Worker]:
 
     @planner.on_transition()
     async def advance(transition: Any, context: Any) -> None:
-        await transition.plan.execute_next(transition.event)
-        if transition.plan.is_complete():
-            await transition.plan.finalize({"n": transition.plan.results["working"]["n"]})
+        # The last state change and the goal's answer in one commit.
+        await transition.plan.execute_next(
+            transition.event, finalize=lambda plan: {"n": plan.results["working"]["n"]}
+        )
 
     @worker.on_task("bench.work.requested")
     async def work(task: Any, context: Any) -> dict[str, Any]:
@@ -154,20 +157,55 @@ def row(name: str, plans: int, wall: float, latencies: list[float], alone: float
     }
 
 
+class Counts:
+    """Store commits and bus publishes, counted by wrapping the methods of one store and bus."""
+
+    def __init__(self, store: Any, bus: Bus) -> None:
+        self.commits = 0
+        self.publishes = 0
+        commit, commit_all, publish = store.commit, store.commit_all, bus.publish
+
+        def counted_commit(*args: Any, **kwargs: Any) -> Any:
+            self.commits += 1
+            return commit(*args, **kwargs)
+
+        def counted_commit_all(writes: Any) -> Any:
+            self.commits += 1
+            return commit_all(writes)
+
+        async def counted_publish(*args: Any, **kwargs: Any) -> Any:
+            self.publishes += 1
+            return await publish(*args, **kwargs)
+
+        store.commit, store.commit_all = counted_commit, counted_commit_all
+        bus.publish = counted_publish  # type: ignore[method-assign]
+
+    def reset(self) -> None:
+        self.commits = self.publishes = 0
+
+
 async def measure_in_process(
-    bus: Bus, client: Bus, store: Any, plans: int, name: str
+    bus: Bus, client: Bus, store_url: str, plans: int, name: str
 ) -> dict[str, Any]:
+    store = open_store(store_url)
+    counts = Counts(store, bus)
     planner, worker = build(bus, store)
     await planner.start()
     await worker.start()
     try:
         await run_batch(client, WARMUP, 10**6)
+        counts.reset()
         wall, latencies = await run_batch(client, plans, 0)
+        # Marks left to a later batched commit are counted with the batch they belong to.
+        await planner.context.flush_marks()
+        per_plan = {"commits_per_plan": counts.commits / plans}
+        per_plan["publishes_per_plan"] = counts.publishes / plans
         alone = await run_one_at_a_time(client)
     finally:
         await worker.close()
         await planner.close()
-    return row(name, plans, wall, latencies, alone)
+        store.close()
+    return {**row(name, plans, wall, latencies, alone), **per_plan}
 
 
 # --------------------------------------------------------------------- stacks
@@ -298,13 +336,75 @@ async def _ready(proc: asyncio.subprocess.Process) -> None:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| stack | plans at once | wall s | plans/s | p50 ms | p99 ms | one at a time, p50 ms |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| stack | plans at once | wall s | plans/s | p50 ms | p99 ms | one at a time, p50 ms "
+        "| commits/plan | publishes/plan |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
+        commits = f"{r['commits_per_plan']:.2f}" if "commits_per_plan" in r else "-"
+        publishes = f"{r['publishes_per_plan']:.2f}" if "publishes_per_plan" in r else "-"
         lines.append(
             f"| {r['stack']} | {r['plans']} | {r['wall_s']:.2f} | {r['plans_per_s']:.0f} "
-            f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['alone_ms']:.1f} |"
+            f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['alone_ms']:.1f} "
+            f"| {commits} | {publishes} |"
+        )
+    return "\n".join(lines)
+
+
+#: Issue 19, target 4: a share of what the machine's store and bus allow per plan.
+SHARE = 0.5
+COMMITS_PER_PLAN = 8  # the budget of store commits a plan may cost
+MESSAGES_PER_PLAN = 4  # goal, request, answer, response
+
+
+async def measure_ceilings(nats_too: bool) -> dict[str, float]:
+    """The machine's ceilings (see bench/_ceilings.py), measured now."""
+    ceilings = {"sqlite_commits_per_s": sqlite_commits()}
+    if nats_too:
+        ceilings["postgres_commits_per_s"] = await asyncio.to_thread(postgres_commits, DATABASE_URL)
+        ceilings["jetstream_publishes_per_s"] = await jetstream_publishes(
+            NATS_URL.partition("?")[0]
+        )
+    return ceilings
+
+
+def set_targets(report: Report, rows: list[dict[str, Any]], ceilings: dict[str, float]) -> str:
+    """Register the two targets; the lines that explain them."""
+    by_stack = {r["stack"]: r for r in rows}
+    lines = []
+    sqlite_floor = ceilings["sqlite_commits_per_s"] / COMMITS_PER_PLAN
+    got = by_stack["in-process + SQLite"]["plans_per_s"]
+    report.target(
+        f"in-process + SQLite >= {SHARE:.0%} of SQLite commits/s / {COMMITS_PER_PLAN}",
+        got / sqlite_floor,
+        SHARE,
+        compare=">=",
+    )
+    lines.append(
+        f"in-process + SQLite: {got:.0f} plans/s = {got / sqlite_floor:.2f} x "
+        f"(SQLite {ceilings['sqlite_commits_per_s']:.0f} commits/s / {COMMITS_PER_PLAN} "
+        f"= {sqlite_floor:.0f}); needed {SHARE:.2f}"
+    )
+    stack = by_stack.get("NATS + PostgreSQL, 3 processes")
+    if stack is not None:
+        pg = ceilings["postgres_commits_per_s"] / COMMITS_PER_PLAN
+        js = ceilings["jetstream_publishes_per_s"] / MESSAGES_PER_PLAN
+        floor = min(pg, js)
+        got = stack["plans_per_s"]
+        report.target(
+            f"NATS + PostgreSQL, 3 processes >= {SHARE:.0%} of min(PostgreSQL commits/s / "
+            f"{COMMITS_PER_PLAN}, JetStream publishes/s / {MESSAGES_PER_PLAN})",
+            got / floor,
+            SHARE,
+            compare=">=",
+        )
+        lines.append(
+            f"NATS + PostgreSQL, 3 processes: {got:.0f} plans/s = {got / floor:.2f} x "
+            f"min(PostgreSQL {ceilings['postgres_commits_per_s']:.0f} commits/s / "
+            f"{COMMITS_PER_PLAN} = {pg:.0f}, JetStream "
+            f"{ceilings['jetstream_publishes_per_s']:.0f} publishes/s / "
+            f"{MESSAGES_PER_PLAN} = {js:.0f}); needed {SHARE:.2f}; "
+            f"p99 goal-to-answer {stack['p99_ms']:.0f} ms"
         )
     return "\n".join(lines)
 
@@ -319,12 +419,16 @@ async def main(plans: int, json_out: bool = False) -> int:
     why = reachable(NATS_URL, 4222) or reachable(DATABASE_URL, 5432)
     if why is None:
         runs += [nats_one_process, nats_three_processes]
+    ceilings = await measure_ceilings(why is None)
+    print(f"  ceilings: {ceilings}", file=sys.stderr)
     rows = []
     for run in runs:
         rows.append(await run(plans))
         print(f"  done: {rows[-1]['stack']}", file=sys.stderr)
     for r in rows:
         report.figure(r["stack"], {k: v for k, v in r.items() if k != "stack"})
+    report.figure("ceilings", ceilings, "per second")
+    reading = set_targets(report, rows, ceilings)
     skipped = ""
     if why is not None:
         skipped = (
@@ -335,6 +439,8 @@ async def main(plans: int, json_out: bool = False) -> int:
     with report.tables():
         print(header)
         print(table(rows))
+        print("\nceilings: " + ", ".join(f"{k} {v:.0f}" for k, v in ceilings.items()))
+        print(reading)
         if skipped:
             print(f"\n{skipped}")
     return report.finish()

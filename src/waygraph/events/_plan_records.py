@@ -9,6 +9,7 @@ then published, so a crash never loses a request or sends one twice.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from waygraph import tracing
 from waygraph.errors import Conflict, PlanContextNotFoundError
+from waygraph.events._outbox_marks import OUTBOX_PENDING
 from waygraph.events._planner_context import (
     KIND,
     PlannerContext,
@@ -24,8 +26,9 @@ from waygraph.events._planner_context import (
 )
 from waygraph.events.envelope import Envelope
 from waygraph.events.statemachine import StateConfig, validate_state_machine
+from waygraph.model import FINISHED
 from waygraph.retry import retry_conflicts_async
-from waygraph.store import StoredRecord
+from waygraph.store import StoredRecord, Write
 
 if TYPE_CHECKING:
     # PlanContext, the one class with this mixin, is a pydantic model.
@@ -41,7 +44,6 @@ __all__ = ["Change", "PlanRecords"]
 log = logging.getLogger("waygraph.events")
 
 # Index entries that are not event correlation ids; the prefix keeps them apart.
-OUTBOX_PENDING = "waygraph:outbox-pending"
 AFTER = "waygraph:after:"
 PARENT = "waygraph:parent:"
 
@@ -274,7 +276,16 @@ class PlanRecords(_Model):
             visited[self.current_state] = {"outcome": ended or "pending"}
         return visited
 
-    async def _commit(self, expected: int, events: list[dict[str, Any]]) -> None:
+    async def _commit(self, expected: int, events: list[dict[str, Any]]) -> Write:
+        """Store the plan, version-checked; the write as stored, at its new version.
+
+        Outbox entries this process published since the plan's last commit
+        are dropped from the outbox here: marking them costs no commit of its own.
+        """
+        context = self.context
+        sent = context.marks.pending(self.plan_id)
+        if sent:
+            self.outbox = [e for e in self.outbox if e["id"] not in sent]
         self.updated_at = time.time()
         record = self.model_dump(mode="json")
         # The one run-record schema (waygraph.model.record); a state is a node.
@@ -285,9 +296,7 @@ class PlanRecords(_Model):
             path=self.path,
             visited=self._visited(),
         )
-        context = self.context
-        self._version = await context.call(
-            context.store.commit,
+        write = Write(
             self.plan_id,
             record,
             expected,
@@ -299,33 +308,43 @@ class PlanRecords(_Model):
             plan=self.plan_id,
             correlation_ids=self._index(),
         )
+        [self._version] = await context.call(context.store.commit_all, [write])
+        stored = dataclasses.replace(write, expected_version=self._version, events=())
+        if sent:
+            context.marks.committed(self.plan_id, sent, stored)
+        return stored
 
     async def _change(self, apply: Callable[[Self, Change], bool]) -> bool:
         """Apply a change to a fresh copy, commit it version-checked, then publish its outbox.
 
         On Conflict the plan is reloaded and the change applied again; the
         change functions are written so that applying them to a plan that
-        already took the change does nothing.
+        already took the change does nothing. What was published is marked
+        so by the plan's next commit, or by a batch (see ``_outbox_marks``).
         """
         context = self.context
         async with context.lock(self.plan_id):
 
-            async def attempt() -> Change | None:
+            async def attempt() -> tuple[Change, Write] | None:
                 draft = self._draft()
                 change = Change()
                 if not apply(draft, change):
                     return None
-                await draft._commit(self._version, change.events)
+                stored = await draft._commit(self._version, change.events)
                 self._adopt(draft)
-                return change
+                return change, stored
 
             done = await retry_conflicts_async(
                 attempt, what=f"plan {self.plan_id!r}", forget=self._reload
             )
             if done is None:
                 return False
-            if done.outbox:
-                await self._publish_and_mark(done.outbox)
+            change, stored = done
+            if change.outbox:
+                published = await self._publish(change.outbox, stored)
+                if published:
+                    context.marks.published(stored, published, finished=self.status in FINISHED)
+                    context.marks.schedule(context.call, context.store)
             return True
 
     def _draft(self) -> Self:
@@ -343,7 +362,14 @@ class PlanRecords(_Model):
 
     # ------------------------------------------------------------ the outbox
 
-    async def _publish_and_mark(self, entries: Sequence[dict[str, Any]]) -> None:
+    async def _publish(
+        self, entries: Sequence[dict[str, Any]], stored: Write | None = None
+    ) -> list[str]:
+        """Publish ``entries`` in order; the ids that went out (all, unless one failed).
+
+        With ``stored`` (the commit that added them), ids published before a
+        failure are handed to the marks first, so the plan's next commit drops them.
+        """
         bus = self.context.bus
         published: list[str] = []
         try:
@@ -351,6 +377,17 @@ class PlanRecords(_Model):
                 envelope = Envelope.from_wire(entry["envelope"], entry["topic"])
                 await bus.publish(envelope, entry["topic"])
                 published.append(entry["id"])
+        except BaseException:
+            if published and stored is not None:
+                self.context.marks.published(stored, published, finished=False)
+            raise
+        return published
+
+    async def _publish_and_mark(self, entries: Sequence[dict[str, Any]]) -> None:
+        published: list[str] = []
+        try:
+            for entry in entries:
+                published += await self._publish([entry])
         finally:
             # Mark what went out even when a later entry failed; the rest stay in
             # the outbox and go out again on the next publish_pending.
@@ -377,7 +414,9 @@ class PlanRecords(_Model):
         """Publish what the outbox still holds (left by a process that stopped); the count."""
         async with self.context.lock(self.plan_id):
             await self._reload()
-            entries = list(self.outbox)
+            # What this process published already is only waiting for its mark.
+            sent = self.context.marks.pending(self.plan_id)
+            entries = [e for e in self.outbox if e["id"] not in sent]
             if entries:
                 await self._publish_and_mark(entries)
             return len(entries)
@@ -385,6 +424,7 @@ class PlanRecords(_Model):
     @classmethod
     async def publish_all_pending(cls, context: PlannerContext) -> int:
         """:meth:`publish_pending` for every plan of this planner with outbox entries left."""
+        await context.flush_marks()
         records = await context.by_correlation(OUTBOX_PENDING, planner=context.name)
         sent = 0
         for record in records:

@@ -303,6 +303,11 @@ class Planner:
         running = [t for t in self._inflight if t is not asyncio.current_task()]
         if running:
             await asyncio.wait(running, timeout=timeout)
+        self.context.marks.cancel()
+        try:
+            await self.context.flush_marks()
+        except Exception:  # left in the outbox: the next start sends them again, deduplicated
+            log.warning("planner %s: marking sent outbox entries failed", self.name, exc_info=True)
         self._started = False
         if self._owns_bus:
             await self.bus.close()

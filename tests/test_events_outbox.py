@@ -1,0 +1,163 @@
+"""Issue 19, target 4: what a plan costs the store, and the outbox marks that no longer
+take a commit of their own.
+
+A change is committed with its outbox, then published; the entries are
+marked published by the plan's next commit, or (a finished plan makes none)
+by a batch that writes many plans at once. Delivery is unchanged: an entry
+leaves the stored outbox only after it went out, and one that went out but
+was never marked (the process died) is sent again with the same id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.bus_contract import async_test, eventually
+from waygraph.events import (
+    Envelope,
+    InProcessBus,
+    PlanContext,
+    Planner,
+    StateAction,
+    StateConfig,
+    StateTransition,
+    Topic,
+    Worker,
+)
+from waygraph.store import open_store
+
+SM = {
+    "start": StateConfig(state_name="start", default_next="working"),
+    "working": StateConfig(
+        state_name="working",
+        action=StateAction(
+            event_type="job.requested", response_event="job.done", data={"n": "{goal_data.n}"}
+        ),
+        transitions=[StateTransition(on_event="job.done", to_state="done")],
+    ),
+    "done": StateConfig(state_name="done", is_terminal=True),
+}
+
+
+def counting(store: Any) -> list[int]:
+    """Count the store's commits (each commit_all is one transaction)."""
+    commits = [0]
+    commit_all = store.commit_all
+
+    def counted(writes: Any) -> Any:
+        commits[0] += 1
+        return commit_all(writes)
+
+    store.commit_all = counted
+    return commits
+
+
+@async_test(60)
+async def test_a_plan_costs_three_commits_and_its_marks_share_batches(tmp_path: Any) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/plans.db")
+    commits = counting(store)
+    bus = InProcessBus()
+    planner = Planner("outbox-planner", bus=bus, store=store)
+    worker = Worker("outbox-worker", bus=bus)
+
+    @planner.on_goal("job.goal")
+    async def on_goal(goal: Any, context: Any) -> None:
+        plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=context)
+        await plan.execute_next()
+
+    @worker.on_task("job.requested")
+    async def work(task: Any, context: Any) -> dict[str, Any]:
+        return {"n": task.data["n"]}
+
+    try:
+        await planner.start()
+        await worker.start()
+        answers = await asyncio.gather(
+            *(bus.ask("job.goal", {"n": n}, "job.goal.completed", timeout=20) for n in range(20))
+        )
+        assert sorted(a.data["result"]["results"]["working"]["n"] for a in answers) == list(
+            range(20)
+        )
+        plans = await planner.plans()
+        await eventually(
+            lambda: not planner.context.marks._entries, timeout=10, what="the marks written"
+        )
+        stored = [await PlanContext.restore(p.plan_id, planner.context) for p in plans]
+        assert all(p.status == "completed" and not p.outbox for p in stored)
+        # Per plan: created, started (with its request), finished (with its answer, and
+        # the request's mark); the finished plans' marks went in shared batches.
+        assert 3 * 20 < commits[0] < 4 * 20
+        assert not await PlanContext.publish_all_pending(planner.context)
+    finally:
+        await worker.close()
+        await planner.close()
+        await bus.close()
+        store.close()
+
+
+@async_test(60)
+async def test_a_published_entry_is_not_sent_again_while_its_mark_waits(tmp_path: Any) -> None:
+    store_url = f"sqlite:///{tmp_path}/plans.db"
+    bus = InProcessBus()
+    await bus.start()
+    requests: list[Envelope] = []
+
+    async def spy(event: Envelope) -> None:
+        requests.append(event)
+
+    await bus.subscribe(Topic.ACTION_REQUESTS, "job.requested", spy)
+    planner = Planner("outbox-planner", bus=bus, store=store_url)
+    try:
+        goal = bus.envelope("job.goal", {"n": 1}, correlation_id="g1")
+        plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=planner.context)
+        assert await plan.execute_next()
+        await bus.drain()
+        assert len(requests) == 1
+        # Stored with the request still in the outbox: its mark waits for the next commit.
+        stored = await PlanContext.restore(plan.plan_id, planner.context)
+        assert [e["id"] for e in stored.outbox] == [requests[0].id]
+        # Recovery in this process knows it went out and does not send it again.
+        assert await stored.publish_pending() == 0
+        # The plan's next commit drops it, at no extra commit.
+        version = plan.version
+        await plan.save()
+        assert plan.version == version + 1 and plan.outbox == []
+        assert not planner.context.marks.pending(plan.plan_id)
+    finally:
+        await planner.close()
+        await bus.close()
+
+
+@async_test(60)
+async def test_an_entry_published_by_a_process_that_died_is_sent_again_with_its_id(
+    tmp_path: Any,
+) -> None:
+    store_url = f"sqlite:///{tmp_path}/plans.db"
+    bus = InProcessBus()
+    await bus.start()
+    requests: list[Envelope] = []
+
+    async def spy(event: Envelope) -> None:
+        requests.append(event)
+
+    await bus.subscribe(Topic.ACTION_REQUESTS, "job.requested", spy)
+    first = Planner("outbox-planner", bus=bus, store=store_url)
+    goal = bus.envelope("job.goal", {"n": 1}, correlation_id="g1")
+    plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=first.context)
+    assert await plan.execute_next()
+    await bus.drain()
+    # The process dies before the mark is written: its marks are lost with it.
+    first.context.marks.cancel()
+    first.context.marks._entries.clear()
+    second = Planner("outbox-planner", bus=bus, store=store_url)
+    try:
+        assert await second.recover() == 1
+        await bus.drain()
+        assert [r.id for r in requests] == [requests[0].id] * 2  # the same event, again
+        stored = await PlanContext.restore(plan.plan_id, second.context)
+        assert stored.outbox == []
+    finally:
+        await second.close()
+        await first.close()
+        await bus.close()
