@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from unittest import mock
 
 from tests.bus_contract import async_test, eventually
 from waygraph.events import (
@@ -40,23 +41,24 @@ SM = {
 }
 
 
-def counting(store: Any) -> list[int]:
-    """Count the store's commits (each commit_all is one transaction)."""
-    commits = [0]
-    commit_all = store.commit_all
+async def spied_bus() -> tuple[InProcessBus, list[Envelope]]:
+    """A started bus, and the requests of job.requested it carries, as they arrive."""
+    bus = InProcessBus()
+    await bus.start()
+    requests: list[Envelope] = []
 
-    def counted(writes: Any) -> Any:
-        commits[0] += 1
-        return commit_all(writes)
+    async def spy(event: Envelope) -> None:
+        requests.append(event)
 
-    store.commit_all = counted
-    return commits
+    await bus.subscribe(Topic.ACTION_REQUESTS, "job.requested", spy)
+    return bus, requests
 
 
 @async_test(60)
 async def test_a_plan_costs_three_commits_and_its_marks_share_batches(tmp_path: Any) -> None:
     store = open_store(f"sqlite:///{tmp_path}/plans.db")
-    commits = counting(store)
+    # Every plan commit is one commit_all (a single store transaction).
+    store.commit_all = mock.Mock(wraps=store.commit_all)  # type: ignore[method-assign]
     bus = InProcessBus()
     planner = Planner("outbox-planner", bus=bus, store=store)
     worker = Worker("outbox-worker", bus=bus)
@@ -87,7 +89,7 @@ async def test_a_plan_costs_three_commits_and_its_marks_share_batches(tmp_path: 
         assert all(p.status == "completed" and not p.outbox for p in stored)
         # Per plan: created, started (with its request), finished (with its answer, and
         # the request's mark); the finished plans' marks went in shared batches.
-        assert 3 * 20 < commits[0] < 4 * 20
+        assert 3 * 20 < store.commit_all.call_count < 4 * 20
         assert not await PlanContext.publish_all_pending(planner.context)
     finally:
         await worker.close()
@@ -99,14 +101,7 @@ async def test_a_plan_costs_three_commits_and_its_marks_share_batches(tmp_path: 
 @async_test(60)
 async def test_a_published_entry_is_not_sent_again_while_its_mark_waits(tmp_path: Any) -> None:
     store_url = f"sqlite:///{tmp_path}/plans.db"
-    bus = InProcessBus()
-    await bus.start()
-    requests: list[Envelope] = []
-
-    async def spy(event: Envelope) -> None:
-        requests.append(event)
-
-    await bus.subscribe(Topic.ACTION_REQUESTS, "job.requested", spy)
+    bus, requests = await spied_bus()
     planner = Planner("outbox-planner", bus=bus, store=store_url)
     try:
         goal = bus.envelope("job.goal", {"n": 1}, correlation_id="g1")
@@ -134,14 +129,7 @@ async def test_an_entry_published_by_a_process_that_died_is_sent_again_with_its_
     tmp_path: Any,
 ) -> None:
     store_url = f"sqlite:///{tmp_path}/plans.db"
-    bus = InProcessBus()
-    await bus.start()
-    requests: list[Envelope] = []
-
-    async def spy(event: Envelope) -> None:
-        requests.append(event)
-
-    await bus.subscribe(Topic.ACTION_REQUESTS, "job.requested", spy)
+    bus, requests = await spied_bus()
     first = Planner("outbox-planner", bus=bus, store=store_url)
     goal = bus.envelope("job.goal", {"n": 1}, correlation_id="g1")
     plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=first.context)
