@@ -94,8 +94,8 @@ def build(bus: Bus, store: Any) -> tuple[Planner, Worker]:
 
     @planner.on_goal("bench.goal")
     async def on_goal(goal: Any, context: Any) -> None:
-        plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=context)
-        await plan.execute_next()
+        # Created and on its first state, with its request, in one commit.
+        await PlanContext.create_from_goal(goal, state_machine=SM, context=context, start=True)
 
     @planner.on_transition()
     async def advance(transition: Any, context: Any) -> None:

@@ -149,3 +149,35 @@ async def test_an_entry_published_by_a_process_that_died_is_sent_again_with_its_
         await second.close()
         await first.close()
         await bus.close()
+
+
+@async_test(60)
+async def test_create_from_goal_with_start_stores_the_plan_and_its_request_in_one_commit(
+    tmp_path: Any,
+) -> None:
+    bus, requests = await spied_bus()
+    planner = Planner("outbox-planner", bus=bus, store=f"sqlite:///{tmp_path}/plans.db")
+    try:
+        goal = bus.envelope("job.goal", {"n": 3}, correlation_id="g3")
+        plan = await PlanContext.create_from_goal(
+            goal, state_machine=SM, context=planner.context, start=True
+        )
+        assert plan.version == 1 and plan.started and plan.current_state == "working"
+        # The goal delivered again: the stored plan, started already; nothing more is sent.
+        again = await PlanContext.create_from_goal(
+            goal, state_machine=SM, context=planner.context, start=True
+        )
+        await bus.drain()
+        assert again.plan_id == plan.plan_id and again.current_state == "working"
+        assert [r.data for r in requests] == [{"n": 3}]
+        events = await asyncio.to_thread(planner.store.events, plan.plan_id)
+        assert [e.data["type"] for e in events] == ["plan_created", "state_entered", "request_sent"]
+        # A goal without the data the request needs: the plan fails and answers at once.
+        bad = bus.envelope("job.goal", {}, correlation_id="g4")
+        failed = await PlanContext.create_from_goal(
+            bad, state_machine=SM, context=planner.context, start=True
+        )
+        assert failed.status == "failed" and failed.error is not None
+    finally:
+        await planner.close()
+        await bus.close()

@@ -80,6 +80,9 @@ class PlanRecords(_Model):
         def __init__(self, **data: Any) -> None: ...
         @property
         def context(self) -> PlannerContext: ...
+        def _apply_next(self, event: None, change: Change, pause: str | None) -> bool: ...
+        async def _advance(self, apply: Callable[[Self, Change], bool]) -> bool: ...
+        async def execute_next(self) -> bool: ...
 
     # ------------------------------------------------------------ creating
 
@@ -93,10 +96,16 @@ class PlanRecords(_Model):
         plan_id: str | None = None,
         parent_plan_id: str | None = None,
         depends_on: Sequence[str] = (),
+        start: bool = False,
     ) -> Self:
         """A new plan for ``goal``, stored at once (status ``running``, or ``pending``
         while ``depends_on`` plans are unfinished); nothing is sent until
         :meth:`execute_next`.
+
+        ``start=True``: also enter the start state (and send its request)
+        in the same commit, as ``create_from_goal(...)`` then
+        ``execute_next()`` does in two. A plan waiting for ``depends_on``
+        is stored and then started as ``execute_next()`` starts it.
 
         The default ``plan_id`` is derived from the goal event, so a goal
         delivered twice finds the plan the first delivery made instead of
@@ -137,13 +146,34 @@ class PlanRecords(_Model):
         plan._context = context
         plan._machine = machine
         event = {"type": "plan_created", "state": machine.start, "goal_id": goal.id}
+        if start and not depends_on:
+            return await plan._create_started(event)
         try:
             await plan._commit(0, [event])
         except Conflict:
             existing = await cls.restore(plan_id, context)
             log.info("plan %s already exists (goal %s delivered again)", plan_id, goal.id)
-            return existing
+            plan = existing
+        if start:
+            await plan.execute_next()
         return plan
+
+    async def _create_started(self, created: dict[str, Any]) -> Self:
+        """Store the new plan already on its first state, with its request, in one commit.
+
+        A goal delivered again finds the stored plan (the insert conflicts),
+        reloads it and changes nothing: that plan started already.
+        """
+
+        def apply(plan: Self, change: Change) -> bool:
+            fresh = plan._version == 0
+            if fresh:
+                change.events.append(created)
+            moved = plan._apply_next(None, change, None)
+            return fresh or moved
+
+        await self._advance(apply)
+        return self
 
     # ------------------------------------------------------------ loading
 
