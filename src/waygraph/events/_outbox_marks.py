@@ -40,7 +40,10 @@ log = logging.getLogger("waygraph.events")
 
 #: Seconds a running plan's published ids wait for its next commit before a
 #: batch writes them; finished plans make no next commit and are written at once.
-MARK_AFTER = 0.5
+#: Long enough for a busy worker's answer to come first (1,000 plans at once
+#: wait seconds for theirs), well inside JetStream's duplicate window (2 min)
+#: and the planners' recovery interval (30 s), which would send them again.
+MARK_AFTER = 5.0
 
 #: The most plans one batch commit marks.
 BATCH = 200

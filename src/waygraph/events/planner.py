@@ -414,6 +414,8 @@ class Planner:
             # This planner's own requests: no plan of it takes them (a nested
             # plan has their id as its goal's, and goals never move plans).
             return
+        if any(event.type == t and event.topic is topic for t, topic, _ in self._goals):
+            return  # a goal: it starts a plan (on_goal), it never moves one
 
         async def attempt() -> None:
             transition = None
