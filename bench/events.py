@@ -5,9 +5,10 @@ Run: ``python bench/events.py [--plans 1000] [--json]``. Prints a markdown table
 
 Each stack runs the same three-state plan (``start`` -> ``working``, whose
 action is one request a worker answers -> ``done``, which finalizes and
-answers the goal) for ``--plans`` goals sent **at once** (``asyncio.gather``
-of ``bus.ask``). Latency is per goal, from just before its ``ask`` to the
-response event; plans per second is plans / wall time of the whole batch.
+answers the goal; two commits: created and started, then finished) for
+``--plans`` goals sent **at once** (``asyncio.gather`` of ``bus.ask``).
+Latency is per goal, from just before its ``ask`` to the response event;
+plans per second is plans / wall time of the whole batch.
 A warm-up batch (not measured) comes first. With every goal sent at once,
 each waits for the whole batch, so p50 is close to the wall time; the last
 column is the unloaded latency: the median of 50 goals sent one after
@@ -19,6 +20,13 @@ Stacks:
   process on NatsBus, plans in PostgreSQL;
 - ``NATS + PostgreSQL, 3 processes``: planner and worker as ``waygraph
   planner`` / ``waygraph worker`` subprocesses, only the client here.
+
+Targets (issue 19, target 4), against ceilings measured in the same run
+just before the stack (bench/_ceilings.py): in-process + SQLite reaches 50%
+of SQLite's one-row commits/s / 8; NATS + PostgreSQL, 3 processes, 50% of
+min(PostgreSQL one-row commits/s from 8 connections / 8, JetStream
+acknowledged publishes/s with 8 in flight / 4). The in-process stacks also
+count the planner's store commits and bus publishes per plan.
 
 The NATS stacks use ``WAYGRAPH_NATS_URL`` (default nats://127.0.0.1:4222)
 and ``WAYGRAPH_DATABASE_URL`` (default
