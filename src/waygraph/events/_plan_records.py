@@ -55,6 +55,13 @@ class Change:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
         self.outbox: list[dict[str, Any]] = []
+        # The outbox entries' envelopes, kept so publishing need not parse them back.
+        self.envelopes: dict[str, Envelope] = {}
+
+    def send(self, entry: dict[str, Any], envelope: Envelope) -> None:
+        """Add ``entry`` (the outbox form of ``envelope``) to what the change sends."""
+        self.outbox.append(entry)
+        self.envelopes[entry["id"]] = envelope
 
 
 class PlanRecords(_Model):
@@ -372,7 +379,7 @@ class PlanRecords(_Model):
                 return False
             change, stored = done
             if change.outbox:
-                published = await self._publish(change.outbox, stored)
+                published = await self._publish(change.outbox, stored, change.envelopes)
                 if published:
                     context.marks.published(stored, published, finished=self.status in FINISHED)
                     context.marks.schedule(context.call, context.store)
@@ -394,7 +401,10 @@ class PlanRecords(_Model):
     # ------------------------------------------------------------ the outbox
 
     async def _publish(
-        self, entries: Sequence[dict[str, Any]], stored: Write | None = None
+        self,
+        entries: Sequence[dict[str, Any]],
+        stored: Write | None = None,
+        envelopes: Mapping[str, Envelope] | None = None,
     ) -> list[str]:
         """Publish ``entries``, all at once (each awaits its own acknowledgement);
         the ids that went out, or the first failure raised.
@@ -405,7 +415,9 @@ class PlanRecords(_Model):
         bus = self.context.bus
 
         async def one(entry: dict[str, Any]) -> str:
-            envelope = Envelope.from_wire(entry["envelope"], entry["topic"])
+            envelope = (envelopes or {}).get(entry["id"])
+            if envelope is None:  # an entry read back from the store
+                envelope = Envelope.from_wire(entry["envelope"], entry["topic"])
             await bus.publish(envelope, entry["topic"])
             return str(entry["id"])
 

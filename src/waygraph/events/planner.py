@@ -335,12 +335,13 @@ class Planner:
         """:meth:`PlanContext.restore_by_correlation`, limited to this planner's plans."""
         return next(iter(await self._candidates(correlation_id)), None)
 
-    async def _candidates(self, correlation_id: str | None) -> list[PlanContext]:
+    async def _candidates(self, correlation_id: str | None, skip: str = "") -> list[PlanContext]:
         if not correlation_id or correlation_id.startswith("waygraph:"):
             return []
         ctx = self.context
         records = await ctx.by_correlation(correlation_id, planner=self.name)
-        plans = [PlanContext._from_record(r, ctx) for r in records]
+        # ``skip``: a plan whose own event this is, left out before the cost of loading it.
+        plans = [PlanContext._from_record(r, ctx) for r in records if r.key != skip]
         # The plan whose goal carried the id first, then the ones that sent it in a request.
         return sorted(plans, key=lambda p: p.correlation_id != correlation_id)
 
@@ -419,9 +420,9 @@ class Planner:
 
         async def attempt() -> None:
             transition = None
-            for plan in await self._candidates(event.correlation_id):
-                if event.plan_id == plan.plan_id and event.source == self.context.source:
-                    continue  # the plan's own request or response
+            own = event.plan_id if event.source == self.context.source else None
+            # A plan's own request or response never moves it.
+            for plan in await self._candidates(event.correlation_id, skip=own or ""):
                 next_state = plan.accepts(event)
                 if next_state is not None:
                     transition = TransitionContext(event, plan, next_state)
