@@ -181,3 +181,27 @@ async def test_create_from_goal_with_start_stores_the_plan_and_its_request_in_on
     finally:
         await planner.close()
         await bus.close()
+
+
+def test_a_planner_run_in_a_second_event_loop_still_batches_its_marks(tmp_path: Any) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/plans.db")  # outlives the planner's runs
+    planner = Planner("outbox-planner", bus=InProcessBus(), store=store)
+
+    async def one_plan(n: int) -> None:
+        await planner.start()
+        goal = planner.bus.envelope("job.goal", {"n": n}, correlation_id=f"g{n}")
+        await PlanContext.create_from_goal(
+            goal, state_machine=SM, context=planner.context, start=True
+        )
+        # No worker: the request's mark waits for the plan's next commit, and the
+        # batch task waits with it, in this loop.
+        await asyncio.sleep(0.05)
+        flusher = planner.context.marks._flusher
+        assert flusher is not None and not flusher.done()
+        await planner.close()
+
+    for n in range(2):
+        asyncio.run(one_plan(n))
+    plans = asyncio.run(PlanContext.find(planner.context))
+    assert len(plans) == 2 and all(p.outbox == [] for p in plans)  # marked at close
+    store.close()

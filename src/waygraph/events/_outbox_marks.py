@@ -105,6 +105,8 @@ class OutboxMarks:
         """Make sure a batch will write the marks that come due (one task at a time)."""
         if self._flusher is not None and not self._flusher.done():
             return
+        # A new event per task: an asyncio.Event belongs to the loop that first waits on it.
+        self._wake = asyncio.Event()
         self._flusher = asyncio.get_running_loop().create_task(self._run(store_call, store))
 
     async def _run(self, store_call: Callable[..., Awaitable[Any]], store: Store) -> None:
