@@ -5,9 +5,10 @@ Run: ``python bench/events.py [--plans 1000] [--json]``. Prints a markdown table
 
 Each stack runs the same three-state plan (``start`` -> ``working``, whose
 action is one request a worker answers -> ``done``, which finalizes and
-answers the goal) for ``--plans`` goals sent **at once** (``asyncio.gather``
-of ``bus.ask``). Latency is per goal, from just before its ``ask`` to the
-response event; plans per second is plans / wall time of the whole batch.
+answers the goal; two commits: created and started, then finished) for
+``--plans`` goals sent **at once** (``asyncio.gather`` of ``bus.ask``).
+Latency is per goal, from just before its ``ask`` to the response event;
+plans per second is plans / wall time of the whole batch.
 A warm-up batch (not measured) comes first. With every goal sent at once,
 each waits for the whole batch, so p50 is close to the wall time; the last
 column is the unloaded latency: the median of 50 goals sent one after
@@ -19,6 +20,13 @@ Stacks:
   process on NatsBus, plans in PostgreSQL;
 - ``NATS + PostgreSQL, 3 processes``: planner and worker as ``waygraph
   planner`` / ``waygraph worker`` subprocesses, only the client here.
+
+Targets (issue 19, target 4), against ceilings measured in the same run
+just before the stack (bench/_ceilings.py): in-process + SQLite reaches 50%
+of SQLite's one-row commits/s / 8; NATS + PostgreSQL, 3 processes, 50% of
+min(PostgreSQL one-row commits/s from 8 connections / 8, JetStream
+acknowledged publishes/s with 8 in flight / 4). The in-process stacks also
+count the planner's store commits and bus publishes per plan.
 
 The NATS stacks use ``WAYGRAPH_NATS_URL`` (default nats://127.0.0.1:4222)
 and ``WAYGRAPH_DATABASE_URL`` (default
@@ -49,6 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _ceilings import jetstream_publishes, postgres_commits, sqlite_commits  # noqa: E402
 from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph.events import (  # noqa: E402
@@ -61,6 +70,7 @@ from waygraph.events import (  # noqa: E402
     StateTransition,
     Worker,
 )
+from waygraph.store import open_store  # noqa: E402
 
 NATS_URL = os.environ.get("WAYGRAPH_NATS_URL", "").strip() or "nats://127.0.0.1:4222"
 DATABASE_URL = (
@@ -92,14 +102,15 @@ def build(bus: Bus, store: Any) -> tuple[Planner, Worker]:
 
     @planner.on_goal("bench.goal")
     async def on_goal(goal: Any, context: Any) -> None:
-        plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=context)
-        await plan.execute_next()
+        # Created and on its first state, with its request, in one commit.
+        await PlanContext.create_from_goal(goal, state_machine=SM, context=context, start=True)
 
     @planner.on_transition()
     async def advance(transition: Any, context: Any) -> None:
-        await transition.plan.execute_next(transition.event)
-        if transition.plan.is_complete():
-            await transition.plan.finalize({"n": transition.plan.results["working"]["n"]})
+        # The last state change and the goal's answer in one commit.
+        await transition.plan.execute_next(
+            transition.event, finalize=lambda plan: {"n": plan.results["working"]["n"]}
+        )
 
     @worker.on_task("bench.work.requested")
     async def work(task: Any, context: Any) -> dict[str, Any]:
@@ -154,20 +165,55 @@ def row(name: str, plans: int, wall: float, latencies: list[float], alone: float
     }
 
 
+class Counts:
+    """Store commits and bus publishes, counted by wrapping the methods of one store and bus."""
+
+    def __init__(self, store: Any, bus: Bus) -> None:
+        self.commits = 0
+        self.publishes = 0
+        commit, commit_all, publish = store.commit, store.commit_all, bus.publish
+
+        def counted_commit(*args: Any, **kwargs: Any) -> Any:
+            self.commits += 1
+            return commit(*args, **kwargs)
+
+        def counted_commit_all(writes: Any) -> Any:
+            self.commits += 1
+            return commit_all(writes)
+
+        async def counted_publish(*args: Any, **kwargs: Any) -> Any:
+            self.publishes += 1
+            return await publish(*args, **kwargs)
+
+        store.commit, store.commit_all = counted_commit, counted_commit_all
+        bus.publish = counted_publish  # type: ignore[method-assign]
+
+    def reset(self) -> None:
+        self.commits = self.publishes = 0
+
+
 async def measure_in_process(
-    bus: Bus, client: Bus, store: Any, plans: int, name: str
+    bus: Bus, client: Bus, store_url: str, plans: int, name: str
 ) -> dict[str, Any]:
+    store = open_store(store_url)
+    counts = Counts(store, bus)
     planner, worker = build(bus, store)
     await planner.start()
     await worker.start()
     try:
         await run_batch(client, WARMUP, 10**6)
+        counts.reset()
         wall, latencies = await run_batch(client, plans, 0)
+        # Marks left to a later batched commit are counted with the batch they belong to.
+        await planner.context.flush_marks()
+        per_plan = {"commits_per_plan": counts.commits / plans}
+        per_plan["publishes_per_plan"] = counts.publishes / plans
         alone = await run_one_at_a_time(client)
     finally:
         await worker.close()
         await planner.close()
-    return row(name, plans, wall, latencies, alone)
+        store.close()
+    return {**row(name, plans, wall, latencies, alone), **per_plan}
 
 
 # --------------------------------------------------------------------- stacks
@@ -298,13 +344,77 @@ async def _ready(proc: asyncio.subprocess.Process) -> None:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| stack | plans at once | wall s | plans/s | p50 ms | p99 ms | one at a time, p50 ms |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| stack | plans at once | wall s | plans/s | p50 ms | p99 ms | one at a time, p50 ms "
+        "| commits/plan | publishes/plan |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
+        commits = f"{r['commits_per_plan']:.2f}" if "commits_per_plan" in r else "-"
+        publishes = f"{r['publishes_per_plan']:.2f}" if "publishes_per_plan" in r else "-"
         lines.append(
             f"| {r['stack']} | {r['plans']} | {r['wall_s']:.2f} | {r['plans_per_s']:.0f} "
-            f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['alone_ms']:.1f} |"
+            f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['alone_ms']:.1f} "
+            f"| {commits} | {publishes} |"
+        )
+    return "\n".join(lines)
+
+
+#: Issue 19, target 4: a share of what the machine's store and bus allow per plan.
+SHARE = 0.5
+COMMITS_PER_PLAN = 8  # the budget of store commits a plan may cost
+MESSAGES_PER_PLAN = 4  # goal, request, answer, response
+
+
+async def measure_ceilings(stack: str) -> dict[str, float]:
+    """The ceilings ``stack``'s target is set against (bench/_ceilings.py), measured
+    just before it runs, so a burst of other work on the machine hits both alike."""
+    if stack == "in-process + SQLite":
+        return {"sqlite_commits_per_s": sqlite_commits()}
+    if stack == "NATS + PostgreSQL, 3 processes":
+        return {
+            "postgres_commits_per_s": await asyncio.to_thread(postgres_commits, DATABASE_URL),
+            "jetstream_publishes_per_s": await jetstream_publishes(NATS_URL.partition("?")[0]),
+        }
+    return {}
+
+
+def set_targets(report: Report, rows: list[dict[str, Any]], ceilings: dict[str, float]) -> str:
+    """Register the two targets; the lines that explain them."""
+    by_stack = {r["stack"]: r for r in rows}
+    lines = []
+    sqlite_floor = ceilings["sqlite_commits_per_s"] / COMMITS_PER_PLAN
+    got = by_stack["in-process + SQLite"]["plans_per_s"]
+    report.target(
+        f"in-process + SQLite >= {SHARE:.0%} of SQLite commits/s / {COMMITS_PER_PLAN}",
+        got / sqlite_floor,
+        SHARE,
+        compare=">=",
+    )
+    lines.append(
+        f"in-process + SQLite: {got:.0f} plans/s = {got / sqlite_floor:.2f} x "
+        f"(SQLite {ceilings['sqlite_commits_per_s']:.0f} commits/s / {COMMITS_PER_PLAN} "
+        f"= {sqlite_floor:.0f}); needed {SHARE:.2f}"
+    )
+    stack = by_stack.get("NATS + PostgreSQL, 3 processes")
+    if stack is not None:
+        pg = ceilings["postgres_commits_per_s"] / COMMITS_PER_PLAN
+        js = ceilings["jetstream_publishes_per_s"] / MESSAGES_PER_PLAN
+        floor = min(pg, js)
+        got = stack["plans_per_s"]
+        report.target(
+            f"NATS + PostgreSQL, 3 processes >= {SHARE:.0%} of min(PostgreSQL commits/s / "
+            f"{COMMITS_PER_PLAN}, JetStream publishes/s / {MESSAGES_PER_PLAN})",
+            got / floor,
+            SHARE,
+            compare=">=",
+        )
+        lines.append(
+            f"NATS + PostgreSQL, 3 processes: {got:.0f} plans/s = {got / floor:.2f} x "
+            f"min(PostgreSQL {ceilings['postgres_commits_per_s']:.0f} commits/s / "
+            f"{COMMITS_PER_PLAN} = {pg:.0f}, JetStream "
+            f"{ceilings['jetstream_publishes_per_s']:.0f} publishes/s / "
+            f"{MESSAGES_PER_PLAN} = {js:.0f}); needed {SHARE:.2f}; "
+            f"p99 goal-to-answer {stack['p99_ms']:.0f} ms"
         )
     return "\n".join(lines)
 
@@ -315,16 +425,25 @@ async def main(plans: int, json_out: bool = False) -> int:
         f"# {plans} concurrent three-state plans; {os.cpu_count()} CPUs, "
         f"{platform.python_implementation()} {platform.python_version()}, {platform.system()}\n"
     )
-    runs: list[Callable[[int], Awaitable[dict[str, Any]]]] = [inprocess_sqlite]
+    runs: list[tuple[str, Callable[[int], Awaitable[dict[str, Any]]]]] = [
+        ("in-process + SQLite", inprocess_sqlite)
+    ]
     why = reachable(NATS_URL, 4222) or reachable(DATABASE_URL, 5432)
     if why is None:
-        runs += [nats_one_process, nats_three_processes]
+        runs += [
+            ("NATS + PostgreSQL, 1 process", nats_one_process),
+            ("NATS + PostgreSQL, 3 processes", nats_three_processes),
+        ]
     rows = []
-    for run in runs:
+    ceilings: dict[str, float] = {}
+    for stack, run in runs:
+        ceilings.update(await measure_ceilings(stack))
         rows.append(await run(plans))
-        print(f"  done: {rows[-1]['stack']}", file=sys.stderr)
+        print(f"  done: {stack}", file=sys.stderr)
     for r in rows:
         report.figure(r["stack"], {k: v for k, v in r.items() if k != "stack"})
+    report.figure("ceilings", ceilings, "per second")
+    reading = set_targets(report, rows, ceilings)
     skipped = ""
     if why is not None:
         skipped = (
@@ -335,6 +454,8 @@ async def main(plans: int, json_out: bool = False) -> int:
     with report.tables():
         print(header)
         print(table(rows))
+        print("\nceilings: " + ", ".join(f"{k} {v:.0f}" for k, v in ceilings.items()))
+        print(reading)
         if skipped:
             print(f"\n{skipped}")
     return report.finish()

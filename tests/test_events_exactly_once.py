@@ -187,13 +187,14 @@ async def test_the_terminal_state_and_the_answer_are_one_commit(tmp_path: Path) 
     store = open_store(f"sqlite:///{tmp_path / 'plans.db'}")
     bus, planner, worker = small_stack(store)
     commits: list[list[str]] = []
-    real = planner.store.commit
+    real = planner.store.commit_all
 
-    def recording(key: str, record: Any, version: int, events: Any, **kw: Any) -> int:
-        commits.append([e.get("type") for e in events])
-        return real(key, record, version, events, **kw)
+    def recording(writes: Any) -> list[int]:
+        # A plan's commit is one commit_all (a batch of outbox marks has no events).
+        commits.extend([e.get("type") for e in w.events] for w in writes)
+        return real(writes)
 
-    planner.store.commit = recording  # type: ignore[method-assign]
+    planner.store.commit_all = recording  # type: ignore[method-assign]
     async with planner, worker:
         answer = await bus.ask("small.goal", {}, "small.goal.completed", timeout=10)
     record = store.get(answer.data["plan_id"])

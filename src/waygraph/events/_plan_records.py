@@ -9,6 +9,8 @@ then published, so a crash never loses a request or sends one twice.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from waygraph import tracing
 from waygraph.errors import Conflict, PlanContextNotFoundError
+from waygraph.events._outbox_marks import OUTBOX_PENDING
 from waygraph.events._planner_context import (
     KIND,
     PlannerContext,
@@ -24,8 +27,9 @@ from waygraph.events._planner_context import (
 )
 from waygraph.events.envelope import Envelope
 from waygraph.events.statemachine import StateConfig, validate_state_machine
+from waygraph.model import FINISHED
 from waygraph.retry import retry_conflicts_async
-from waygraph.store import StoredRecord
+from waygraph.store import StoredRecord, Write
 
 if TYPE_CHECKING:
     # PlanContext, the one class with this mixin, is a pydantic model.
@@ -41,7 +45,6 @@ __all__ = ["Change", "PlanRecords"]
 log = logging.getLogger("waygraph.events")
 
 # Index entries that are not event correlation ids; the prefix keeps them apart.
-OUTBOX_PENDING = "waygraph:outbox-pending"
 AFTER = "waygraph:after:"
 PARENT = "waygraph:parent:"
 
@@ -52,6 +55,13 @@ class Change:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
         self.outbox: list[dict[str, Any]] = []
+        # The outbox entries' envelopes, kept so publishing need not parse them back.
+        self.envelopes: dict[str, Envelope] = {}
+
+    def send(self, entry: dict[str, Any], envelope: Envelope) -> None:
+        """Add ``entry`` (the outbox form of ``envelope``) to what the change sends."""
+        self.outbox.append(entry)
+        self.envelopes[entry["id"]] = envelope
 
 
 class PlanRecords(_Model):
@@ -78,6 +88,9 @@ class PlanRecords(_Model):
         def __init__(self, **data: Any) -> None: ...
         @property
         def context(self) -> PlannerContext: ...
+        def _apply_next(self, event: None, change: Change, pause: str | None) -> bool: ...
+        async def _advance(self, apply: Callable[[Self, Change], bool]) -> bool: ...
+        async def execute_next(self) -> bool: ...
 
     # ------------------------------------------------------------ creating
 
@@ -91,10 +104,16 @@ class PlanRecords(_Model):
         plan_id: str | None = None,
         parent_plan_id: str | None = None,
         depends_on: Sequence[str] = (),
+        start: bool = False,
     ) -> Self:
         """A new plan for ``goal``, stored at once (status ``running``, or ``pending``
         while ``depends_on`` plans are unfinished); nothing is sent until
         :meth:`execute_next`.
+
+        ``start=True``: also enter the start state (and send its request)
+        in the same commit, as ``create_from_goal(...)`` then
+        ``execute_next()`` does in two. A plan waiting for ``depends_on``
+        is stored and then started as ``execute_next()`` starts it.
 
         The default ``plan_id`` is derived from the goal event, so a goal
         delivered twice finds the plan the first delivery made instead of
@@ -135,13 +154,34 @@ class PlanRecords(_Model):
         plan._context = context
         plan._machine = machine
         event = {"type": "plan_created", "state": machine.start, "goal_id": goal.id}
+        if start and not depends_on:
+            return await plan._create_started(event)
         try:
             await plan._commit(0, [event])
         except Conflict:
             existing = await cls.restore(plan_id, context)
             log.info("plan %s already exists (goal %s delivered again)", plan_id, goal.id)
-            return existing
+            plan = existing
+        if start:
+            await plan.execute_next()
         return plan
+
+    async def _create_started(self, created: dict[str, Any]) -> Self:
+        """Store the new plan already on its first state, with its request, in one commit.
+
+        A goal delivered again finds the stored plan (the insert conflicts),
+        reloads it and changes nothing: that plan started already.
+        """
+
+        def apply(plan: Self, change: Change) -> bool:
+            fresh = plan._version == 0
+            if fresh:
+                change.events.append(created)
+            moved = plan._apply_next(None, change, None)
+            return fresh or moved
+
+        await self._advance(apply)
+        return self
 
     # ------------------------------------------------------------ loading
 
@@ -274,7 +314,16 @@ class PlanRecords(_Model):
             visited[self.current_state] = {"outcome": ended or "pending"}
         return visited
 
-    async def _commit(self, expected: int, events: list[dict[str, Any]]) -> None:
+    async def _commit(self, expected: int, events: list[dict[str, Any]]) -> Write:
+        """Store the plan, version-checked; the write as stored, at its new version.
+
+        Outbox entries this process published since the plan's last commit
+        are dropped from the outbox here: marking them costs no commit of its own.
+        """
+        context = self.context
+        sent = context.marks.pending(self.plan_id)
+        if sent:
+            self.outbox = [e for e in self.outbox if e["id"] not in sent]
         self.updated_at = time.time()
         record = self.model_dump(mode="json")
         # The one run-record schema (waygraph.model.record); a state is a node.
@@ -285,9 +334,7 @@ class PlanRecords(_Model):
             path=self.path,
             visited=self._visited(),
         )
-        context = self.context
-        self._version = await context.call(
-            context.store.commit,
+        write = Write(
             self.plan_id,
             record,
             expected,
@@ -299,33 +346,43 @@ class PlanRecords(_Model):
             plan=self.plan_id,
             correlation_ids=self._index(),
         )
+        [self._version] = await context.call(context.store.commit_all, [write])
+        stored = dataclasses.replace(write, expected_version=self._version, events=())
+        if sent:
+            context.marks.committed(self.plan_id, sent, stored)
+        return stored
 
     async def _change(self, apply: Callable[[Self, Change], bool]) -> bool:
         """Apply a change to a fresh copy, commit it version-checked, then publish its outbox.
 
         On Conflict the plan is reloaded and the change applied again; the
         change functions are written so that applying them to a plan that
-        already took the change does nothing.
+        already took the change does nothing. What was published is marked
+        so by the plan's next commit, or by a batch (see ``_outbox_marks``).
         """
         context = self.context
         async with context.lock(self.plan_id):
 
-            async def attempt() -> Change | None:
+            async def attempt() -> tuple[Change, Write] | None:
                 draft = self._draft()
                 change = Change()
                 if not apply(draft, change):
                     return None
-                await draft._commit(self._version, change.events)
+                stored = await draft._commit(self._version, change.events)
                 self._adopt(draft)
-                return change
+                return change, stored
 
             done = await retry_conflicts_async(
                 attempt, what=f"plan {self.plan_id!r}", forget=self._reload
             )
             if done is None:
                 return False
-            if done.outbox:
-                await self._publish_and_mark(done.outbox)
+            change, stored = done
+            if change.outbox:
+                published = await self._publish(change.outbox, stored, change.envelopes)
+                if published:
+                    context.marks.published(stored, published, finished=self.status in FINISHED)
+                    context.marks.schedule(context.call, context.store)
             return True
 
     def _draft(self) -> Self:
@@ -343,14 +400,45 @@ class PlanRecords(_Model):
 
     # ------------------------------------------------------------ the outbox
 
-    async def _publish_and_mark(self, entries: Sequence[dict[str, Any]]) -> None:
+    async def _publish(
+        self,
+        entries: Sequence[dict[str, Any]],
+        stored: Write | None = None,
+        envelopes: Mapping[str, Envelope] | None = None,
+    ) -> list[str]:
+        """Publish ``entries``, all at once (each awaits its own acknowledgement);
+        the ids that went out, or the first failure raised.
+
+        With ``stored`` (the commit that added them), ids published before a
+        failure are handed to the marks first, so the plan's next commit drops them.
+        """
         bus = self.context.bus
+
+        async def one(entry: dict[str, Any]) -> str:
+            envelope = (envelopes or {}).get(entry["id"])
+            if envelope is None:  # an entry read back from the store
+                envelope = Envelope.from_wire(entry["envelope"], entry["topic"])
+            await bus.publish(envelope, entry["topic"])
+            return str(entry["id"])
+
+        if len(entries) == 1:
+            return [await one(entries[0])]
+        # Pipelined: entries of one change go to different streams and receivers,
+        # which never relied on their order; waiting for each ack in turn only adds latency.
+        results = await asyncio.gather(*(one(e) for e in entries), return_exceptions=True)
+        published = [r for r in results if isinstance(r, str)]
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            if published and stored is not None:
+                self.context.marks.published(stored, published, finished=False)
+            raise failed[0]
+        return published
+
+    async def _publish_and_mark(self, entries: Sequence[dict[str, Any]]) -> None:
         published: list[str] = []
         try:
             for entry in entries:
-                envelope = Envelope.from_wire(entry["envelope"], entry["topic"])
-                await bus.publish(envelope, entry["topic"])
-                published.append(entry["id"])
+                published += await self._publish([entry])
         finally:
             # Mark what went out even when a later entry failed; the rest stay in
             # the outbox and go out again on the next publish_pending.
@@ -377,7 +465,9 @@ class PlanRecords(_Model):
         """Publish what the outbox still holds (left by a process that stopped); the count."""
         async with self.context.lock(self.plan_id):
             await self._reload()
-            entries = list(self.outbox)
+            # What this process published already is only waiting for its mark.
+            sent = self.context.marks.pending(self.plan_id)
+            entries = [e for e in self.outbox if e["id"] not in sent]
             if entries:
                 await self._publish_and_mark(entries)
             return len(entries)
@@ -385,6 +475,7 @@ class PlanRecords(_Model):
     @classmethod
     async def publish_all_pending(cls, context: PlannerContext) -> int:
         """:meth:`publish_pending` for every plan of this planner with outbox entries left."""
+        await context.flush_marks()
         records = await context.by_correlation(OUTBOX_PENDING, planner=context.name)
         sent = 0
         for record in records:

@@ -86,5 +86,6 @@ async def run_state_machine(
     a plan of ``SM`` for the goal, started."""
     from waygraph.events.context import PlanContext
 
-    plan = await PlanContext.create_from_goal(goal, state_machine=state_machine, context=context)
-    await plan.execute_next()
+    await PlanContext.create_from_goal(
+        goal, state_machine=state_machine, context=context, start=True
+    )

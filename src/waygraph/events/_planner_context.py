@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from waygraph.errors import PlanStateError
+from waygraph.events._outbox_marks import OutboxMarks
 from waygraph.events.envelope import Envelope
 from waygraph.store import MemoryStore, SQLiteStore, Store, StoredRecord
 
@@ -61,6 +62,12 @@ class PlannerContext:
     _locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(
         default_factory=weakref.WeakValueDictionary, repr=False
     )
+    #: Outbox entries published and not yet marked so in the store.
+    marks: OutboxMarks = field(default_factory=OutboxMarks, repr=False)
+
+    async def flush_marks(self) -> int:
+        """Write every published-but-unmarked outbox entry's mark now; how many plans."""
+        return await self.marks.flush(self.call, self.store)
 
     def lock(self, plan_id: str) -> asyncio.Lock:
         """The lock that serialises changes to one plan inside this process."""

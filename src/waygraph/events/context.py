@@ -350,7 +350,7 @@ class PlanContext(PlanRecords, BaseModel):
     def _send(self, envelope: Envelope, topic: Topic, change: Change) -> None:
         entry = {"id": envelope.id, "topic": topic.value, "envelope": envelope.to_wire()}
         self.outbox.append(entry)
-        change.outbox.append(entry)
+        change.send(entry, envelope)
 
     def _remember(self, event_id: str) -> None:
         if event_id not in self.processed_event_ids:

@@ -303,6 +303,11 @@ class Planner:
         running = [t for t in self._inflight if t is not asyncio.current_task()]
         if running:
             await asyncio.wait(running, timeout=timeout)
+        self.context.marks.cancel()
+        try:
+            await self.context.flush_marks()
+        except Exception:  # left in the outbox: the next start sends them again, deduplicated
+            log.warning("planner %s: marking sent outbox entries failed", self.name, exc_info=True)
         self._started = False
         if self._owns_bus:
             await self.bus.close()
@@ -330,12 +335,13 @@ class Planner:
         """:meth:`PlanContext.restore_by_correlation`, limited to this planner's plans."""
         return next(iter(await self._candidates(correlation_id)), None)
 
-    async def _candidates(self, correlation_id: str | None) -> list[PlanContext]:
+    async def _candidates(self, correlation_id: str | None, skip: str = "") -> list[PlanContext]:
         if not correlation_id or correlation_id.startswith("waygraph:"):
             return []
         ctx = self.context
         records = await ctx.by_correlation(correlation_id, planner=self.name)
-        plans = [PlanContext._from_record(r, ctx) for r in records]
+        # ``skip``: a plan whose own event this is, left out before the cost of loading it.
+        plans = [PlanContext._from_record(r, ctx) for r in records if r.key != skip]
         # The plan whose goal carried the id first, then the ones that sent it in a request.
         return sorted(plans, key=lambda p: p.correlation_id != correlation_id)
 
@@ -409,12 +415,14 @@ class Planner:
             # This planner's own requests: no plan of it takes them (a nested
             # plan has their id as its goal's, and goals never move plans).
             return
+        if any(event.type == t and event.topic is topic for t, topic, _ in self._goals):
+            return  # a goal: it starts a plan (on_goal), it never moves one
 
         async def attempt() -> None:
             transition = None
-            for plan in await self._candidates(event.correlation_id):
-                if event.plan_id == plan.plan_id and event.source == self.context.source:
-                    continue  # the plan's own request or response
+            own = event.plan_id if event.source == self.context.source else None
+            # A plan's own request or response never moves it.
+            for plan in await self._candidates(event.correlation_id, skip=own or ""):
                 next_state = plan.accepts(event)
                 if next_state is not None:
                     transition = TransitionContext(event, plan, next_state)
