@@ -34,7 +34,7 @@ from waygraph.errors import Conflict
 from waygraph.retry import retry_conflicts_async
 from waygraph.store import Store, Write
 
-__all__ = ["MARK_AFTER", "OutboxMarks"]
+__all__ = ["MARK_AFTER", "OutboxMarks", "mark_stored"]
 
 log = logging.getLogger("waygraph.events")
 
@@ -154,7 +154,7 @@ class OutboxMarks:
                 try:
                     await store_call(store.commit_all, [write])
                 except Conflict:
-                    await _mark_stored(store_call, store, key, ids[key])
+                    await mark_stored(store_call, store, key, ids[key])
         for key in chosen:
             self.committed(key, ids[key])
         return len(chosen)
@@ -166,7 +166,7 @@ class OutboxMarks:
             self._flusher = None
 
 
-async def _mark_stored(
+async def mark_stored(
     store_call: Callable[..., Awaitable[Any]], store: Store, key: str, ids: frozenset[str]
 ) -> None:
     """Drop ``ids`` from the plan's outbox as it is stored now (another writer changed it)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from waygraph import tracing
 from waygraph.errors import Conflict, PlanContextNotFoundError
-from waygraph.events._outbox_marks import OUTBOX_PENDING
+from waygraph.events._outbox_marks import OUTBOX_PENDING, mark_stored
 from waygraph.events._planner_context import (
     KIND,
     PlannerContext,
@@ -446,20 +446,10 @@ class PlanRecords(_Model):
                 await self._mark_published(published)
 
     async def _mark_published(self, ids: Sequence[str]) -> None:
-        done = set(ids)
-
-        async def attempt() -> None:
-            if any(entry["id"] in done for entry in self.outbox):
-                self.outbox = [e for e in self.outbox if e["id"] not in done]
-                await self._commit(self._version, [])
-
-        try:
-            await retry_conflicts_async(attempt, what=f"plan {self.plan_id!r}", forget=self._reload)
-        except Conflict:
-            # Left in the outbox, they are sent again with the same ids: receivers dedupe.
-            log.warning(
-                "plan %s: could not mark %d outbox entries published", self.plan_id, len(ids)
-            )
+        # The plan as stored, not this object, is what the mark changes: one
+        # way to mark (retried on Conflict, or left for recovery), then a reload.
+        await mark_stored(self.context.call, self.context.store, self.plan_id, frozenset(ids))
+        await self._reload()
 
     async def publish_pending(self) -> int:
         """Publish what the outbox still holds (left by a process that stopped); the count."""
