@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from waygraph import engine, gates, render, tracing
 from waygraph.chaining import start_next_plan
+from waygraph.engine.rules import excerpt
 from waygraph.errors import Conflict, InputError, WaygraphError
 from waygraph.library import Library, load_library
 from waygraph.match import Matcher
@@ -367,6 +368,8 @@ class Navigator:
             plan_version=version,
             triggers=list(best.hits),
             score=best.score,
+            # The statistics show what activated a run that went nowhere.
+            message=excerpt(message),
         )
         record = self._commit(run, plan, 0, events, new=True)
         return plan, run, events, record

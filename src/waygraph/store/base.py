@@ -32,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 from waygraph.errors import Conflict
 from waygraph.model.record import LEGACY_KINDS, RunKind, kind_names, migrate
 from waygraph.store.rows import RowPage, check_rows, rows_by_listing
+from waygraph.store.stats import Tallies, scan_tallies
 from waygraph.store.values import TEXTS, encode, encode_record, held, held_record
 
 __all__ = [
@@ -276,6 +277,21 @@ class Store(ABC):
             offset=offset,
             limit=limit,
         )
+
+    def run_tallies(self, *, plan: str | None = None, since_minute: int | None = None) -> Tallies:
+        """The summed facts of the guided runs finished from ``since_minute`` on (all: None).
+
+        ``plan`` keeps one plan's runs. Read by
+        :func:`waygraph.learning.stats.plan_stats`; see :mod:`waygraph.store.stats`.
+        This default reads every guided run and its events; the SQL stores
+        answer from counters kept at each run's finishing commit.
+
+        Example:
+            >>> from waygraph.store import open_store
+            >>> open_store("memory://").run_tallies().runs
+            {}
+        """
+        return scan_tallies(self, plan=plan, since_minute=since_minute)
 
     # builtins.list: from here on `list` in the class body is the list() method above.
     @abstractmethod
