@@ -80,10 +80,8 @@ class Clock:
         return self.now
 
 
-def drive(store: Store, clock: Clock) -> None:
-    """Every script's runs, one session each, interleaved so the trend has every kind."""
-    nav = Navigator(store=store, strict=True)
-    # A fixed interleaving: round robin over the scripts until each is used up.
+def drive_order() -> list[str]:
+    """The scripts in the order :func:`drive` runs them: round robin until each is used up."""
     pending = {name: SCRIPTS[name][0] for name in SCRIPTS}
     order = []
     while any(pending.values()):
@@ -91,6 +89,13 @@ def drive(store: Store, clock: Clock) -> None:
             if pending[name]:
                 order.append(name)
                 pending[name] -= 1
+    return order
+
+
+def drive(store: Store, clock: Clock) -> None:
+    """Every script's runs, one session each, one finishing per minute."""
+    nav = Navigator(store=store, strict=True)
+    order = drive_order()
     for i, name in enumerate(order):
         clock.now = T0 + 60 * i + 1
         session = f"{name}-{i}"
@@ -226,12 +231,14 @@ def test_suspected_false_activations_carry_the_activating_message(
 
 def test_the_trend_splits_the_period_into_equal_buckets(stores: dict[str, Statistics]) -> None:
     bugfix = stores["sqlite"].plans[0]
-    assert len(bugfix.trend) == 8
+    # 236 minutes, counted per hour (the period is longer than 4 hours): 4 buckets of an hour.
+    assert [(b.start, b.end) for b in bugfix.trend] == [
+        (T0 + 3600 * i, T0 + 3600 * (i + 1)) for i in range(4)
+    ]
+    # One run a minute; the 5 still running started in the first hour (round robin).
+    assert [b.runs for b in bugfix.trend] == [55, 60, 60, 55]
     assert sum(b.runs for b in bugfix.trend) == 230
-    widths = {b.end - b.start for b in bugfix.trend}
-    assert widths == {30 * 60.0}  # 236 minutes in 8 buckets of 30
-    first = bugfix.trend[0]
-    assert first.start == T0 and sum(first.counts.values()) == first.runs
+    assert all(sum(b.counts.values()) == b.runs for b in bugfix.trend)
 
 
 def test_every_store_gives_the_same_figures(stores: dict[str, Statistics]) -> None:
@@ -254,6 +261,7 @@ def test_postgres_gives_the_same_figures(
 
 def test_since_keeps_the_runs_finished_from_that_minute(tmp_path: Path) -> None:
     clock = Clock()
+    found = []
     for make in (_memory, _sqlite):
         with make(tmp_path / make.__name__, clock) as store:
             drive(store, clock)
@@ -262,9 +270,25 @@ def test_since_keeps_the_runs_finished_from_that_minute(tmp_path: Path) -> None:
             stats = plan_stats(store, since=now - 100 * 60, now=now)
             assert stats.since == T0 + 60 * 135
             assert sum(p.runs for p in stats.plans) == 101
-            assert stats.plans[0].running == 0  # the running ones were written earlier
+            bugfix = stats.plans[0]
+            assert bugfix.running == 0  # the running ones were last written earlier
+            # Counted per minute: 101 minutes in 8 buckets of 13.
+            assert [b.end - b.start for b in bugfix.trend] == [13 * 60.0] * 8
+            assert sum(b.runs for b in bugfix.trend) == bugfix.runs
             only = plan_stats(store, plan="log_investigation", now=now)
             assert [p.plan for p in only.plans] == ["log_investigation"]
+            # A period of 5 hours starting mid-hour: minutes, then hours.
+            long = plan_stats(store, since=now - 5 * 3600, now=now)
+            assert sum(p.runs for p in long.plans) == 1 + sum(
+                1 for i in range(235) if i >= 235 - 300 and _script(i) != "running"
+            )
+            found.append(comparable(long))
+    assert found[0] == found[1]
+
+
+def _script(i: int) -> str:
+    """The script of the ``i``-th run of :func:`drive`."""
+    return drive_order()[i]
 
 
 def test_a_rewound_run_is_counted_once(tmp_path: Path) -> None:

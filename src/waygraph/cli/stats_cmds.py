@@ -95,27 +95,30 @@ def _print(found: Statistics) -> None:
         console.print("No guided runs in the store" + (" in the period." if found.since else "."))
         return
     period = f"since {_when(found.since)} UTC" if found.since is not None else "all runs"
-    table = Table(title=f"Plans ({period})")
+    table = Table(title=f"Plans ({plain(period)})")
     for column in ("plan", "runs", "completed", "escalated", "expired", "aborted", "running"):
         table.add_column(column, justify="left" if column == "plan" else "right")
     table.add_column("median turns", justify="right")
-    table.add_column("median tool results", justify="right")
-    table.add_column("trend (completed share)")
+    table.add_column("median results", justify="right")
     for p in found.plans:
         table.add_row(
             plain(p.plan),
             str(p.runs),
-            *(f"{p.counts[o]} ({_pct(p.shares[o])})" for o in _SHOWN),
+            *(plain(f"{p.counts[o]} ({_pct(p.shares[o])})") for o in _SHOWN),
             str(p.running),
             _number(p.median_turns),
             _number(p.median_tool_results),
-            plain(_trend(p)),
         )
     console.print(table)
+    console.print("Medians are of completed runs. Completed share over the period, oldest first:")
+    for p in found.plans:
+        console.print(f"  {plain(p.plan)}: {plain(_trend(p))}", highlight=False)
     for p in found.plans:
         _print_nodes(p)
     if found.false_activations:
-        acts = Table(title=f"Suspected false activations ({found.false_activations}; newest first)")
+        acts = Table(
+            title=f"Suspected false activations ({plain(found.false_activations)}; newest first)"
+        )
         for column in ("finished (UTC)", "plan", "run", "status", "activating message"):
             acts.add_column(column)
         for a in found.suspected_false_activations:
@@ -137,21 +140,29 @@ def _number(value: float | None) -> str:
 
 
 def _trend(p: PlanStats) -> str:
-    """The completed share per bucket, oldest first (``.`` for a bucket with no runs)."""
-    return " ".join(_pct(b.shares["completed"]) if b.runs else "." for b in p.trend)
+    """The completed share per bucket, oldest first (``-`` for a bucket with no runs)."""
+    # The last bucket has the full width (the first starts where the period does).
+    width = (p.trend[-1].end - p.trend[-1].start) / 60 if p.trend else 0
+    each = f"{width / 60:g} h" if width >= 60 else f"{width:g} min"
+    shares = " ".join(_pct(b.shares["completed"]) if b.runs else "-" for b in p.trend)
+    return f"{shares} (per {each})"
 
 
 def _print_nodes(p: PlanStats) -> None:
+    # Nodes nothing was judged at (start, checkpoints, exits) say nothing here.
+    shown = [n for n in p.nodes if n.attempts or n.escalations]
+    if not shown:
+        return
     table = Table(title=f"Nodes of {plain(p.plan)}")
     for column in ("node", "runs", "failure rate", "mean attempts", "escalations"):
         table.add_column(column, justify="left" if column == "node" else "right")
     table.add_column("commonest failing outputs")
-    for n in p.nodes:
+    for n in shown:
         outputs = "\n".join(f"{o.count}x {o.line}" for o in n.failing_outputs)
         table.add_row(
             plain(n.node),
             str(n.runs),
-            f"{_pct(n.failure_rate)} ({n.failures}/{n.attempts})",
+            plain(f"{_pct(n.failure_rate)} ({n.failures}/{n.attempts})"),
             f"{n.mean_attempts:.2f}",
             str(n.escalations),
             plain(outputs or "-"),

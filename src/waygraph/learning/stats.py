@@ -43,6 +43,8 @@ OUTCOMES = ("completed", "escalated", "expired", "aborted", "failed")
 TOP_OUTPUTS = 5
 #: Buckets the period is split into for the trend.
 BUCKETS = 8
+#: Periods shorter than this (minutes) are counted per minute, longer ones per hour.
+FINE_MINUTES = 4 * 60
 
 
 class Bucket(BaseModel):
@@ -136,12 +138,17 @@ def plan_stats(
     """
     end = time.time() if now is None else now
     since_minute = None if since is None else minute_of(since)
-    tallies = store.run_tallies(plan=plan, since_minute=since_minute)
+    end_minute = minute_of(end)
+    # Short periods read minute counters, longer ones hour counters: the
+    # rows read stay a few thousand whatever the period (docs/stores.md).
+    fine = since_minute is not None and end_minute - since_minute < FINE_MINUTES
+    step = 1 if fine else 60
+    tallies = store.run_tallies(plan=plan, since_minute=since_minute, step=step)
     minutes = [m for (_, m, _) in tallies.runs]
-    first = since_minute if since_minute is not None else min(minutes, default=minute_of(end))
-    last = max(minute_of(end), max(minutes, default=first))
+    first = since_minute if since_minute is not None else min(minutes, default=end_minute)
+    last = max(end_minute, max(minutes, default=first))
     names = sorted({p for (p, _, _) in tallies.runs} | set(tallies.running))
-    plans = [_plan(tallies, name, first, last) for name in names]
+    plans = [_plan(tallies, name, _Buckets(first, last, step)) for name in names]
     return Statistics(
         since=None if since_minute is None else float(since_minute * MINUTE),
         now=end,
@@ -160,24 +167,39 @@ def plan_stats(
     )
 
 
-def _plan(tallies: Tallies, name: str, first: int, last: int) -> PlanStats:
+class _Buckets:
+    """The trend's equal slices of minutes ``first``..``last``, in whole ``step`` counters."""
+
+    def __init__(self, first: int, last: int, step: int) -> None:
+        self.first = first
+        self.origin = first - first % step
+        units = (last - last % step - self.origin) // step + 1
+        self.width = step * -(-units // BUCKETS)
+        self.count = -(-units * step // self.width)
+
+    def index(self, minute: int) -> int:
+        return min(max(minute - self.origin, 0) // self.width, self.count - 1)
+
+    def bounds(self, i: int) -> tuple[float, float]:
+        start = max(self.first, self.origin + i * self.width)
+        return float(start * MINUTE), float((self.origin + (i + 1) * self.width) * MINUTE)
+
+
+def _plan(tallies: Tallies, name: str, buckets: _Buckets) -> PlanStats:
     counts = dict.fromkeys(OUTCOMES, 0)
     false = 0
-    # Minutes first..last (inclusive) in BUCKETS equal slices.
-    span = last - first + 1
-    width = max(1, -(-span // BUCKETS))
-    slices = [dict.fromkeys(OUTCOMES, 0) for _ in range(-(-span // width))]
+    slices = [dict.fromkeys(OUTCOMES, 0) for _ in range(buckets.count)]
     for (plan, minute, status), (runs, false_runs) in tallies.runs.items():
         if plan != name:
             continue
         counts[status] = counts.get(status, 0) + runs
         false += false_runs
-        index = min(max(minute - first, 0) // width, len(slices) - 1)
-        slices[index][status] = slices[index].get(status, 0) + runs
+        bucket = slices[buckets.index(minute)]
+        bucket[status] = bucket.get(status, 0) + runs
     trend = [
         Bucket(
-            start=float((first + i * width) * MINUTE),
-            end=float((first + (i + 1) * width) * MINUTE),
+            start=buckets.bounds(i)[0],
+            end=buckets.bounds(i)[1],
             runs=sum(bucket.values()),
             counts=bucket,
             shares=_shares(bucket),

@@ -1,11 +1,11 @@
-"""Run statistics in the SQL stores: counters per plan and minute, kept in the commit.
+"""Run statistics in the SQL stores: counters per plan and minute/hour, kept in the commit.
 
 The commit that finishes a guided run reads the run's events once
 (:func:`~waygraph.store.stats.run_facts`), adds them to the counter tables
-and keeps them in ``stats_counted`` under the run's key; any later commit of
-that key (a rewind, a re-finish) takes them back out first. So a running
-turn pays one primary-key delete that finds nothing, and a statistics query
-reads counters, whose number grows with plans and minutes, not with runs.
+(per minute and per hour) and keeps them in ``stats_counted`` under the
+run's key; a later commit that finishes it again or rewinds it takes them
+back out first. A running turn pays nothing, and a statistics query reads
+counters, whose number grows with plans and time, not with runs.
 
 Both SQL stores run the same statements through two callables: ``run``
 (one statement, its rows) and ``many`` (one statement, many rows).
@@ -30,6 +30,7 @@ from waygraph.store.stats import (
     FalseActivation,
     RunFacts,
     Tallies,
+    periods,
     run_facts,
 )
 
@@ -54,59 +55,64 @@ def runners(conn: Any) -> tuple[Run, Many]:
     return run, many
 
 
+#: The counter tables: name -> (key columns after span, minute, plan; counter columns).
+#: Each run is counted twice, in its minute (span 1) and in its hour (span 60).
+_TABLES: dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {
+    "stats_runs": ((("status", "t"),), ("runs", "false_activations")),
+    "stats_values": ((("measure", "t"), ("value", "i")), ("runs",)),
+    "stats_nodes": ((("node", "t"),), NODE_FIELDS),
+    "stats_lines": ((("node", "t"), ("line", "t")), ("failures",)),
+}
+#: Row kinds of :class:`_Changes` -> their table.
+_KINDS = {
+    "runs": "stats_runs",
+    "values": "stats_values",
+    "nodes": "stats_nodes",
+    "lines": "stats_lines",
+}
+
+
 def tables(integer: str, text: str, real: str, without_rowid: str) -> list[str]:
     """The counter tables' DDL in a dialect: its integer, text and real types."""
-    i, t, r, w = integer, text, real, without_rowid
+    types = {"i": integer, "t": text}
+    ddl = []
+    for name, (keys, counters) in _TABLES.items():
+        columns = [
+            f"span {integer} NOT NULL",
+            f"minute {integer} NOT NULL",
+            f"plan {text} NOT NULL",
+        ]
+        columns += [f"{column} {types[kind]} NOT NULL" for column, kind in keys]
+        columns += [f"{column} {integer} NOT NULL" for column in counters]
+        primary = ", ".join(["span", "minute", "plan", *(column for column, _ in keys)])
+        ddl.append(
+            f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(columns)},"
+            f" PRIMARY KEY ({primary})){without_rowid}"
+        )
     return [
-        f"""CREATE TABLE IF NOT EXISTS stats_runs (
-            plan {t} NOT NULL, minute {i} NOT NULL, status {t} NOT NULL,
-            runs {i} NOT NULL, false_activations {i} NOT NULL,
-            PRIMARY KEY (plan, minute, status)){w}""",
-        f"""CREATE TABLE IF NOT EXISTS stats_values (
-            plan {t} NOT NULL, minute {i} NOT NULL, measure {t} NOT NULL, value {i} NOT NULL,
-            runs {i} NOT NULL, PRIMARY KEY (plan, minute, measure, value)){w}""",
-        f"""CREATE TABLE IF NOT EXISTS stats_nodes (
-            plan {t} NOT NULL, minute {i} NOT NULL, node {t} NOT NULL,
-            {", ".join(f"{name} {i} NOT NULL" for name in NODE_FIELDS)},
-            PRIMARY KEY (plan, minute, node)){w}""",
-        f"""CREATE TABLE IF NOT EXISTS stats_lines (
-            plan {t} NOT NULL, minute {i} NOT NULL, node {t} NOT NULL, line {t} NOT NULL,
-            failures {i} NOT NULL, PRIMARY KEY (plan, minute, node, line)){w}""",
+        *ddl,
         f"""CREATE TABLE IF NOT EXISTS stats_counted (
-            key {t} PRIMARY KEY NOT NULL, plan {t} NOT NULL, minute {i} NOT NULL,
-            finished_at {r} NOT NULL, status {t} NOT NULL, false_activation {i} NOT NULL,
-            message {t}, facts {t} NOT NULL){w}""",
+            key {text} PRIMARY KEY NOT NULL, plan {text} NOT NULL, minute {integer} NOT NULL,
+            finished_at {real} NOT NULL, status {text} NOT NULL,
+            false_activation {integer} NOT NULL, message {text}, facts {text} NOT NULL
+        ){without_rowid}""",
         "CREATE INDEX IF NOT EXISTS stats_counted_activations"
         " ON stats_counted (false_activation, finished_at)",
     ]
 
 
 def _upserts(m: str) -> dict[str, str]:
-    nodes = ", ".join(NODE_FIELDS)
-    return {
-        "runs": (
-            f"INSERT INTO stats_runs (plan, minute, status, runs, false_activations)"
-            f" VALUES ({m}, {m}, {m}, {m}, {m}) ON CONFLICT (plan, minute, status) DO UPDATE"
-            " SET runs = stats_runs.runs + excluded.runs,"
-            " false_activations = stats_runs.false_activations + excluded.false_activations"
-        ),
-        "values": (
-            f"INSERT INTO stats_values (plan, minute, measure, value, runs)"
-            f" VALUES ({m}, {m}, {m}, {m}, {m}) ON CONFLICT (plan, minute, measure, value)"
-            " DO UPDATE SET runs = stats_values.runs + excluded.runs"
-        ),
-        "nodes": (
-            f"INSERT INTO stats_nodes (plan, minute, node, {nodes})"
-            f" VALUES ({', '.join([m] * (3 + len(NODE_FIELDS)))})"
-            " ON CONFLICT (plan, minute, node) DO UPDATE SET "
-            + ", ".join(f"{n} = stats_nodes.{n} + excluded.{n}" for n in NODE_FIELDS)
-        ),
-        "lines": (
-            f"INSERT INTO stats_lines (plan, minute, node, line, failures)"
-            f" VALUES ({m}, {m}, {m}, {m}, {m}) ON CONFLICT (plan, minute, node, line)"
-            " DO UPDATE SET failures = stats_lines.failures + excluded.failures"
-        ),
-    }
+    statements = {}
+    for kind, name in _KINDS.items():
+        keys, counters = _TABLES[name]
+        primary = ["span", "minute", "plan", *(column for column, _ in keys)]
+        columns = [*primary, *counters]
+        statements[kind] = (
+            f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join([m] * len(columns))})"
+            f" ON CONFLICT ({', '.join(primary)}) DO UPDATE SET "
+            + ", ".join(f"{c} = {name}.{c} + excluded.{c}" for c in counters)
+        )
+    return statements
 
 
 _UPSERTS = {"?": _upserts("?"), "%s": _upserts("%s")}
@@ -127,23 +133,22 @@ class _Changes:
     def add(self, facts: RunFacts, sign: int) -> None:
         """Add (``sign`` 1) or take out (-1) one run's facts; 1 also keeps them."""
         plan, minute = facts.plan, facts.minute
-        self.rows["runs"].append(
-            (plan, minute, facts.status, sign, sign * int(facts.false_activation))
-        )
-        if facts.status == "completed":
-            self.rows["values"] += [
-                (plan, minute, "turns", facts.turns, sign),
-                (plan, minute, "tools", facts.tools, sign),
+        for span, start in ((1, minute), (60, minute - minute % 60)):
+            at = (span, start, plan)
+            self.rows["runs"].append((*at, facts.status, sign, sign * int(facts.false_activation)))
+            if facts.status == "completed":
+                self.rows["values"] += [
+                    (*at, "turns", facts.turns, sign),
+                    (*at, "tools", facts.tools, sign),
+                ]
+            self.rows["nodes"] += [
+                (*at, node, *(sign * v for v in values)) for node, values in facts.nodes.items()
             ]
-        self.rows["nodes"] += [
-            (plan, minute, node, *(sign * v for v in values))
-            for node, values in facts.nodes.items()
-        ]
-        self.rows["lines"] += [
-            (plan, minute, node, line, sign * n)
-            for node, lines in facts.lines.items()
-            for line, n in lines.items()
-        ]
+            self.rows["lines"] += [
+                (*at, node, line, sign * n)
+                for node, lines in facts.lines.items()
+                for line, n in lines.items()
+            ]
         if sign > 0:
             self.counted.append(
                 (
@@ -166,13 +171,28 @@ class _Changes:
                 self.counted,
             )
         upserts = _UPSERTS[mark]
-        for table, rows in self.rows.items():
-            if rows:
-                many(upserts[table], rows)
+        # Every transaction locks counter rows in one order (table, then key),
+        # so two finishing commits in PostgreSQL wait for each other, never
+        # deadlock; each key's changes are summed into one row first.
+        for kind, rows in self.rows.items():
+            width = 3 + len(_TABLES[_KINDS[kind]][0])
+            summed: dict[tuple[Any, ...], list[int]] = {}
+            for row in rows:
+                counters = summed.setdefault(row[:width], [0] * (len(row) - width))
+                for i, value in enumerate(row[width:]):
+                    counters[i] += value
+            if summed:
+                many(upserts[kind], [(*key, *summed[key]) for key in sorted(summed)])
+
+
+#: The events the facts read (:func:`~waygraph.store.stats.run_facts`); the
+#: others (edges followed, claims, checkpoints...) are not decoded at all.
+_READ = ("plan_activated", "node_entered", "node_verified", "plan_escalated")
+_MARKERS = tuple(f'"type":"{kind}"' for kind in _READ)
 
 
 def _events(keys: Sequence[str], run: Run, mark: str) -> dict[str, list[dict[str, Any]]]:
-    """The events of each key, in order."""
+    """The events of each key the facts read, in order."""
     found: dict[str, list[dict[str, Any]]] = {key: [] for key in keys}
     for start in range(0, len(keys), _CHUNK):
         chunk = keys[start : start + _CHUNK]
@@ -181,11 +201,22 @@ def _events(keys: Sequence[str], run: Run, mark: str) -> dict[str, list[dict[str
             " ORDER BY key, seq",
             chunk,
         )
+        texts: list[str] = []
+        owners: list[str] = []
         for key, data in rows:
-            # SQLite hands back JSON text, psycopg the parsed value of a json column.
-            found[key].append(json.loads(data) if isinstance(data, str | bytes) else data)
+            if isinstance(data, dict):  # psycopg parses a json column itself
+                if data.get("type") in _READ:
+                    found[key].append(data)
+            elif any(marker in data for marker in _MARKERS):
+                texts.append(data)
+                owners.append(key)
+        # One parse of one JSON array: far cheaper than one json.loads per event.
+        for key, event in zip(owners, json.loads("[" + ",".join(texts) + "]"), strict=True):
+            found[key].append(event)
     return found
 
+
+_REWOUND = '"type":"rewound"'
 
 #: Keys per IN (...) list: well under SQLite's 32,766 parameters.
 _CHUNK = 500
@@ -201,11 +232,16 @@ def count_commits(
     events and counts it. A running turn pays one primary-key delete.
     """
     finished = [c.kind == "guided" and c.status in FINISHED for c in commits]
-    # A new key has nothing counted, unless the other tables were emptied by
-    # hand: a create that counts checks anyway, so a count is never doubled.
+    # Only a finished guided run is counted, and the engine changes one only
+    # by finishing it again or by a rewind: those commits take the old count
+    # out. Any other commit (every running turn) costs nothing here.
     check = [
-        c.key for c, done in zip(commits, finished, strict=True) if c.expected_version != 0 or done
+        c.key
+        for c, done in zip(commits, finished, strict=True)
+        if done or any(_REWOUND in e for e in c.events if isinstance(e, str))
     ]
+    if not check:
+        return
     changes = _Changes()
     for start in range(0, len(check), _CHUNK):
         chunk = check[start : start + _CHUNK]
@@ -247,52 +283,31 @@ def fill(run: Run, many: Many, mark: str) -> int:
     return len(rows)
 
 
-def query_tallies(run: Run, mark: str, *, plan: str | None, since_minute: int | None) -> Tallies:
+def query_tallies(
+    run: Run, mark: str, *, plan: str | None, since_minute: int | None, step: int
+) -> Tallies:
     """The tallies of the runs finished from ``since_minute`` on, summed in SQL.
 
-    ``run`` should read one snapshot (the caller's transaction), so the
-    parts agree.
+    ``step`` 60 reads hour counters (and minute counters for the hour the
+    period starts in), 1 minute counters: the rows read grow with the
+    period and the plans, not with the runs. ``run`` should read one
+    snapshot (the caller's transaction), so the parts agree.
     """
-    where, params = _where(mark, plan, since_minute)
     tallies = Tallies()
-    for name, minute, status, runs, false in run(
-        "SELECT plan, minute, status, SUM(runs), SUM(false_activations) FROM stats_runs"
-        f"{where} GROUP BY plan, minute, status HAVING SUM(runs) > 0",
-        params,
-    ):
-        tallies.runs[(name, int(minute), status)] = [int(runs), int(false)]
-    for name, measure, value, runs in run(
-        f"SELECT plan, measure, value, SUM(runs) FROM stats_values{where}"
-        " GROUP BY plan, measure, value HAVING SUM(runs) > 0",
-        params,
-    ):
-        table = tallies.turns if measure == "turns" else tallies.tools
-        table.setdefault(name, {})[int(value)] = int(runs)
-    sums = ", ".join(f"SUM({n})" for n in NODE_FIELDS)
-    for name, node, *values in run(
-        f"SELECT plan, node, {sums} FROM stats_nodes{where} GROUP BY plan, node"
-        f" HAVING SUM({NODE_FIELDS[0]}) > 0 OR SUM(escalations) > 0",
-        params,
-    ):
-        tallies.nodes[(name, node)] = [int(v) for v in values]
-    for name, node, line, failures in run(
-        f"SELECT plan, node, line, SUM(failures) FROM stats_lines{where}"
-        " GROUP BY plan, node, line HAVING SUM(failures) > 0",
-        params,
-    ):
-        tallies.lines.setdefault((name, node), {})[line] = int(failures)
-    running_where = " WHERE kind = 'guided' AND status = 'running'"
-    running_params: list[Any] = []
-    if plan is not None:
-        running_where += f" AND plan = {mark}"
-        running_params.append(plan)
-    if since_minute is not None:
-        running_where += f" AND updated_at >= {mark}"
-        running_params.append(since_minute * 60.0)
-    for name, runs in run(
-        f"SELECT plan, COUNT(*) FROM records{running_where} GROUP BY plan", running_params
-    ):
-        tallies.running[name or ""] = int(runs)
+    for span, low, high in periods(since_minute, step):
+        where = f" WHERE span = {mark}"
+        params: list[Any] = [span]
+        if low is not None:
+            where += f" AND minute >= {mark}"
+            params.append(low)
+        if high is not None:
+            where += f" AND minute < {mark}"
+            params.append(high)
+        if plan is not None:
+            where += f" AND plan = {mark}"
+            params.append(plan)
+        _read_counters(run, where, params, tallies)
+    _read_running(run, mark, plan, since_minute, tallies)
     act_where = " WHERE false_activation = 1"
     act_params: list[Any] = []
     if since_minute is not None:
@@ -310,13 +325,50 @@ def query_tallies(run: Run, mark: str, *, plan: str | None, since_minute: int | 
     return tallies
 
 
-def _where(mark: str, plan: str | None, since_minute: int | None) -> tuple[str, list[Any]]:
-    where: list[str] = []
+def _read_counters(run: Run, where: str, params: list[Any], tallies: Tallies) -> None:
+    """Add one part of the period's counters to ``tallies``."""
+    for name, minute, status, runs, false in run(
+        "SELECT plan, minute, status, SUM(runs), SUM(false_activations) FROM stats_runs"
+        f"{where} GROUP BY plan, minute, status HAVING SUM(runs) > 0",
+        params,
+    ):
+        tallies.add_runs(name, int(minute), status, int(runs), int(false))
+    for name, measure, value, runs in run(
+        f"SELECT plan, measure, value, SUM(runs) FROM stats_values{where}"
+        " GROUP BY plan, measure, value HAVING SUM(runs) > 0",
+        params,
+    ):
+        table = tallies.turns if measure == "turns" else tallies.tools
+        histogram = table.setdefault(name, {})
+        histogram[int(value)] = histogram.get(int(value), 0) + int(runs)
+    sums = ", ".join(f"SUM({n})" for n in NODE_FIELDS)
+    for name, node, *values in run(
+        f"SELECT plan, node, {sums} FROM stats_nodes{where} GROUP BY plan, node"
+        f" HAVING SUM({NODE_FIELDS[0]}) > 0 OR SUM(escalations) > 0",
+        params,
+    ):
+        tallies.add_node(name, node, [int(v) for v in values])
+    for name, node, line, failures in run(
+        f"SELECT plan, node, line, SUM(failures) FROM stats_lines{where}"
+        " GROUP BY plan, node, line HAVING SUM(failures) > 0",
+        params,
+    ):
+        lines = tallies.lines.setdefault((name, node), {})
+        lines[line] = lines.get(line, 0) + int(failures)
+
+
+def _read_running(
+    run: Run, mark: str, plan: str | None, since_minute: int | None, tallies: Tallies
+) -> None:
+    # `kind || ''`: SQLite would walk every guided run through the kind
+    # index; the status index finds the running ones, which are few.
+    where = " WHERE status = 'running' AND kind || '' = 'guided'"
     params: list[Any] = []
     if plan is not None:
-        where.append(f"plan = {mark}")
+        where += f" AND plan = {mark}"
         params.append(plan)
     if since_minute is not None:
-        where.append(f"minute >= {mark}")
-        params.append(since_minute)
-    return (" WHERE " + " AND ".join(where) if where else ""), params
+        where += f" AND updated_at >= {mark}"
+        params.append(since_minute * 60.0)
+    for name, runs in run(f"SELECT plan, COUNT(*) FROM records{where} GROUP BY plan", params):
+        tallies.running[name or ""] = int(runs)

@@ -278,10 +278,13 @@ class Store(ABC):
             limit=limit,
         )
 
-    def run_tallies(self, *, plan: str | None = None, since_minute: int | None = None) -> Tallies:
+    def run_tallies(
+        self, *, plan: str | None = None, since_minute: int | None = None, step: int = 60
+    ) -> Tallies:
         """The summed facts of the guided runs finished from ``since_minute`` on (all: None).
 
-        ``plan`` keeps one plan's runs. Read by
+        ``plan`` keeps one plan's runs; ``step``: 60 sums runs per hour (and
+        per minute in the hour the period starts in), 1 per minute. Read by
         :func:`waygraph.learning.stats.plan_stats`; see :mod:`waygraph.store.stats`.
         This default reads every guided run and its events; the SQL stores
         answer from counters kept at each run's finishing commit.
@@ -291,7 +294,7 @@ class Store(ABC):
             >>> open_store("memory://").run_tallies().runs
             {}
         """
-        return scan_tallies(self, plan=plan, since_minute=since_minute)
+        return scan_tallies(self, plan=plan, since_minute=since_minute, step=step)
 
     # builtins.list: from here on `list` in the class body is the list() method above.
     @abstractmethod

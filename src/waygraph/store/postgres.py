@@ -473,13 +473,15 @@ class PostgresStore(Store):
         total = by_status.get(status, 0) if status is not None else sum(by_status.values())
         return RowPage([_row_to_record(row) for row in found], total, by_status)
 
-    def run_tallies(self, *, plan: str | None = None, since_minute: int | None = None) -> Tallies:
+    def run_tallies(
+        self, *, plan: str | None = None, since_minute: int | None = None, step: int = 60
+    ) -> Tallies:
         with self._errors("reading the run statistics"), self._pool.connection() as conn:
             conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             try:
                 with conn.transaction():  # one snapshot for every part
                     return query_tallies(
-                        runners(conn)[0], "%s", plan=plan, since_minute=since_minute
+                        runners(conn)[0], "%s", plan=plan, since_minute=since_minute, step=step
                     )
             finally:
                 conn.isolation_level = None

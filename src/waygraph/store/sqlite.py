@@ -461,12 +461,16 @@ class SQLiteStore(Store):
         total = by_status.get(status, 0) if status is not None else sum(by_status.values())
         return RowPage([_row_to_record(row) for row in found], total, by_status)
 
-    def run_tallies(self, *, plan: str | None = None, since_minute: int | None = None) -> Tallies:
+    def run_tallies(
+        self, *, plan: str | None = None, since_minute: int | None = None, step: int = 60
+    ) -> Tallies:
         with self._lock, self._errors("reading the run statistics"):
             conn = self._conn()
             conn.execute("BEGIN")  # one snapshot for every part
             try:
-                return query_tallies(runners(conn)[0], "?", plan=plan, since_minute=since_minute)
+                return query_tallies(
+                    runners(conn)[0], "?", plan=plan, since_minute=since_minute, step=step
+                )
             finally:
                 conn.execute("COMMIT")
 

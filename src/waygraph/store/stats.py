@@ -41,8 +41,10 @@ __all__ = [
     "FalseActivation",
     "RunFacts",
     "Tallies",
+    "bucket_of",
     "first_line",
     "minute_of",
+    "periods",
     "run_facts",
     "scan_tallies",
 ]
@@ -65,6 +67,39 @@ def minute_of(when: float) -> int:
         (1, 2)
     """
     return int(when // MINUTE)
+
+
+def periods(since_minute: int | None, step: int) -> list[tuple[int, int | None, int | None]]:
+    """The counters a period reads: ``(span, from minute, to minute)`` parts.
+
+    ``step`` 1 reads minute counters (span 1); ``step`` 60 hour counters
+    (span 60), with minute counters for the hour the period starts in.
+
+    Example:
+        >>> periods(None, 60), periods(130, 60), periods(130, 1)
+        ([(60, None, None)], [(1, 130, 180), (60, 180, None)], [(1, 130, None)])
+    """
+    if step not in (1, 60):
+        raise ValueError(f"step must be 1 or 60 minutes (got {step!r})")
+    if step == 1:
+        return [(1, since_minute, None)]
+    if since_minute is None:
+        return [(60, None, None)]
+    hour = -(-since_minute // 60) * 60
+    return [(1, since_minute, hour)] * (hour > since_minute) + [(60, hour, None)]
+
+
+def bucket_of(minute: int, since_minute: int | None, step: int) -> int:
+    """The first minute of the counter a run finished in ``minute`` is read from.
+
+    Example:
+        >>> bucket_of(200, None, 60), bucket_of(150, 130, 60), bucket_of(150, 130, 1)
+        (180, 150, 150)
+    """
+    for span, low, high in periods(since_minute, step):
+        if (low is None or minute >= low) and (high is None or minute < high):
+            return minute - minute % span
+    return minute
 
 
 def first_line(text: Any) -> str:
@@ -107,6 +142,7 @@ class RunFacts:
 
     @property
     def minute(self) -> int:
+        """The minute the run finished in (:func:`minute_of`)."""
         return minute_of(self.finished_at)
 
     def to_json(self) -> str:
@@ -209,7 +245,8 @@ class FalseActivation:
 class Tallies:
     """The sums of the facts of the runs finished in a period, as a store answers them.
 
-    ``runs``: (plan, minute, status) -> [runs, suspected false activations];
+    ``runs``: (plan, first minute of the counter, status) -> [runs,
+    suspected false activations] (see :func:`periods`);
     ``turns``/``tools``: plan -> {value: completed runs}; ``nodes``: (plan,
     node) -> counters of :data:`NODE_FIELDS` (entered summed over runs);
     ``lines``: (plan, node) -> {first line: failures}; ``running``: plan ->
@@ -225,19 +262,27 @@ class Tallies:
     running: dict[str, int] = field(default_factory=dict)
     activations: list[FalseActivation] = field(default_factory=list)
 
-    def add(self, facts: RunFacts) -> None:
-        """Add one run's facts (the scan's way; the SQL stores sum in SQL)."""
-        runs = self.runs.setdefault((facts.plan, facts.minute, facts.status), [0, 0])
-        runs[0] += 1
-        runs[1] += int(facts.false_activation)
+    def add_runs(self, plan: str, minute: int, status: str, runs: int, false: int) -> None:
+        """Add runs of one plan, counter and outcome."""
+        counts = self.runs.setdefault((plan, minute, status), [0, 0])
+        counts[0] += runs
+        counts[1] += false
+
+    def add_node(self, plan: str, node: str, values: list[int]) -> None:
+        """Add one node's counters (:data:`NODE_FIELDS`)."""
+        sums = self.nodes.setdefault((plan, node), [0] * len(NODE_FIELDS))
+        for i, value in enumerate(values):
+            sums[i] += value
+
+    def add(self, facts: RunFacts, bucket: int) -> None:
+        """Add one run's facts, read from the counter starting at ``bucket`` (the scan's way)."""
+        self.add_runs(facts.plan, bucket, facts.status, 1, int(facts.false_activation))
         if facts.status == "completed":
             for table, value in ((self.turns, facts.turns), (self.tools, facts.tools)):
                 histogram = table.setdefault(facts.plan, {})
                 histogram[value] = histogram.get(value, 0) + 1
         for node, values in facts.nodes.items():
-            sums = self.nodes.setdefault((facts.plan, node), [0] * len(NODE_FIELDS))
-            for i, value in enumerate(values):
-                sums[i] += value
+            self.add_node(facts.plan, node, values)
         for node, lines in facts.lines.items():
             counts = self.lines.setdefault((facts.plan, node), {})
             for line, n in lines.items():
@@ -250,7 +295,9 @@ class Tallies:
             )
 
 
-def scan_tallies(store: Store, *, plan: str | None, since_minute: int | None) -> Tallies:
+def scan_tallies(
+    store: Store, *, plan: str | None, since_minute: int | None, step: int = 60
+) -> Tallies:
     """:meth:`Store.run_tallies` by reading every guided run and its events.
 
     For the memory and file stores, which are not for fleets; the SQL stores
@@ -270,7 +317,7 @@ def scan_tallies(store: Store, *, plan: str | None, since_minute: int | None) ->
         events = (e.data for e in store.events(record.key))
         facts = run_facts(record.key, record.plan, record.status, events, record.updated_at)
         if facts is not None:
-            tallies.add(facts)
+            tallies.add(facts, bucket_of(minute, since_minute, step))
     tallies.activations.sort(key=lambda a: (-a.finished_at, a.key))
     del tallies.activations[LISTED_ACTIVATIONS:]
     return tallies
