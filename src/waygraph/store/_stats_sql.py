@@ -188,7 +188,9 @@ class _Changes:
 #: The events the facts read (:func:`~waygraph.store.stats.run_facts`); the
 #: others (edges followed, claims, checkpoints...) are not decoded at all.
 _READ = ("plan_activated", "node_entered", "node_verified", "plan_escalated")
-_MARKERS = tuple(f'"type":"{kind}"' for kind in _READ)
+# The type in quotes, not `"type":"..."`: text another encoder wrote (with
+# spaces) is found too; an event found by mistake is decoded, then skipped.
+_MARKERS = tuple(f'"{kind}"' for kind in _READ)
 
 
 def _events(keys: Sequence[str], run: Run, mark: str) -> dict[str, list[dict[str, Any]]]:
@@ -216,7 +218,7 @@ def _events(keys: Sequence[str], run: Run, mark: str) -> dict[str, list[dict[str
     return found
 
 
-_REWOUND = '"type":"rewound"'
+_REWOUND = '"rewound"'
 
 #: Keys per IN (...) list: well under SQLite's 32,766 parameters.
 _CHUNK = 500
@@ -229,7 +231,7 @@ def count_commits(
 
     ``times``: each commit's store time. A commit of a key counted before
     takes its facts out; a commit that leaves a guided run finished reads its
-    events and counts it. A running turn pays one primary-key delete.
+    events and counts it. A running turn pays nothing.
     """
     finished = [c.kind == "guided" and c.status in FINISHED for c in commits]
     # Only a finished guided run is counted, and the engine changes one only
