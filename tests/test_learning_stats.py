@@ -3,9 +3,9 @@
 The fixture drives the library's bugfix plan through the Navigator, 235 runs
 with scripted tool results and patterned failures (the same failing test
 line, the empty output of a bug that does not show), one run finishing per
-minute of a fake clock, into memory, file, SQLite and PostgreSQL stores; the
-figures below were worked out from the scripts, and every store must give
-exactly them.
+minute of a fake clock, and one log_investigation run started by id, into
+memory, file, SQLite and PostgreSQL stores; the figures below were worked
+out from the scripts, and every store must give exactly them.
 """
 
 from __future__ import annotations
@@ -165,6 +165,7 @@ def comparable(stats: Statistics) -> dict[str, Any]:
     return data
 
 
+STATS_TABLES = ("stats_runs", "stats_values", "stats_nodes", "stats_lines", "stats_counted")
 RUNS = sum(count for count, _, end in SCRIPTS.values() if end != "leave")
 
 
@@ -247,16 +248,26 @@ def test_every_store_gives_the_same_figures(stores: dict[str, Statistics]) -> No
     assert comparable(stores["files"]) == expected
 
 
-def test_postgres_gives_the_same_figures(
+def test_postgres_gives_the_same_figures_and_counts_old_runs_on_open(
     postgres_stats_url: str, stores: dict[str, Statistics]
 ) -> None:
-    from waygraph.store.postgres import PostgresStore
+    import psycopg
+
+    from waygraph.store.postgres import PostgresStore, split_schema
 
     clock = Clock()
     with PostgresStore(postgres_stats_url, clock=clock) as store:
         drive(store, clock)
         found = plan_stats(store, now=clock.now + 30)
     assert comparable(found) == comparable(stores["sqlite"])
+    # As waygraph left the tables before schema 3: no statistics tables.
+    conninfo, schema = split_schema(postgres_stats_url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        for table in STATS_TABLES:
+            conn.execute(f'DROP TABLE "{schema}".{table}')
+        conn.execute(f"UPDATE \"{schema}\".meta SET value = '2' WHERE name = 'schema_version'")
+    with PostgresStore(postgres_stats_url) as store:
+        assert comparable(plan_stats(store, now=clock.now + 30)) == comparable(found)
 
 
 def test_since_keeps_the_runs_finished_from_that_minute(tmp_path: Path) -> None:
@@ -333,7 +344,7 @@ def test_a_schema_2_file_gets_its_finished_runs_counted_on_open(tmp_path: Path) 
         expected = comparable(plan_stats(store, now=clock.now + 30))
     # As waygraph wrote the file before schema 3: no statistics tables.
     conn = sqlite3.connect(path)
-    for table in ("stats_runs", "stats_values", "stats_nodes", "stats_lines", "stats_counted"):
+    for table in STATS_TABLES:
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE name = 'schema_version'")
     conn.commit()
