@@ -36,24 +36,28 @@ Target: each costs at most 1.5x at N = 100,000 what it costs at 1,000.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import socket
 import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _fleet import STATUSES, session_writes, template  # noqa: E402
-from _report import Report, add_json_flag  # noqa: E402
+from _fleet import (  # noqa: E402
+    DATABASE_URL,
+    STATUSES,
+    each_kind,
+    report_ratios,
+    session_writes,
+    size_arguments,
+    template,
+)
+from _report import Report  # noqa: E402
 
 from waygraph import load_library  # noqa: E402
 from waygraph.cli.session_cmds import session_rows  # noqa: E402
@@ -61,7 +65,6 @@ from waygraph.navigator import Navigator  # noqa: E402
 from waygraph.server.service import PAGE_ROWS, Service  # noqa: E402
 from waygraph.store import Write, open_store  # noqa: E402
 
-DATABASE_URL = os.environ.get("WAYGRAPH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 TARGET = 1.5
 BATCH = 1000
 FIX = {"tool_output": "Edited src/login.py: compare hashed passwords", "exit_code": 0}
@@ -215,33 +218,6 @@ def measure(small: Fleet, large: Fleet, rounds: int, quick: bool) -> dict[str, d
     return results
 
 
-def reachable(url: str) -> str | None:
-    """None when a TCP connection to the URL's host and port opens, else why not."""
-    parts = urlsplit(url)
-    host, port = parts.hostname or "127.0.0.1", parts.port or 5432
-    try:
-        with socket.create_connection((host, port), timeout=2):
-            return None
-    except OSError as exc:
-        return f"{host}:{port} unreachable ({exc})"
-
-
-@contextlib.contextmanager
-def postgres_schemas(names: list[str]) -> Iterator[None]:
-    """Drop the schemas afterwards, whatever happens."""
-    try:
-        yield
-    finally:
-        import psycopg
-        from psycopg import sql
-
-        with psycopg.connect(DATABASE_URL, autocommit=True) as conn:
-            for name in names:
-                conn.execute(
-                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name))
-                )
-
-
 def with_schema(url: str, schema: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}schema={schema}"
 
@@ -264,13 +240,8 @@ def run_kind(kind: str, sizes: tuple[int, int], rounds: int, quick: bool, tmp: P
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=100_000, help="runs in the large store")
-    parser.add_argument("--small", type=int, default=1_000, help="runs in the small store")
-    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (7)")
-    parser.add_argument("--quick", action="store_true", help="fewer rounds (5)")
-    parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    size_arguments(parser)
     parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
-    add_json_flag(parser)
     args = parser.parse_args(argv)
     report = Report("scale", json_out=args.json)
     rounds = args.rounds or (5 if args.quick else 7)
@@ -278,43 +249,14 @@ def main(argv: list[str] | None = None) -> int:
     # The turn needs a running session per turn: a quarter of the small store's.
     if rounds * 20 > args.small * 9 // 10 // len(STATUSES):
         parser.error(f"--small {args.small}: too few running sessions for {rounds} rounds")
-    kinds = [] if args.no_sqlite else ["SQLite"]
-    why = "--no-postgres" if args.no_postgres else reachable(DATABASE_URL)
-    if why is None:
-        kinds.append("PostgreSQL")
-    else:
-        report.note(f"PostgreSQL not measured: {why}")
-    results: dict[str, dict[str, dict[int, float]]] = {}
-    with tempfile.TemporaryDirectory(prefix="waygraph-scale-") as folder:
-        for kind in kinds:
-            if kind == "PostgreSQL":
-                names = [f"bench_scale_{os.getpid()}_{n}" for n in sizes]
-                with postgres_schemas(names):
-                    results[kind] = run_kind(kind, sizes, rounds, args.quick, Path(folder))
-            else:
-                results[kind] = run_kind(kind, sizes, rounds, args.quick, Path(folder))
-    small, large = sizes
-    for kind, ops in results.items():
-        for name, ms in ops.items():
-            report.figure(f"{kind}, {name}", {f"{n} runs": v for n, v in ms.items()}, "ms")
-            report.target(
-                f"{kind} {name} at {large:,} runs <= {TARGET:g}x at {small:,}",
-                ms[large] / ms[small],
-                TARGET,
-            )
-    with report.tables():
-        print(f"| store | operation | ms at {small:,} runs | ms at {large:,} runs | ratio | met |")
-        print("| --- | --- | ---: | ---: | ---: | :---: |")
-        for kind, ops in results.items():
-            for name, ms in ops.items():
-                ratio = ms[large] / ms[small]
-                met = "yes" if ratio <= TARGET else "**no**"
-                print(
-                    f"| {kind} | {name} | {ms[small]:,.2f} | {ms[large]:,.2f} | {ratio:,.2f}x "
-                    f"| {met} |"
-                )
-        for note in report.notes:
-            print(f"\n{note}")
+    results = each_kind(
+        report,
+        args,
+        "bench_scale",
+        lambda kind, folder: run_kind(kind, sizes, rounds, args.quick, folder),
+        sqlite=not args.no_sqlite,
+    )
+    report_ratios(report, results, sizes, TARGET, "")
     return report.finish()
 
 

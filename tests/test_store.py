@@ -39,7 +39,9 @@ def _empty_postgres(url: str) -> Store:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(
             f'TRUNCATE "{schema}".records, "{schema}".record_correlations, '
-            f'"{schema}".events, "{schema}".session_pointers'
+            f'"{schema}".events, "{schema}".session_pointers, "{schema}".stats_runs, '
+            f'"{schema}".stats_values, "{schema}".stats_nodes, "{schema}".stats_lines, '
+            f'"{schema}".stats_counted'
         )
     return store
 
@@ -197,10 +199,11 @@ def test_sqlite_file_is_wal_with_versioned_schema_and_indexes(tmp_path: Path) ->
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == (
-            "2",
+            "3",
         )
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         assert {"records", "events", "record_correlations", "session_pointers", "meta"} <= names
+        assert {"stats_runs", "stats_nodes", "stats_lines", "stats_counted"} <= names
         assert {
             "records_session",
             "records_status",

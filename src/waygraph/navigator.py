@@ -369,9 +369,10 @@ class Navigator:
             plan_version=version,
             triggers=list(best.hits),
             score=best.score,
-            # What activated the plan, so `waygraph tune` can weigh triggers
-            # against the messages they caught (its start only: a pasted log
-            # must not bloat every run's first event).
+            # What activated the plan: `waygraph tune` weighs triggers against
+            # the messages they caught, and the statistics show what activated
+            # a run that went nowhere (its start only: a pasted log must not
+            # bloat every run's first event).
             message=message[:ACTIVATION_MESSAGE_CHARS],
         )
         record = self._commit(run, plan, 0, events, new=True)

@@ -18,6 +18,7 @@ from waygraph.cli import serve_cmds  # noqa: F401
 from waygraph.cli import eval_cmds  # noqa: F401
 from waygraph.cli import event_cmds  # noqa: F401
 from waygraph.cli import learn_cmds  # noqa: F401
+from waygraph.cli import stats_cmds  # noqa: F401
 from waygraph.cli import tune_cmds  # noqa: F401
 from waygraph.cli.app import app
 

@@ -4,6 +4,8 @@
   completed runs that had no library plan (``waygraph library suggest``).
 - :mod:`waygraph.learning.samples`: those runs read back from a store and a
   workspace.
+- :func:`waygraph.learning.stats.plan_stats`: how each plan and node fares
+  over the stored guided runs (``waygraph stats``).
 - :func:`waygraph.learning.tune.tune`: reviewable changes to the library's
   plans from their guided runs (``waygraph tune``), read as
   :class:`~waygraph.learning.runs.RunFacts` by
@@ -18,6 +20,7 @@ Example:
 
 from waygraph.learning.runs import RunFacts, Visit, guided_runs
 from waygraph.learning.samples import Sample, SampleStep, session_samples, store_samples
+from waygraph.learning.stats import Statistics, plan_stats
 from waygraph.learning.suggest import Suggestion, group_runs, suggest, words
 from waygraph.learning.tune import Proposal, ProposalEvidence, tune
 from waygraph.learning.tune_apply import apply_proposals, write_library
@@ -28,11 +31,13 @@ __all__ = [
     "RunFacts",
     "Sample",
     "SampleStep",
+    "Statistics",
     "Suggestion",
     "Visit",
     "apply_proposals",
     "group_runs",
     "guided_runs",
+    "plan_stats",
     "session_samples",
     "store_samples",
     "suggest",

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 from waygraph.errors import Conflict
 from waygraph.model.record import LEGACY_KINDS, RunKind, kind_names, migrate
 from waygraph.store.rows import RowPage, check_rows, rows_by_listing
+from waygraph.store.stats import Tallies, scan_tallies
 from waygraph.store.values import TEXTS, encode, encode_record, held, held_record
 
 __all__ = [
@@ -280,6 +281,24 @@ class Store(ABC):
             limit=limit,
             count=count,
         )
+
+    def run_tallies(
+        self, *, plan: str | None = None, since_minute: int | None = None, step: int = 60
+    ) -> Tallies:
+        """The summed facts of the guided runs finished from ``since_minute`` on (all: None).
+
+        ``plan`` keeps one plan's runs; ``step``: 60 sums runs per hour (and
+        per minute in the hour the period starts in), 1 per minute. Read by
+        :func:`waygraph.learning.stats.plan_stats`; see :mod:`waygraph.store.stats`.
+        This default reads every guided run and its events; the SQL stores
+        answer from counters kept at each run's finishing commit.
+
+        Example:
+            >>> from waygraph.store import open_store
+            >>> open_store("memory://").run_tallies().runs
+            {}
+        """
+        return scan_tallies(self, plan=plan, since_minute=since_minute, step=step)
 
     # builtins.list: from here on `list` in the class body is the list() method above.
     @abstractmethod

@@ -41,6 +41,7 @@ from psycopg_pool import ConnectionPool
 
 from waygraph.errors import ConfigError, StoreError
 from waygraph.store._sql import commit_writes, sql_filters
+from waygraph.store._stats_sql import count_commits, fill, query_tallies, runners, tables
 from waygraph.store.base import (
     Commit,
     MonotonicClock,
@@ -53,10 +54,11 @@ from waygraph.store.base import (
     redact_url,
 )
 from waygraph.store.rows import RowPage, check_rows, rows_sql
+from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Schema 2 renamed the run kinds (waygraph.model.record): tables of schema 1
 #: get the new names, and event runs their plan id in ``plan``, on open;
@@ -110,6 +112,8 @@ _TABLES = (
         session text PRIMARY KEY,
         key text NOT NULL
     )""",
+    # Schema 3: run statistics kept as counters (waygraph.store._stats_sql).
+    *tables("bigint", "text", "double precision", ""),
 )
 
 _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
@@ -268,6 +272,9 @@ class PostgresStore(Store):
             if found is not None and found < 2:
                 for statement in _RENAME_KINDS:
                     conn.execute(statement)
+            if found is not None and found < 3:
+                # Runs finished before schema 3 are counted once, here.
+                fill(*runners(conn), "%s")
             conn.execute(
                 "INSERT INTO meta (name, value) VALUES ('schema_version', %s) "
                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
@@ -309,13 +316,15 @@ class PostgresStore(Store):
             self._pool.connection() as conn,
             conn.transaction(),
         ):
-            versions = [self._apply(conn, c) for c in commits]
+            times: list[float] = []  # each commit's store time, for the statistics
+            versions = [self._apply(conn, c, times) for c in commits]
+            count_commits(commits, times, *runners(conn), "%s")
             for c in commits:
                 # Delivered at COMMIT, and only if the transaction commits.
                 conn.execute("SELECT pg_notify(%s, %s)", (self.channel, _notice(c.key, c.session)))
         return versions
 
-    def _apply(self, conn: psycopg.Connection[Any], c: Commit) -> int:
+    def _apply(self, conn: psycopg.Connection[Any], c: Commit, times: list[float]) -> int:
         """One record's writes inside the caller's transaction; its new version."""
         key = c.key
         ids = list(c.correlation_ids)
@@ -350,6 +359,7 @@ class PostgresStore(Store):
         with conn.cursor() as cur:
             for statement, params in commit_writes(c, last_seq, "%s", json_cast="::json"):
                 cur.executemany(statement, params)
+        times.append(now)
         return int(version)
 
     @staticmethod
@@ -465,6 +475,19 @@ class PostgresStore(Store):
         by_status: dict[str | None, int] = {s: int(n) for s, n in counts}
         total = by_status.get(status, 0) if status is not None else sum(by_status.values())
         return RowPage([_row_to_record(row) for row in found], total, by_status)
+
+    def run_tallies(
+        self, *, plan: str | None = None, since_minute: int | None = None, step: int = 60
+    ) -> Tallies:
+        with self._errors("reading the run statistics"), self._pool.connection() as conn:
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            try:
+                with conn.transaction():  # one snapshot for every part
+                    return query_tallies(
+                        runners(conn)[0], "%s", plan=plan, since_minute=since_minute, step=step
+                    )
+            finally:
+                conn.isolation_level = None
 
     def events(
         self, key: str, after_seq: int = 0, limit: int | None = None

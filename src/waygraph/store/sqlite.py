@@ -35,6 +35,7 @@ from typing import Any
 
 from waygraph.errors import ConfigError, StoreError
 from waygraph.store._sql import commit_writes, sql_filters
+from waygraph.store._stats_sql import count_commits, fill, query_tallies, runners, tables
 from waygraph.store.base import (
     Commit,
     MonotonicClock,
@@ -48,12 +49,13 @@ from waygraph.store.base import (
     read_record,
 )
 from waygraph.store.rows import RowPage, check_rows, rows_sql
+from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 #: Bumped whenever the tables change; ``meta.schema_version`` records it so a
 #: later waygraph can migrate old files and an old one refuses newer files.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Schema 2 renamed the run kinds (waygraph.model.record): records of
 #: schema 1 get the new names, and event runs their plan id in ``plan``, when
@@ -112,6 +114,8 @@ _SCHEMA = (
         session TEXT PRIMARY KEY NOT NULL,
         key TEXT NOT NULL
     ) WITHOUT ROWID""",
+    # Schema 3: run statistics kept as counters (waygraph.store._stats_sql).
+    *tables("INTEGER", "TEXT", "REAL", " WITHOUT ROWID"),
 )
 
 _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
@@ -242,6 +246,9 @@ class SQLiteStore(Store):
             if found is not None and found < 2:
                 for statement in _RENAME_KINDS:
                     conn.execute(statement)
+            if found is not None and found < 3:
+                # Runs finished before schema 3 are counted once, here.
+                fill(*runners(conn), "?")
             conn.execute(
                 "INSERT INTO meta (name, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
@@ -299,7 +306,9 @@ class SQLiteStore(Store):
             conn = self._conn()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                versions = [self._apply(conn, c) for c in commits]
+                times: list[float] = []  # each commit's store time, for the statistics
+                versions = [self._apply(conn, c, times) for c in commits]
+                count_commits(commits, times, *runners(conn), "?")
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -307,7 +316,7 @@ class SQLiteStore(Store):
                 raise
         return versions
 
-    def _apply(self, conn: sqlite3.Connection, c: Commit) -> int:
+    def _apply(self, conn: sqlite3.Connection, c: Commit, times: list[float]) -> int:
         """One record's writes inside the caller's transaction; its new version."""
         key = c.key
         ids = encode(list(c.correlation_ids)) if c.correlation_ids else "[]"
@@ -341,6 +350,7 @@ class SQLiteStore(Store):
             version, last_seq = rows[0]
         for statement, params in commit_writes(c, last_seq, "?"):
             conn.executemany(statement, params)
+        times.append(now)
         return int(version)
 
     @staticmethod
@@ -457,6 +467,19 @@ class SQLiteStore(Store):
         by_status: dict[str | None, int] = dict(counts)
         total = by_status.get(status, 0) if status is not None else sum(by_status.values())
         return RowPage([_row_to_record(row) for row in found], total, by_status)
+
+    def run_tallies(
+        self, *, plan: str | None = None, since_minute: int | None = None, step: int = 60
+    ) -> Tallies:
+        with self._lock, self._errors("reading the run statistics"):
+            conn = self._conn()
+            conn.execute("BEGIN")  # one snapshot for every part
+            try:
+                return query_tallies(
+                    runners(conn)[0], "?", plan=plan, since_minute=since_minute, step=step
+                )
+            finally:
+                conn.execute("COMMIT")
 
     def events(
         self, key: str, after_seq: int = 0, limit: int | None = None
