@@ -121,7 +121,8 @@ def _activations(found: Statistics) -> str:
     if not found.false_activations:
         return ""
     rows = "".join(
-        f'<tr><td title="{e(utc(a.finished_at))} UTC">{e(ago(a.finished_at))}</td>'
+        f'<tr><td title="{e(utc(a.finished_at))} UTC" data-ts="{a.finished_at}">'
+        f"{e(ago(a.finished_at))}</td>"
         f'<td><a href="{e(stats_url(a.plan, None))}">{e(a.plan)}</a></td>'
         f"<td class=mono>{e(a.run)}</td><td>{e(a.status)}</td>"
         + (
