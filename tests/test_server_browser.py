@@ -175,7 +175,7 @@ def test_no_page_scrolls_sideways_at_1400_px(server, browser):
     )
     page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
     plans = [p["id"] for p in httpx.get(f"{server}/api/plans", timeout=10).json()["plans"]]
-    for path in ["/", "/plans", "/sessions/wide-1", *(f"/plans/{p}" for p in plans)]:
+    for path in ["/", "/plans", "/stats", "/sessions/wide-1", *(f"/plans/{p}" for p in plans)]:
         page.goto(f"{server}{path}")
         assert not scrolls_sideways(page), path
 
@@ -378,3 +378,65 @@ def test_sessions_list_counts_pages_searches_and_stays_live(server, browser, tmp
     assert "q=FLEET-01" in (
         page.locator('#status-chips [data-chip="running"]').get_attribute("href") or ""
     )
+
+
+#: Tool results of bugfix runs through the HTTP API: straight through, and a bug that never shows.
+CLEAN = [
+    ("Traceback (most recent call last):\nKeyError: 'user'", 1),
+    ("src/login.py:42 reads user before the check", 0),
+    (" src/login.py | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)", 0),
+    ("3 passed in 0.1s", 0),
+    ("120 passed in 2.0s", 0),
+]
+NO_REPRO = [("", 0), ("", 0)]
+
+
+@pytest.mark.slow
+def test_statistics_page_charts_outcomes_and_heats_the_plan(server, browser, tmp_path):
+    bug = {"user_message": "the login is broken, fix bug", "domain": "bugfix"}
+    for session, results in (("ok-1", CLEAN), ("ok-2", CLEAN), ("stuck-1", NO_REPRO)):
+        assert httpx.post(f"{server}/api/sessions/{session}/turn", json=bug).status_code == 200
+        for output, code in results:
+            body = {"tool_output": output, "exit_code": code}
+            assert httpx.post(f"{server}/api/sessions/{session}/turn", json=body).is_success
+    httpx.post(f"{server}/api/sessions/oops-1/turn", json=bug, timeout=10)
+    assert httpx.delete(f"{server}/api/sessions/oops-1", timeout=10).status_code == 200
+    stats = httpx.get(f"{server}/api/stats", timeout=10).json()  # as the page: every run
+    (bugfix,) = stats["plans"]
+    assert bugfix["counts"]["completed"] == 2 and bugfix["counts"]["escalated"] == 1
+
+    page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    page.goto(f"{server}/")
+    page.locator("header nav a", has_text="Statistics").click()
+    page.wait_for_url("**/stats")
+    row = page.locator('#stats-plans tr[data-plan="bugfix_workflow"]')
+    assert row.locator('td[data-outcome="completed"]').inner_text() == "2 (50%)"
+    assert row.locator('td[data-outcome="aborted"]').inner_text() == "1 (25%)"
+    chart = page.locator('figure[data-plan="bugfix_workflow"] svg.chart')
+    assert chart.locator("g.bar").count() == len(bugfix["trend"])
+    assert chart.locator("rect.o-completed").count() >= 1
+    assert chart.locator("title").first.text_content() == (
+        "Outcome shares of plan bugfix_workflow over the period"
+    )
+    assert "the login is broken, fix bug" in page.locator("#false-activations").inner_text()
+    assert not scrolls_sideways(page)
+    page.screenshot(path=str(tmp_path / "stats.png"), full_page=True)
+    assert (tmp_path / "stats.png").stat().st_size > 10_000
+
+    page.locator('#stats-plans tr[data-plan="bugfix_workflow"] a', has_text="nodes").click()
+    page.wait_for_selector("#heat-drawing g.node")
+    heat = '#heat-drawing g.node[data-node="{}"] .shape'
+
+    def fill(node: str) -> str:
+        return page.eval_on_selector(heat.format(node), "el => getComputedStyle(el).fill")
+
+    assert fill("gather_context") == "rgb(255, 107, 107)"  # 1 of 1 results failed: over 50%
+    assert fill("reproduce") == "rgb(255, 168, 168)"  # 1 of 3: 25-50%
+    assert fill("isolate") == "rgb(235, 251, 238)"  # judged twice, never failed
+    assert fill("start") == "rgb(231, 245, 255)"  # never judged: the start's own colour
+    assert page.locator('#node-stats tr[data-node="reproduce"]').inner_text().split("\t")[2] == (
+        "33% (1/3)"
+    )
+    assert not scrolls_sideways(page)
+    page.screenshot(path=str(tmp_path / "plan-stats.png"), full_page=True)
+    assert (tmp_path / "plan-stats.png").stat().st_size > 10_000

@@ -69,13 +69,33 @@ from waygraph.draw import (
 )
 from waygraph.model import Node, Plan
 
-__all__ = ["SVG_CSS", "to_svg"]
+__all__ = ["HEAT_SCALE", "SVG_CSS", "heat_colour", "to_svg"]
 
 FONT = "13px"
 LAYER_GAP = 50.0  # vertical space between layers, before edge labels
 MARGIN = 24.0
 PORT_SPACING = 14.0
 BACK_BOW = 26.0  # how far a back edge between neighbouring layers bows out
+
+#: A node's fill by its failure rate (``to_svg(heat=...)``): the first bound the rate is within.
+HEAT_SCALE: tuple[tuple[float, str], ...] = (
+    (0.0, "#ebfbee"),
+    (0.1, "#fff3bf"),
+    (0.25, "#ffd8a8"),
+    (0.5, "#ffa8a8"),
+    (1.0, "#ff6b6b"),
+)
+
+
+def heat_colour(rate: float) -> str:
+    """The fill for a failure rate in 0..1 (:data:`HEAT_SCALE`).
+
+    Example:
+        >>> heat_colour(0.0), heat_colour(0.3), heat_colour(1.0)
+        ('#ebfbee', '#ffa8a8', '#ff6b6b')
+    """
+    return next((colour for bound, colour in HEAT_SCALE if rate <= bound), HEAT_SCALE[-1][1])
+
 
 # Characters XML 1.0 cannot contain at all (a plan name could hold them).
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
@@ -242,12 +262,19 @@ def _marker(name: str, css: str) -> str:
     )
 
 
-def to_svg(plan: Plan, *, state: Mapping[str, Any] | None = None) -> str:
+def to_svg(
+    plan: Plan,
+    *,
+    state: Mapping[str, Any] | None = None,
+    heat: Mapping[str, float] | None = None,
+) -> str:
     """The plan drawn as a standalone SVG document (text), laid out without Graphviz.
 
     ``state`` is a run record (:func:`waygraph.engine.to_record`): with it each
     node gets its status class and attempt count, and the edges the run
-    followed are highlighted. Edges to nodes that do not exist are drawn to a
+    followed are highlighted. ``heat`` maps node ids to a failure rate (0..1):
+    those nodes are filled by :func:`heat_colour` (class ``heat``) and their
+    tooltip gives the rate. Edges to nodes that do not exist are drawn to a
     dashed node marked missing.
 
     Example:
@@ -346,7 +373,7 @@ def to_svg(plan: Plan, *, state: Mapping[str, Any] | None = None) -> str:
         if not b.dummy
     ]
     edges_svg, reach = _edges(plan, routes, boxes, labels, followed, obstacles)
-    nodes_svg = [_node_svg(boxes[key], state) for key in node_keys]
+    nodes_svg = [_node_svg(boxes[key], state, heat or {}) for key in node_keys]
     # The drawing's extent: nodes, placed labels and the curves' control points.
     xs = [x for rect in obstacles for x in (rect[0], rect[2])] + reach
     left = min(xs, default=0.0) - MARGIN
@@ -371,7 +398,7 @@ def to_svg(plan: Plan, *, state: Mapping[str, Any] | None = None) -> str:
     )
 
 
-def _node_svg(box: Box, state: Mapping[str, Any] | None) -> str:
+def _node_svg(box: Box, state: Mapping[str, Any] | None, heat: Mapping[str, float]) -> str:
     node = box.node
     status = None
     attempts = None
@@ -380,9 +407,18 @@ def _node_svg(box: Box, state: Mapping[str, Any] | None) -> str:
         attempts = _attempts_text(node, state)
     classes = f"node t-{box.kind}" + (f" {status}" if status else "")
     tooltip = _tooltip(node, status, attempts) if node is not None else f"{box.key} (missing)"
+    shape = _shape(box)
+    rate = heat.get(box.key) if node is not None else None
+    if rate is not None:
+        # An inline style outranks the type and status rules of the embedded sheet;
+        # only the outline is filled (an exit's inner ring and a cylinder's rim stay).
+        fill = f'class="shape" style="fill:{heat_colour(rate)}"'
+        shape = shape.replace('class="shape"', fill)
+        classes += " heat"
+        tooltip += f"\nfailure rate: {rate:.0%}"
     return (
         f'<g class="{classes}" data-node="{_esc(box.key)}">'
-        f"<title>{_esc(tooltip)}</title>{_shape(box)}{_text(box)}</g>"
+        f"<title>{_esc(tooltip)}</title>{shape}{_text(box)}</g>"
     )
 
 

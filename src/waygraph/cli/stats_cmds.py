@@ -7,7 +7,6 @@ Reads :func:`waygraph.learning.stats.plan_stats` (docs/learning.md,
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
@@ -17,34 +16,11 @@ from rich.table import Table
 
 from waygraph.cli.app import JsonOption, app, console, friendly_errors, plain, print_json
 from waygraph.cli.run_cmds import StoreOption
+from waygraph.durations import parse_duration
 from waygraph.errors import InputError
 
 if TYPE_CHECKING:
     from waygraph.learning.stats import PlanStats, Statistics
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a duration such as ``30m``, ``12h``, ``7d`` or ``2w``.
-
-    Example:
-        >>> parse_duration("12h"), parse_duration("30m")
-        (43200.0, 1800.0)
-        >>> parse_duration("soon")
-        Traceback (most recent call last):
-        ...
-        waygraph.errors.InputError: --since 'soon' is not a duration: use a number and a unit \
-(s, m, h, d, w), e.g. 30m, 12h or 7d
-    """
-    found = _DURATION.fullmatch(text)
-    if found is None or float(found.group(1)) <= 0:
-        raise InputError(
-            f"--since {text!r} is not a duration: use a number and a unit "
-            "(s, m, h, d, w), e.g. 30m, 12h or 7d"
-        )
-    return float(found.group(1)) * _UNITS[found.group(2)]
 
 
 @app.command("stats")

@@ -14,8 +14,10 @@ from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 
 from waygraph import __version__
+from waygraph.durations import PATTERN as DURATION_PATTERN
+from waygraph.learning.stats import Statistics
 from waygraph.server import session_plans
-from waygraph.server.errors import responses
+from waygraph.server.errors import ApiError, responses
 from waygraph.server.live import session_stream
 from waygraph.server.models import (
     ID_PATTERN,
@@ -115,6 +117,36 @@ def _drawing(text: str, fmt: str) -> Response:
     if fmt == "mermaid":
         return PlainTextResponse(text)
     return Response(text, media_type="image/svg+xml")
+
+
+@router.get("/stats", response_model=Statistics, responses=responses(401, 404, 422), tags=["plans"])
+def stats(
+    request: Request,
+    plan: Annotated[
+        str | None, Query(pattern=ID_PATTERN, description="Only this plan's runs.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        Query(
+            max_length=40,
+            # Documented, not enforced here: the service's refusal says what a duration is.
+            json_schema_extra={"pattern": DURATION_PATTERN},
+            description="Only runs finished in the last DURATION: a number and a unit "
+            "(s, m, h, d, w), e.g. 30m, 12h, 7d. Left out: every run.",
+        ),
+    ] = None,
+) -> Statistics:
+    """Statistics of the stored guided runs, as ``waygraph stats --json`` gives them.
+
+    Per plan: outcomes and shares, median turns and tool results, the trend,
+    per-node failures; and the suspected false activations. A ``plan`` with
+    no runs in the period is a 404, as the CLI refuses it.
+    """
+    service = _service(request)
+    found = service.statistics(plan, since)
+    if plan is not None and not found.plans:
+        raise ApiError(404, "runs_not_found", service.no_runs(plan, since))
+    return found
 
 
 @router.post("/match", response_model=MatchResponse, responses=responses(400, 401, 413, 415, 422))

@@ -53,7 +53,11 @@ def page(title: str, body: str, *, active: str, store: str, data: Mapping[str, A
     attrs = "".join(f' data-{k}="{e(v)}"' for k, v in data.items())
     nav = "".join(
         f'<a href="{href}"{" class=active" if key == active else ""}>{label}</a>'
-        for key, href, label in (("sessions", "/", "Sessions"), ("plans", "/plans", "Plans"))
+        for key, href, label in (
+            ("sessions", "/", "Sessions"),
+            ("plans", "/plans", "Plans"),
+            ("stats", "/stats", "Statistics"),
+        )
     )
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
@@ -400,8 +404,11 @@ def plans_page(plans: list[dict[str, Any]]) -> str:
     )
 
 
-def plan_page(plan: Plan, drawing: str, *, stored: bool = False) -> str:
-    """One plan: its facts, drawing and nodes; ``stored`` when it came from the store."""
+def plan_page(plan: Plan, drawing: str, *, stored: bool = False, statistics: str = "") -> str:
+    """One plan: its facts, drawing and nodes; ``stored`` when it came from the store.
+
+    ``statistics``: the section of its runs' figures (``stats_page.plan_section``), last.
+    """
     from waygraph.draw import predicate_label
 
     rows = "".join(
@@ -435,7 +442,7 @@ def plan_page(plan: Plan, drawing: str, *, stored: bool = False) -> str:
         # Full width: five columns with predicate labels do not fit the 360 px aside.
         "<section class=card><h2>Nodes</h2><table class='records nodes'><thead><tr><th>Id</th>"
         "<th>Type</th><th>Name</th><th>Verify</th><th class=num>Retries</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table></section>"
+        f"<tbody>{rows}</tbody></table></section>{statistics}"
     )
 
 

@@ -1,4 +1,4 @@
-"""The dashboard's pages: sessions (``/``), one session, plans, one plan.
+"""The dashboard's pages: sessions (``/``), one session, plans, one plan, statistics.
 
 Pages are rendered on the server (they work without JavaScript); the small
 script in ``static/dashboard.js`` keeps them live. Page routes are left out
@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from waygraph.server import html, session_plans
+from waygraph.server import html, session_plans, stats_page
 from waygraph.server.errors import ApiError
 from waygraph.server.models import ID_PATTERN, SEARCH_PATTERN
 from waygraph.server.service import MAX_OFFSET, PAGE_ROWS, Service
@@ -91,16 +91,55 @@ def plans(request: Request) -> HTMLResponse:
     return _render(request, "Plans", html.plans_page(service.plans()), "plans", page="plans")
 
 
+Since = Annotated[str | None, Query(max_length=40)]
+
+
 @router.get("/plans/{plan_id}")
-def plan(request: Request, plan_id: str) -> HTMLResponse:
+def plan(request: Request, plan_id: str, since: Since = None) -> HTMLResponse:
     service: Service = request.app.state.service
     try:
         found = service.plan(plan_id)
     except ApiError as exc:
         return _missing(request, exc, "plans")
     stored = service.navigator.library.get(plan_id) is None
-    body = html.plan_page(found, service.drawing(plan_id=plan_id), stored=stored)
-    return _render(request, found.title, body, "plans", page="plan")
+    status = 200
+    try:
+        stats = service.statistics(plan_id, since).plans
+        section = stats_page.plan_section(
+            plan_id,
+            stats[0] if stats else None,
+            service.heat_drawing(stats[0]) if stats else None,
+            since=since,
+        )
+    except ApiError as exc:  # a bad period: the plan is shown, the section says why
+        status = exc.status
+        section = stats_page.plan_section(plan_id, None, None, since=since, problem=exc.message)
+    body = html.plan_page(
+        found, service.drawing(plan_id=plan_id), stored=stored, statistics=section
+    )
+    response = _render(request, found.title, body, "plans", page="plan")
+    response.status_code = status
+    return response
+
+
+@router.get("/stats")
+def stats(
+    request: Request,
+    plan: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+    since: Since = None,
+) -> HTMLResponse:
+    service: Service = request.app.state.service
+    found, problem, status = None, None, 200
+    try:
+        found = service.statistics(plan, since)
+    except ApiError as exc:
+        problem, status = exc.message, exc.status
+    if found is not None and plan is not None and not found.plans:
+        problem = service.no_runs(plan, since)
+    body = stats_page.stats_page(found, plan=plan, since=since, problem=problem)
+    response = _render(request, "Statistics", body, "stats", page="stats")
+    response.status_code = status
+    return response
 
 
 @router.get("/session-plans/{session_id}")

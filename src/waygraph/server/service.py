@@ -13,15 +13,18 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from waygraph.describe import record_row
 from waygraph.draw import to_mermaid
-from waygraph.errors import WaygraphError
+from waygraph.durations import parse_duration
+from waygraph.errors import InputError, WaygraphError
 from waygraph.events.context import KIND as EVENT_PLAN_KIND
 from waygraph.events.statemachine import to_plan, validate_state_machine
 from waygraph.formats.json_library import plan_to_data, plans_from_data
+from waygraph.learning.stats import PlanStats, Statistics, plan_stats
 from waygraph.match import Matcher
 from waygraph.model import Plan
 from waygraph.navigator import Navigator
@@ -319,3 +322,34 @@ class Service:
         else:
             plan = self.plan(plan_id or "")
         return to_mermaid(plan, state=state) if fmt == "mermaid" else to_svg(plan, state=state)
+
+    # ------------------------------------------------------------ statistics
+
+    def statistics(self, plan: str | None = None, since: str | None = None) -> Statistics:
+        """``waygraph stats --json``'s figures, over the runs finished in the last ``since``.
+
+        ``since`` is a duration such as ``30m``, ``12h`` or ``7d`` (None: every
+        run); one that is not is a 422 naming the field.
+        """
+        now = time.time()
+        try:
+            seconds = None if since is None else parse_duration(since, name="since")
+        except InputError as exc:
+            raise ApiError(422, "invalid_request", str(exc)) from None
+        start = None if seconds is None else max(0.0, now - seconds)
+        return plan_stats(self.store, plan=plan, since=start, now=now)
+
+    def no_runs(self, plan: str, since: str | None) -> str:
+        """Why one plan has no statistics, in the words of ``waygraph stats --plan``."""
+        others = sorted({name for (name, _, _) in self.store.run_tallies().runs})
+        hint = f"plans with runs: {', '.join(others)}" if others else "the store has no runs"
+        period = "" if since is None else f" in the last {since}"
+        return f"no finished or running runs of plan {plan!r}{period}; {hint}"
+
+    def heat_drawing(self, stats: PlanStats) -> str | None:
+        """The plan drawn with each judged node filled by its failure rate (None: no plan)."""
+        try:
+            plan = self.plan(stats.plan)
+        except ApiError:
+            return None
+        return to_svg(plan, heat={n.node: n.failure_rate for n in stats.nodes if n.attempts})
