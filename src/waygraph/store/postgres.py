@@ -53,12 +53,12 @@ from waygraph.store.base import (
     read_record,
     redact_url,
 )
-from waygraph.store.rows import RowPage, check_rows, rows_sql
+from waygraph.store.rows import RowPage, check_rows, latest_sql, rows_sql
 from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Schema 2 renamed the run kinds (waygraph.model.record): tables of schema 1
 #: get the new names, and event runs their plan id in ``plan``, on open;
@@ -67,6 +67,13 @@ _RENAME_KINDS = (
     "UPDATE records SET kind = 'guided' WHERE kind = 'run'",
     "UPDATE records SET kind = 'event', plan = data->>'plan_id' WHERE kind = 'plan_context'",
 )
+
+_FILL_LATEST, _MOVE_LATEST = latest_sql("%s", collate=' COLLATE "C"')
+# Two commits moving a session's flag at once would each miss the other's
+# row (READ COMMITTED): a transaction first takes a lock per session and
+# kind it writes, in one order, before any row lock, so they queue instead
+# (and never deadlock on each other's locks).
+_LATEST_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))"
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -86,7 +93,8 @@ _TABLES = (
         plan text,
         correlation_ids text[] NOT NULL,
         last_seq bigint NOT NULL,
-        updated_at double precision NOT NULL
+        updated_at double precision NOT NULL,
+        latest integer NOT NULL DEFAULT 0
     )""",
     "CREATE INDEX IF NOT EXISTS records_session ON records (session)",
     "CREATE INDEX IF NOT EXISTS records_status ON records (status)",
@@ -96,6 +104,9 @@ _TABLES = (
     # The sessions table (session_rows): its newer-record probe reads only this.
     "CREATE INDEX IF NOT EXISTS records_rows"
     ' ON records (session, kind, updated_at, key COLLATE "C", status, plan)',
+    # Schema 4: the rows are the records flagged latest (rows.latest_sql);
+    # the counts per status read this index alone.
+    "CREATE INDEX IF NOT EXISTS records_latest ON records (latest, status, kind)",
     """CREATE TABLE IF NOT EXISTS record_correlations (
         correlation_id text NOT NULL,
         key text NOT NULL,
@@ -123,13 +134,13 @@ _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_
 # would turn 1e308 into an integer and refuse \u0000).
 _INSERT = (
     "INSERT INTO records (key, kind, data, version, session, status, plan, correlation_ids,"
-    " last_seq, updated_at) VALUES (%s, %s, %s::json, 1, %s, %s, %s, %s, %s, %s)"
+    " last_seq, updated_at, latest) VALUES (%s, %s, %s::json, 1, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT (key) DO NOTHING"
 )
 _UPDATE = (
     "UPDATE records SET kind = %s, data = %s::json, version = version + 1, session = %s,"
     " status = %s, plan = %s, correlation_ids = %s, last_seq = last_seq + %s, updated_at = %s"
-    " WHERE key = %s AND version = %s RETURNING version, last_seq"
+    " WHERE key = %s AND version = %s RETURNING version, last_seq, latest"
 )
 
 
@@ -250,7 +261,7 @@ class PostgresStore(Store):
 
     def _ensure_schema(self, conn: psycopg.Connection[Any]) -> None:
         # records_rows came after schema 1; tables made before it get it on open.
-        if self._schema_version(conn) == SCHEMA_VERSION and self._has_rows_index(conn):
+        if self._schema_version(conn) == SCHEMA_VERSION and self._has_latest_index(conn):
             return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
@@ -267,6 +278,14 @@ class PostgresStore(Store):
                     f"{self.url}: the tables have schema version {found}, newer than the "
                     f"{SCHEMA_VERSION} this waygraph reads; upgrade waygraph"
                 )
+            if found is not None and found < 4:
+                exists = conn.execute("SELECT to_regclass('records')").fetchone()
+                if exists is not None and exists[0] is not None:
+                    conn.execute(
+                        "ALTER TABLE records ADD COLUMN IF NOT EXISTS latest integer"
+                        " NOT NULL DEFAULT 0"
+                    )
+                    conn.execute(_FILL_LATEST)
             for statement in _TABLES:
                 conn.execute(statement)
             if found is not None and found < 2:
@@ -282,9 +301,12 @@ class PostgresStore(Store):
             )
 
     @staticmethod
-    def _has_rows_index(conn: psycopg.Connection[Any]) -> bool:
-        found = conn.execute("SELECT to_regclass('records_rows')").fetchone()
-        return found is not None and found[0] is not None
+    def _has_latest_index(conn: psycopg.Connection[Any]) -> bool:
+        # Both sessions-table indexes (records_rows came after schema 1 without a bump).
+        found = conn.execute(
+            "SELECT to_regclass('records_rows'), to_regclass('records_latest')"
+        ).fetchone()
+        return found is not None and None not in found
 
     @staticmethod
     def _schema_version(conn: psycopg.Connection[Any]) -> int | None:
@@ -316,6 +338,8 @@ class PostgresStore(Store):
             self._pool.connection() as conn,
             conn.transaction(),
         ):
+            for session, kind in sorted({(c.session, c.kind) for c in commits if c.session}):
+                conn.execute(_LATEST_LOCK, (session, kind))
             times: list[float] = []  # each commit's store time, for the statistics
             versions = [self._apply(conn, c, times) for c in commits]
             count_commits(commits, times, *runners(conn), "%s")
@@ -331,12 +355,13 @@ class PostgresStore(Store):
         n = len(c.events)
         now = self._now()
         if c.expected_version == 0:
+            alone = 1 if c.session is None else 0  # a record without a session is a row
             cur = conn.execute(
-                _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now)
+                _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now, alone)
             )
             if cur.rowcount == 0:
                 raise conflict(self.url, key, 0, self._version(conn, key))
-            version, last_seq = 1, n
+            version, last_seq, latest = 1, n, alone
         else:
             row = conn.execute(
                 _UPDATE,
@@ -355,7 +380,13 @@ class PostgresStore(Store):
             ).fetchone()
             if row is None:
                 raise conflict(self.url, key, c.expected_version, self._version(conn, key))
-            version, last_seq = row
+            version, last_seq, latest = row
+        if not latest:
+            # Committed last, the record is its session's row of its kind now.
+            if c.session is None:
+                conn.execute("UPDATE records SET latest = 1 WHERE key = %s", (key,))
+            else:
+                conn.execute(_MOVE_LATEST, (key, c.session, c.kind, key))
         with conn.cursor() as cur:
             for statement, params in commit_writes(c, last_seq, "%s", json_cast="::json"):
                 cur.executemany(statement, params)
@@ -447,7 +478,6 @@ class PostgresStore(Store):
             plan=plan,
             search=search,
             exclude_kinds=exclude_kinds,
-            collate=' COLLATE "C"',
         )
         page_sql = f"SELECT {_RECORD_COLUMNS} FROM ({rows}) AS rows"
         page_params = list(params)

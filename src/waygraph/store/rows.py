@@ -28,7 +28,15 @@ from waygraph.model.record import kind_names
 if TYPE_CHECKING:
     from waygraph.store.base import Store, StoredRecord
 
-__all__ = ["RowPage", "check_rows", "like_pattern", "matches", "rows_by_listing", "rows_sql"]
+__all__ = [
+    "RowPage",
+    "check_rows",
+    "latest_sql",
+    "like_pattern",
+    "matches",
+    "rows_by_listing",
+    "rows_sql",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,24 +132,19 @@ def rows_sql(
     plan: str | None,
     search: str | None,
     exclude_kinds: Sequence[str],
-    collate: str = "",
-    probe_index: str = "",
     scan_index: str = "",
     columns: str = "r.*",
 ) -> tuple[str, list[Any]]:
     """The SQL stores' query of every row (before status, order and paging), and its parameters.
 
-    A record is a row when no record of its session and kind is newer (the
-    same ordering as ``list``: later ``updated_at``, then smaller key). The
-    newer-record probe walks the ``session`` index, whose entries per
-    session are few, so a page costs the rows it reads, not the store's
-    size. ``mark`` is the driver's parameter mark; ``like`` its
-    case-insensitive LIKE (``LIKE`` in SQLite, ``ILIKE`` in PostgreSQL);
-    ``collate`` follows key comparisons (PostgreSQL orders keys ``COLLATE "C"``);
-    ``probe_index`` and ``scan_index`` pin the indexes the probe and the
-    scan read (SQLite, left to itself, probes through the ``kind`` index and
-    reads every run per row: minutes at 10,000 runs); with a covering index
-    and ``columns`` naming only indexed columns, no record's data is read.
+    A record is a row when its ``latest`` flag is set: the store keeps it on
+    the record of each session and kind that was committed last
+    (:func:`latest_sql`), and on every record without a session. So a page
+    reads its own rows and the count one index, never a probe per row.
+    ``mark`` is the driver's parameter mark; ``like`` its case-insensitive
+    LIKE (``LIKE`` in SQLite, ``ILIKE`` in PostgreSQL); ``scan_index`` pins
+    the index the scan reads (SQLite); with a covering index and ``columns``
+    naming only indexed columns, no record's data is read.
 
     Example:
         >>> sql, params = rows_sql("?", like="LIKE", kind=None, plan="p", search=None,
@@ -149,12 +152,7 @@ def rows_sql(
         >>> params
         ['plan', 'p']
     """
-    newer = (
-        f"SELECT 1 FROM records n{probe_index} WHERE n.session = r.session AND n.kind = r.kind"
-        " AND (n.updated_at > r.updated_at"
-        f" OR (n.updated_at = r.updated_at AND n.key{collate} < r.key{collate}))"
-    )
-    where: list[str] = []
+    where: list[str] = ["r.latest = 1"]
     params: list[Any] = []
     if exclude_kinds:
         where.append(f"r.kind NOT IN ({', '.join(mark for _ in exclude_kinds)})")
@@ -173,6 +171,36 @@ def rows_sql(
             + ")"
         )
         params.extend([like_pattern(search)] * 3)
-    # Last, so the cheap filters above spare most rows the probe.
-    where.append(f"(r.session IS NULL OR NOT EXISTS ({newer}))")
     return f"SELECT {columns} FROM records r{scan_index} WHERE " + " AND ".join(where), params
+
+
+def latest_sql(mark: str, *, collate: str = "") -> tuple[str, str]:
+    """The two statements that keep the ``latest`` flag (see :func:`rows_sql`).
+
+    The first, run once when a store's tables get the flag, sets it on each
+    session's newest record per kind (later ``updated_at``, then smaller key,
+    as ``list`` orders them) and on every record without a session. The
+    second, run in a commit whose record (parameters: key, session, kind,
+    key) did not carry the flag, moves it there from the session's other
+    record of that kind. A running run's turn commits the record that
+    already has it, so it pays neither.
+
+    Example:
+        >>> fill, move = latest_sql("?")
+        >>> move.startswith("UPDATE records SET latest = CASE WHEN key = ?")
+        True
+    """
+    newer = (
+        "SELECT 1 FROM records n WHERE n.session = records.session AND n.kind = records.kind"
+        " AND (n.updated_at > records.updated_at OR (n.updated_at = records.updated_at"
+        f" AND n.key{collate} < records.key{collate}))"
+    )
+    fill = (
+        "UPDATE records SET latest = CASE WHEN session IS NULL OR NOT EXISTS"
+        f" ({newer}) THEN 1 ELSE 0 END"
+    )
+    move = (
+        f"UPDATE records SET latest = CASE WHEN key = {mark} THEN 1 ELSE 0 END"
+        f" WHERE session = {mark} AND kind = {mark} AND (latest = 1 OR key = {mark})"
+    )
+    return fill, move

@@ -48,14 +48,14 @@ from waygraph.store.base import (
     paging,
     read_record,
 )
-from waygraph.store.rows import RowPage, check_rows, rows_sql
+from waygraph.store.rows import RowPage, check_rows, latest_sql, rows_sql
 from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 #: Bumped whenever the tables change; ``meta.schema_version`` records it so a
 #: later waygraph can migrate old files and an old one refuses newer files.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Schema 2 renamed the run kinds (waygraph.model.record): records of
 #: schema 1 get the new names, and event runs their plan id in ``plan``, when
@@ -76,6 +76,13 @@ ROWS_INDEX = (
     " ON records (session, kind, updated_at, key, status, plan)"
 )
 
+#: Schema 4: the sessions table's rows are the records flagged ``latest``
+#: (waygraph.store.rows.latest_sql). The counts per status read this index
+#: alone, in status order; it changes only when a row's status does or the
+#: flag moves, so a running run's turn leaves it as it is.
+LATEST_INDEX = "CREATE INDEX IF NOT EXISTS records_latest ON records (latest, status, kind)"
+_FILL_LATEST, _MOVE_LATEST = latest_sql("?")
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS records (
@@ -88,7 +95,8 @@ _SCHEMA = (
         plan TEXT,
         correlation_ids TEXT NOT NULL,
         last_seq INTEGER NOT NULL,
-        updated_at REAL NOT NULL
+        updated_at REAL NOT NULL,
+        latest INTEGER NOT NULL DEFAULT 0
     )""",
     "CREATE INDEX IF NOT EXISTS records_session ON records (session)",
     "CREATE INDEX IF NOT EXISTS records_status ON records (status)",
@@ -96,6 +104,7 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS records_kind ON records (kind)",
     "CREATE INDEX IF NOT EXISTS records_updated_at ON records (updated_at)",
     ROWS_INDEX,
+    LATEST_INDEX,
     # WITHOUT ROWID: these rows are small and always found by their primary
     # key, so the key index can hold the row itself.
     """CREATE TABLE IF NOT EXISTS record_correlations (
@@ -122,12 +131,13 @@ _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_
 
 _INSERT = (
     "INSERT INTO records (key, kind, data, version, session, status, plan, correlation_ids,"
-    " last_seq, updated_at) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING"
+    " last_seq, updated_at, latest) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (key) DO NOTHING"
 )
 _UPDATE = (
     "UPDATE records SET kind = ?, data = ?, version = version + 1, session = ?, status = ?,"
     " plan = ?, correlation_ids = ?, last_seq = last_seq + ?, updated_at = ?"
-    " WHERE key = ? AND version = ? RETURNING version, last_seq"
+    " WHERE key = ? AND version = ? RETURNING version, last_seq, latest"
 )
 
 
@@ -231,7 +241,7 @@ class SQLiteStore(Store):
     def _ensure_schema(self, conn: sqlite3.Connection) -> None:
         # The common case (an existing, current file) needs one read and no
         # write lock, so opening many stores at once does not queue.
-        if self._schema_version(conn) == SCHEMA_VERSION and self._has_rows_index(conn):
+        if self._schema_version(conn) == SCHEMA_VERSION and self._has_latest_index(conn):
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -241,6 +251,9 @@ class SQLiteStore(Store):
                     f"{self.url}: {self.path} has schema version {found}, newer than the "
                     f"{SCHEMA_VERSION} this waygraph reads; upgrade waygraph"
                 )
+            if found is not None and found < 4 and not self._has_latest_column(conn):
+                conn.execute("ALTER TABLE records ADD COLUMN latest INTEGER NOT NULL DEFAULT 0")
+                conn.execute(_FILL_LATEST)
             for statement in _SCHEMA:
                 conn.execute(statement)
             if found is not None and found < 2:
@@ -261,11 +274,17 @@ class SQLiteStore(Store):
             raise
 
     @staticmethod
-    def _has_rows_index(conn: sqlite3.Connection) -> bool:
-        found = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'records_rows'"
+    def _has_latest_index(conn: sqlite3.Connection) -> bool:
+        # Both sessions-table indexes (records_rows came after schema 1 without a bump).
+        (found,) = conn.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index'"
+            " AND name IN ('records_rows', 'records_latest')"
         ).fetchone()
-        return found is not None
+        return bool(found == 2)
+
+    @staticmethod
+    def _has_latest_column(conn: sqlite3.Connection) -> bool:
+        return any(row[1] == "latest" for row in conn.execute("PRAGMA table_info(records)"))
 
     @staticmethod
     def _schema_version(conn: sqlite3.Connection) -> int | None:
@@ -323,12 +342,13 @@ class SQLiteStore(Store):
         n = len(c.events)
         now = self._clock()
         if c.expected_version == 0:
+            alone = 1 if c.session is None else 0  # a record without a session is a row
             cur = conn.execute(
-                _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now)
+                _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now, alone)
             )
             if cur.rowcount == 0:
                 raise conflict(self.url, key, 0, self._version(conn, key))
-            version, last_seq = 1, n
+            version, last_seq, latest = 1, n, alone
         else:
             rows = conn.execute(
                 _UPDATE,
@@ -347,7 +367,13 @@ class SQLiteStore(Store):
             ).fetchall()
             if not rows:
                 raise conflict(self.url, key, c.expected_version, self._version(conn, key))
-            version, last_seq = rows[0]
+            version, last_seq, latest = rows[0]
+        if not latest:
+            # Committed last, the record is its session's row of its kind now.
+            if c.session is None:
+                conn.execute("UPDATE records SET latest = 1 WHERE key = ?", (key,))
+            else:
+                conn.execute(_MOVE_LATEST, (key, c.session, c.kind, key))
         for statement, params in commit_writes(c, last_seq, "?"):
             conn.executemany(statement, params)
         times.append(now)
@@ -419,7 +445,12 @@ class SQLiteStore(Store):
     ) -> RowPage:
         check_rows(offset, limit)
 
-        def query(scan_index: str) -> tuple[str, list[Any]]:
+        # The rows are the records flagged latest. The count reads them from
+        # their index alone; a page walks the records newest first, keeps the
+        # flagged ones and stops once it has its rows (in a fleet the newest
+        # records are nearly all rows); a search or a plan filter, whose
+        # rows are few and far apart, reads them from the flag's index.
+        def query(index: str, columns: str) -> tuple[str, list[Any]]:
             return rows_sql(
                 "?",
                 like="LIKE",
@@ -427,16 +458,16 @@ class SQLiteStore(Store):
                 plan=plan,
                 search=search,
                 exclude_kinds=exclude_kinds,
-                probe_index=" INDEXED BY records_rows",
-                scan_index=scan_index,
-                columns="r.key, r.status, r.updated_at",
+                scan_index=f" INDEXED BY {index}",
+                columns=columns,
             )
 
-        # The count reads every row from the covering index. A page walks the
-        # records newest first and stops once it has its rows; a search, whose
-        # rows are few and far apart, sorts its matches from the index instead.
-        rows, params = query(" INDEXED BY records_rows")
-        newest, page_params = query(" INDEXED BY records_" + ("rows" if search else "updated_at"))
+        narrow = search is None and plan is None
+        rows, params = query("records_latest", "r.status")
+        newest, page_params = query(
+            "records_updated_at" if narrow else "records_latest",
+            "r.key, r.status, r.updated_at",
+        )
         keys_sql = f"SELECT key FROM ({newest})"
         if status is not None:
             keys_sql += " WHERE status = ?"
