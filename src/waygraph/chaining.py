@@ -9,7 +9,6 @@ plans").
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -46,16 +45,7 @@ def start_next_plan(
         log.warning("plan %r names next_plan %r, which is not in the library", plan.id, target)
         return None
     nxt = nav.library[target]
-    nxt_version = nav.versions.current[nxt.id]
-    nav.versions.remember(nxt, nxt_version)
-    new_run, new_events = engine.start(
-        nxt,
-        run_id=f"run_{uuid.uuid4().hex[:16]}",
-        turn=turn_no,
-        session_id=run.session_id,
-        plan_version=nxt_version,
-        after=run.run_id,
-    )
+    new_run, new_events = nav._begin(nxt, session_id=run.session_id, turn=turn_no, after=run.run_id)
     old_record = engine.to_record(plan, run)
     new_record = engine.to_record(nxt, new_run)
     versions = nav.store.commit_all(

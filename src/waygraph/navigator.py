@@ -359,14 +359,10 @@ class Navigator:
         if best is None:
             return None
         plan = self.library[best.plan_id]
-        version = self.versions.current[plan.id]
-        self.versions.remember(plan, version)
-        run, events = engine.start(
+        run, events = self._begin(
             plan,
-            run_id=f"run_{uuid.uuid4().hex[:16]}",
-            turn=turn_no,
             session_id=session_id,
-            plan_version=version,
+            turn=turn_no,
             triggers=list(best.hits),
             score=best.score,
             # What activated the plan: `waygraph tune` weighs triggers against
@@ -377,6 +373,25 @@ class Navigator:
         )
         record = self._commit(run, plan, 0, events, new=True)
         return plan, run, events, record
+
+    def _begin(
+        self, plan: Plan, *, session_id: str | None, turn: int, **activation: Any
+    ) -> engine.Result:
+        """A new run of the library's current version of ``plan``, that version kept in the store.
+
+        Every way a run starts (a matched message, a plan by id, a chained
+        plan) goes through here, so each run can find the plan it started with.
+        """
+        version = self.versions.current[plan.id]
+        self.versions.remember(plan, version)
+        return engine.start(
+            plan,
+            run_id=f"run_{uuid.uuid4().hex[:16]}",
+            turn=turn,
+            session_id=session_id,
+            plan_version=version,
+            **activation,
+        )
 
     def _commit(
         self,
@@ -418,8 +433,6 @@ class Navigator:
         """
         check_turn(session_id, None, None, None, None, None, None, None)
         plan = self.library[plan_id]
-        version = self.versions.current[plan.id]
-        self.versions.remember(plan, version)
         self._cache.pop(session_id, None)
 
         def attempt() -> Guidance:
@@ -438,14 +451,7 @@ class Navigator:
                 old, aborted = engine.abort(old_plan, old, turn=old.turn, reason=reason)
                 if aborted:
                     writes.append(run_write(old, old_plan, stored.version, aborted, new=False))
-            run, events = engine.start(
-                plan,
-                run_id=f"run_{uuid.uuid4().hex[:16]}",
-                turn=turn_no,
-                session_id=session_id,
-                plan_version=version,
-                started_by="id",
-            )
+            run, events = self._begin(plan, session_id=session_id, turn=turn_no, started_by="id")
             writes.append(run_write(run, plan, 0, events, new=True))
             self._cached(run, self.store.commit_all(writes)[-1])
             return Guidance(
