@@ -67,12 +67,14 @@ def _pct(share: float) -> str:
 
 
 def _print(found: Statistics) -> None:
+    from waygraph.learning.stats import TABLE_OUTCOMES
+
     if not found.plans:
         console.print("No guided runs in the store" + (" in the period." if found.since else "."))
         return
     period = f"since {_when(found.since)} UTC" if found.since is not None else "all runs"
     table = Table(title=f"Plans ({plain(period)})")
-    for column in ("plan", "runs", "completed", "escalated", "expired", "aborted", "running"):
+    for column in ("plan", "runs", *TABLE_OUTCOMES, "running"):
         table.add_column(column, justify="left" if column == "plan" else "right")
     table.add_column("median turns", justify="right")
     table.add_column("median results", justify="right")
@@ -80,7 +82,7 @@ def _print(found: Statistics) -> None:
         table.add_row(
             plain(p.plan),
             str(p.runs),
-            *(plain(f"{p.counts[o]} ({_pct(p.shares[o])})") for o in _SHOWN),
+            *(plain(f"{p.counts[o]} ({_pct(p.shares[o])})") for o in TABLE_OUTCOMES),
             str(p.running),
             _number(p.median_turns),
             _number(p.median_tool_results),
@@ -106,9 +108,6 @@ def _print(found: Statistics) -> None:
                 plain(a.message or "(not recorded)"),
             )
         console.print(acts)
-
-
-_SHOWN = ("completed", "escalated", "expired", "aborted")
 
 
 def _number(value: float | None) -> str:

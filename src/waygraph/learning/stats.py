@@ -28,6 +28,7 @@ from waygraph.store.stats import MINUTE, NODE_FIELDS, Tallies, minute_of
 
 __all__ = [
     "OUTCOMES",
+    "TABLE_OUTCOMES",
     "Bucket",
     "FailingOutput",
     "FalseActivationStats",
@@ -39,6 +40,8 @@ __all__ = [
 
 #: The outcomes counted and shared, in display order; ``running`` is counted beside them.
 OUTCOMES = ("completed", "escalated", "expired", "aborted", "failed")
+#: The outcomes tables give a column each (a guided run rarely fails: ``failed`` is in the JSON).
+TABLE_OUTCOMES = OUTCOMES[:4]
 #: Failing outputs listed per node.
 TOP_OUTPUTS = 5
 #: Buckets the period is split into for the trend.

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from urllib.parse import quote, urlencode
 
 from waygraph.describe import ago
-from waygraph.learning.stats import NodeStats, PlanStats, Statistics
+from waygraph.learning.stats import TABLE_OUTCOMES, NodeStats, PlanStats, Statistics
 from waygraph.server.charts import (
     heat_legend,
     outcome_chart,
@@ -35,7 +35,6 @@ __all__ = ["PERIODS", "plan_section", "plan_stats_url", "stats_page", "stats_url
 #: The periods offered as chips (None: every run); any other ``?since=`` works too.
 PERIODS: tuple[str | None, ...] = (None, "1h", "24h", "7d", "30d")
 #: The outcomes given a column, as in ``waygraph stats`` (``failed`` shows in the chart).
-SHOWN = ("completed", "escalated", "expired", "aborted")
 
 
 def stats_url(plan: str | None, since: str | None) -> str:
@@ -74,7 +73,7 @@ def _plan_row(p: PlanStats, since: str | None) -> str:
     shares = "".join(
         f'<td class=num data-outcome="{o}">{p.counts[o]} '
         f"<span class=muted>({percent(p.shares[o])})</span></td>"
-        for o in SHOWN
+        for o in TABLE_OUTCOMES
     )
     return (
         f'<tr data-plan="{e(p.plan)}"><td><a href="{e(stats_url(p.plan, since))}">'
@@ -88,7 +87,7 @@ def _plan_row(p: PlanStats, since: str | None) -> str:
 
 
 def _plans_table(found: Statistics, since: str | None) -> str:
-    heads = "".join(f"<th class=num>{o.capitalize()}</th>" for o in SHOWN)
+    heads = "".join(f"<th class=num>{o.capitalize()}</th>" for o in TABLE_OUTCOMES)
     rows = "".join(_plan_row(p, since) for p in found.plans)
     return (
         "<section class=card><h2>Plans</h2><div class=scroll><table class='records stats'>"
@@ -239,7 +238,9 @@ def plan_section(
     if problem is not None or stats is None:
         words = problem or "No finished or running runs of this plan in the period."
         return head + f"<p class=empty id=plan-stats-empty>{e(words)}</p></section>"
-    shares = ", ".join(f"{percent(stats.shares[o])} {o}" for o in SHOWN if stats.counts.get(o))
+    shares = ", ".join(
+        f"{percent(stats.shares[o])} {o}" for o in TABLE_OUTCOMES if stats.counts.get(o)
+    )
     summary = (
         f"<p id=plan-stats-summary>{stats.runs} finished run{'' if stats.runs == 1 else 's'}"
         + (f": {e(shares)}" if shares else "")
