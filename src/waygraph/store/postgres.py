@@ -53,7 +53,7 @@ from waygraph.store.base import (
     read_record,
     redact_url,
 )
-from waygraph.store.rows import RowPage, check_rows, latest_sql, rows_sql
+from waygraph.store.rows import RowPage, check_rows, keep_latest, latest_sql, rows_sql
 from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
@@ -381,12 +381,16 @@ class PostgresStore(Store):
             if row is None:
                 raise conflict(self.url, key, c.expected_version, self._version(conn, key))
             version, last_seq, latest = row
-        if not latest:
-            # Committed last, the record is its session's row of its kind now.
-            if c.session is None:
-                conn.execute("UPDATE records SET latest = 1 WHERE key = %s", (key,))
-            else:
-                conn.execute(_MOVE_LATEST, (key, c.session, c.kind, key))
+        # Committed last, the record is its session's row of its kind now.
+        keep_latest(
+            conn.execute,
+            _MOVE_LATEST,
+            "%s",
+            key=key,
+            session=c.session,
+            kind=c.kind,
+            flagged=bool(latest),
+        )
         with conn.cursor() as cur:
             for statement, params in commit_writes(c, last_seq, "%s", json_cast="::json"):
                 cur.executemany(statement, params)

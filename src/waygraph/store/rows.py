@@ -19,7 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RowPage",
     "check_rows",
+    "keep_latest",
     "latest_sql",
     "like_pattern",
     "matches",
@@ -172,6 +173,31 @@ def rows_sql(
         )
         params.extend([like_pattern(search)] * 3)
     return f"SELECT {columns} FROM records r{scan_index} WHERE " + " AND ".join(where), params
+
+
+def keep_latest(
+    execute: Callable[[str, Sequence[Any]], object],
+    move: str,
+    mark: str,
+    *,
+    key: str,
+    session: str | None,
+    kind: str,
+    flagged: bool,
+) -> None:
+    """Inside a commit's transaction: make ``key``, just written, its session's row.
+
+    ``flagged``: whether the record carries the ``latest`` flag already (what
+    the write returned); ``move`` is the second statement of
+    :func:`latest_sql` and ``execute`` the driver's. A record with the flag
+    costs nothing.
+    """
+    if flagged:
+        return
+    if session is None:
+        execute(f"UPDATE records SET latest = 1 WHERE key = {mark}", (key,))
+    else:
+        execute(move, (key, session, kind, key))
 
 
 def latest_sql(mark: str, *, collate: str = "") -> tuple[str, str]:

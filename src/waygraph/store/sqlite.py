@@ -48,7 +48,7 @@ from waygraph.store.base import (
     paging,
     read_record,
 )
-from waygraph.store.rows import RowPage, check_rows, latest_sql, rows_sql
+from waygraph.store.rows import RowPage, check_rows, keep_latest, latest_sql, rows_sql
 from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -368,12 +368,16 @@ class SQLiteStore(Store):
             if not rows:
                 raise conflict(self.url, key, c.expected_version, self._version(conn, key))
             version, last_seq, latest = rows[0]
-        if not latest:
-            # Committed last, the record is its session's row of its kind now.
-            if c.session is None:
-                conn.execute("UPDATE records SET latest = 1 WHERE key = ?", (key,))
-            else:
-                conn.execute(_MOVE_LATEST, (key, c.session, c.kind, key))
+        # Committed last, the record is its session's row of its kind now.
+        keep_latest(
+            conn.execute,
+            _MOVE_LATEST,
+            "?",
+            key=key,
+            session=c.session,
+            kind=c.kind,
+            flagged=bool(latest),
+        )
         for statement, params in commit_writes(c, last_seq, "?"):
             conn.executemany(statement, params)
         times.append(now)
