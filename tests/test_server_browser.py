@@ -314,7 +314,7 @@ def test_every_kind_of_run_is_drawn_and_told_on_its_page(server, browser, tmp_pa
     # The fourth kind: a session plan a model declares, drawn as it grows.
     from waygraph.sessions import SessionPlanner
 
-    planner = SessionPlanner(tmp_path / "ws", max_iterations=20)
+    planner = SessionPlanner(tmp_path / "ws", max_iterations=20, store=url)
     planner.on_user_message("chat-1", "Migrate the blog to Hugo")
     planner.after_model_reply("chat-1", "[Step] Export posts\n[Step] Convert\nExporting.", 1)
     planner.after_model_reply("chat-1", "Exported 12 posts. [done]", 1)
@@ -328,6 +328,18 @@ def test_every_kind_of_run_is_drawn_and_told_on_its_page(server, browser, tmp_pa
     assert (tmp_path / "session-plan.png").stat().st_size > 10_000
     planner.after_model_reply("chat-1", "[Step] Check the links", 1)
     page.wait_for_selector('g.node[data-node="step_3"]', timeout=15_000)  # reloaded by itself
+
+    # The same plan as a run record of kind session, on its session's page.
+    planner.close()
+    page.goto(f"{server}/sessions/chat-1")
+    page.wait_for_selector('g.node[data-node="step_3"]')
+    assert node_fill(page, "step_1") == DONE_FILL
+    assert node_fill(page, "step_2") == CURRENT_FILL
+    timeline = page.locator("#timeline").inner_text()
+    assert "Declared step_3: Check the links" in timeline and "{" not in timeline
+    assert page.locator("#f-node").inner_text() == "step_2: Convert"
+    page.screenshot(path=str(tmp_path / "session-record.png"), full_page=True)
+    assert (tmp_path / "session-record.png").stat().st_size > 10_000
 
 
 @pytest.mark.slow

@@ -133,6 +133,25 @@ _DAG_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
 }
 
 
+def _step_settled(ev: Mapping[str, Any]) -> str:
+    how = f" ({ev.get('completed_by')})" if ev.get("completed_by") else ""
+    said = f": {_excerpt(ev.get('result'))}" if ev.get("result") else ""
+    verb = "completed" if ev.get("type") == "step_completed" else "failed"
+    return f"Step {ev.get('node')} {verb}{how}{said}"
+
+
+#: Timeline words for a session plan's events (waygraph.sessions with a store).
+_SESSION_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "session_plan_started": lambda ev: f"Plan started for “{_excerpt(ev.get('goal'))}”",
+    "step_declared": lambda ev: f"Declared {ev.get('node')}: {_excerpt(ev.get('description'))}",
+    "step_completed": _step_settled,
+    "step_failed": _step_settled,
+    "step_reopened": lambda ev: f"Step {ev.get('node')} reopened (not done yet)",
+    "plan_paused": lambda ev: f"Paused at {ev.get('node')} (iteration limit)",
+    "plan_resumed": lambda ev: f"Resumed at {ev.get('node')}",
+}
+
+
 def describe_event(event: Mapping[str, Any]) -> str:
     """One line for a run's timeline (the dashboard's script words live events the same way).
 
@@ -179,6 +198,8 @@ def describe_event(event: Mapping[str, Any]) -> str:
         return f"{label}{at}" + (f": {reason}" if reason else "")
     if kind == "checkpoint_saved":
         return f"Checkpoint saved at {node}"
+    if kind in _SESSION_WORDS and (node is not None or kind not in _EVENT_PLAN_WORDS):
+        return _SESSION_WORDS[kind](event)
     if kind in _EVENT_PLAN_WORDS:
         return _EVENT_PLAN_WORDS[kind](event)
     if kind in _DAG_WORDS:

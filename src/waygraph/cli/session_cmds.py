@@ -360,6 +360,11 @@ def sessions_show(
         print_json(record.data)
     elif record.kind == "guided":
         _show_run(nav, record)
+    elif record.kind == "session":
+        from waygraph.sessions import render_summary
+
+        # A session plan's record is its plan.json and more: shown as the file is.
+        console.print(render_summary(record.data), markup=False)
     else:
         row = session_row(record, None)
         console.print(

@@ -288,6 +288,24 @@ def _dag_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def _session_plan_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A session plan (the model's own steps): its goal, step now, progress and iterations."""
+    plan = detail["run"]
+    node = plan.get("current_node")
+    step = next((s for s in plan.get("steps") or () if s.get("id") == node), None)
+    now = f"{node}: {step.get('description')}" if step else "—"
+    facts = [
+        ("Goal", f"<span>{e(plan.get('goal') or '—')}</span>"),
+        ("Current step", f"<span id=f-node>{e(now)}</span>"),
+        ("Progress", f"<span id=f-progress>{e(progress(plan))}</span>"),
+        ("Iterations", f"<span>{e(plan.get('iteration_count', '—'))}</span>"),
+        ("Plan", f"<span class=mono>{e(detail['key'])}</span>"),
+    ]
+    if plan.get("failure_reason"):
+        facts.append(("Failed", f"<span>{e(plan.get('failure_reason'))}</span>"))
+    return facts
+
+
 def _event_plan_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
     """An event-driven plan in words: its planner, goal, state, and what it waits for."""
     plan = detail["run"]
@@ -328,13 +346,9 @@ def session_page(
     run = detail["run"]
     session = detail["session_id"]
     kind = detail.get("kind")
-    facts = (
-        _event_plan_facts(detail)
-        if kind == "event"
-        else _dag_facts(detail)
-        if kind == "dag"
-        else _run_facts(detail)
-    )
+    facts = {"event": _event_plan_facts, "dag": _dag_facts, "session": _session_plan_facts}.get(
+        str(kind), _run_facts
+    )(detail)
     fact_html = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
     reason = run.get("reason")
     graph = (

@@ -31,6 +31,10 @@ from waygraph.navigator import Navigator
 from waygraph.planning._journal import KIND as DAG_KIND
 from waygraph.planning._journal import dag_view
 from waygraph.server.errors import ApiError
+from waygraph.sessions import session_view
+from waygraph.sessions import to_plan as session_plan
+from waygraph.sessions._records import KIND as SESSION_KIND
+from waygraph.sessions._records import context as session_context
 from waygraph.store import StoredRecord
 from waygraph.svg import to_svg
 from waygraph.tracing import latest_trace_id, trace_link
@@ -218,6 +222,8 @@ class Service:
                 context = self.navigator.context(session_id)
             except WaygraphError:
                 context = None  # a run of a plan no longer in the library
+        elif record.kind == SESSION_KIND:
+            context = session_context(record.data)
         trace_id = latest_trace_id(e.data for e in self.store.events(record.key))
         return {
             "session_id": session_id,
@@ -312,6 +318,8 @@ class Service:
                 plan, state = self._event_plan(record)
             elif record.kind == DAG_KIND:
                 plan, state = dag_view(self.store, record)
+            elif record.kind == SESSION_KIND:
+                plan, state = session_plan(record.data), session_view(record.data)
             if plan is None:
                 raise ApiError(
                     404,

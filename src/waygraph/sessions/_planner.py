@@ -21,6 +21,8 @@ from typing import Any
 
 from waygraph.errors import ConfigError
 from waygraph.sessions import _files, _render, _rules
+from waygraph.sessions._records import SessionRecords
+from waygraph.store import Store, open_store
 
 __all__ = ["SessionPlanner"]
 
@@ -79,7 +81,12 @@ class SessionPlanner:
     ``language``: ``"en"`` or ``"zh"`` fixes the language of every text
     waygraph writes; None (the default) takes it from the goal's script, then
     from the user's latest message, else English. ``clock``: returns
-    the current time (tests pass a fixed one).
+    the current time (tests pass a fixed one). ``store``: a store URL or
+    :class:`~waygraph.store.Store`; when given, every plan.json write is also
+    committed there as a run record of kind ``session`` with the events of
+    the change, so ``waygraph sessions`` and the dashboard show the plan like
+    any other run (plan.json stays what the hooks read; a store that fails is
+    logged and caught up by the next write).
 
     Example:
         >>> import tempfile
@@ -103,6 +110,7 @@ class SessionPlanner:
         language: str | None = None,
         *,
         clock: Callable[[], datetime] | None = None,
+        store: str | Store | None = None,
     ) -> None:
         if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
             raise ConfigError(f"max_iterations must be a whole number, got {max_iterations!r}")
@@ -122,6 +130,13 @@ class SessionPlanner:
         self._lock = threading.RLock()
         self._memory = _Memory(MEMORY_SESSIONS)
         self._warned: set[Path] = set()
+        self._owns_store = isinstance(store, str)
+        self.records = SessionRecords(open_store(store)) if store is not None else None
+
+    def close(self) -> None:
+        """Close the store this planner opened from a URL (a store passed in stays open)."""
+        if self.records is not None and self._owns_store:
+            self.records.store.close()
 
     # ------------------------------------------------------------ hooks
 
@@ -359,6 +374,8 @@ class SessionPlanner:
         stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
         _files.save(slot, plan, stamp=stamp, archive=archive)
         self._warned.discard(slot.path)
+        if self.records is not None:
+            self.records.write(plan)
 
     def _degrade(self, hook: str, session_id: str, exc: BaseException) -> None:
         if isinstance(exc, OSError):
