@@ -26,15 +26,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from waygraph.model import FINISHED
 from waygraph.store import Store
 
 __all__ = ["RunFacts", "Visit", "guided_runs", "run_facts"]
 
 log = logging.getLogger("waygraph.learning")
-
-#: Statuses of a run that has stopped.
-FINISHED = frozenset({"completed", "escalated", "expired", "aborted", "failed"})
-
 
 @dataclass(frozen=True, slots=True)
 class Visit:
