@@ -32,6 +32,7 @@ __all__ = [
     "RowPage",
     "check_rows",
     "keep_latest",
+    "kind_where",
     "latest_sql",
     "like_pattern",
     "matches",
@@ -153,15 +154,8 @@ def rows_sql(
         >>> params
         ['plan', 'p']
     """
-    where: list[str] = ["r.latest = 1"]
-    params: list[Any] = []
-    if exclude_kinds:
-        where.append(f"r.kind NOT IN ({', '.join(mark for _ in exclude_kinds)})")
-        params.extend(exclude_kinds)
-    if kind is not None:
-        names = kind_names(kind)
-        where.append(f"r.kind IN ({', '.join(mark for _ in names)})")
-        params.extend(names)
+    where, params = kind_where(mark, kind=kind, exclude_kinds=exclude_kinds, column="r.kind")
+    where.insert(0, "r.latest = 1")
     if plan is not None:
         where.append(f"r.plan = {mark}")
         params.append(plan)
@@ -173,6 +167,27 @@ def rows_sql(
         )
         params.extend([like_pattern(search)] * 3)
     return f"SELECT {columns} FROM records r{scan_index} WHERE " + " AND ".join(where), params
+
+
+def kind_where(
+    mark: str, *, kind: str | None, exclude_kinds: Sequence[str], column: str
+) -> tuple[list[str], list[Any]]:
+    """The conditions (to join with AND) and parameters that keep a row's kind.
+
+    Example:
+        >>> kind_where("?", kind="guided", exclude_kinds=["plan"], column="kind")
+        (['kind NOT IN (?)', 'kind IN (?, ?)'], ['plan', 'guided', 'run'])
+    """
+    where: list[str] = []
+    params: list[Any] = []
+    if exclude_kinds:
+        where.append(f"{column} NOT IN ({', '.join(mark for _ in exclude_kinds)})")
+        params.extend(exclude_kinds)
+    if kind is not None:
+        names = kind_names(kind)
+        where.append(f"{column} IN ({', '.join(mark for _ in names)})")
+        params.extend(names)
+    return where, params
 
 
 def keep_latest(

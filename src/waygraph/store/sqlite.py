@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from waygraph.errors import ConfigError, StoreError
+from waygraph.store._counts_sql import counts_schema, counts_sql, recount
 from waygraph.store._sql import commit_writes, sql_filters
 from waygraph.store._stats_sql import count_commits, fill, query_tallies, runners, tables
 from waygraph.store.base import (
@@ -55,7 +56,7 @@ __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 #: Bumped whenever the tables change; ``meta.schema_version`` records it so a
 #: later waygraph can migrate old files and an old one refuses newer files.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Schema 2 renamed the run kinds (waygraph.model.record): records of
 #: schema 1 get the new names, and event runs their plan id in ``plan``, when
@@ -125,6 +126,8 @@ _SCHEMA = (
     ) WITHOUT ROWID""",
     # Schema 3: run statistics kept as counters (waygraph.store._stats_sql).
     *tables("INTEGER", "TEXT", "REAL", " WITHOUT ROWID"),
+    # Schema 5: the sessions table's rows per kind and status (store._counts_sql).
+    *counts_schema("sqlite"),
 )
 
 _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
@@ -262,6 +265,9 @@ class SQLiteStore(Store):
             if found is not None and found < 3:
                 # Runs finished before schema 3 are counted once, here.
                 fill(*runners(conn), "?")
+            if found is None or found < 5:
+                for statement in recount("sqlite"):  # rows flagged until now, counted once
+                    conn.execute(statement)
             conn.execute(
                 "INSERT INTO meta (name, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
@@ -466,8 +472,13 @@ class SQLiteStore(Store):
                 columns=columns,
             )
 
-        narrow = search is None and plan is None
-        rows, params = query("records_latest", "r.status")
+        narrow = not search and plan is None
+        if narrow:
+            # The kept counts (schema 5): a few rows, whatever the store's size.
+            counts_query, params = counts_sql("?", "sqlite", kind=kind, exclude_kinds=exclude_kinds)
+        else:
+            rows, params = query("records_latest", "r.status")
+            counts_query = f"SELECT status, COUNT(*) FROM ({rows}) GROUP BY status"
         newest, page_params = query(
             "records_updated_at" if narrow else "records_latest",
             "r.key, r.status, r.updated_at",
@@ -487,13 +498,7 @@ class SQLiteStore(Store):
             # One read transaction, so the counts and the page agree.
             conn.execute("BEGIN")
             try:
-                counts = (
-                    conn.execute(
-                        f"SELECT status, COUNT(*) FROM ({rows}) GROUP BY status", params
-                    ).fetchall()
-                    if count
-                    else []
-                )
+                counts = conn.execute(counts_query, params).fetchall() if count else []
                 found = conn.execute(page_sql, page_params).fetchall()
             finally:
                 conn.execute("COMMIT")
