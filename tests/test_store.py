@@ -732,7 +732,11 @@ def test_a_sqlite_file_of_schema_3_gets_the_flag_on_open(tmp_path: Path) -> None
         conn.execute(f"DROP TRIGGER row_counts_{name}")
     conn.execute("DROP TABLE row_counts")
     conn.execute("DROP INDEX records_latest")
+    conn.execute("DROP INDEX records_rows")  # schema 5 added latest to it
     conn.execute("ALTER TABLE records DROP COLUMN latest")  # as schema 3 left the table
+    conn.execute(
+        "CREATE INDEX records_rows ON records (session, kind, updated_at, key, status, plan)"
+    )
     conn.execute("UPDATE meta SET value = '3' WHERE name = 'schema_version'")
     conn.commit()
     conn.close()
@@ -742,6 +746,14 @@ def test_a_sqlite_file_of_schema_3_gets_the_flag_on_open(tmp_path: Path) -> None
         assert page.counts == {"completed": 1, "running": 2}
         store.commit("a2", {}, 1, [], session="s1", status="completed")
         assert _flagged(store) == ["a2", "b1", "n1"]
+        assert [r.key for r in store.session_rows(search="S1").records] == ["a2"]
+    conn = sqlite3.connect(path)
+    try:
+        # Made again with the flag, so a search reads the index alone.
+        columns = [row[2] for row in conn.execute("PRAGMA index_info(records_rows)")]
+        assert columns[-1] == "latest"
+    finally:
+        conn.close()
 
 
 @pytest.mark.services

@@ -111,6 +111,8 @@ def test_a_schema_4_file_gets_its_counts_on_open(tmp_path: Path) -> None:
         assert conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone() == (
             "5",
         )
+        columns = [row[2] for row in conn.execute("PRAGMA index_info(records_rows)")]
+        assert columns[-1] == "latest"  # a search reads this index alone
     finally:
         conn.close()
 

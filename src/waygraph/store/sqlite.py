@@ -70,11 +70,13 @@ _RENAME_KINDS = (
 SYNCHRONOUS_MODES = ("normal", "full")
 
 #: The sessions table's index (``session_rows``): the newer-record probe and
-#: the count read it alone, never a record's data. Added to files of schema
+#: a search read it alone, never a record's data. Added to files of schema
 #: 1 on open without a version bump: older waygraphs keep reading them.
+#: Schema 5 adds ``latest``, so a search finds the rows in it too (schema 4
+#: looked each flagged record up: 18-38x slower at 10,000 runs).
 ROWS_INDEX = (
     "CREATE INDEX IF NOT EXISTS records_rows"
-    " ON records (session, kind, updated_at, key, status, plan)"
+    " ON records (session, kind, updated_at, key, status, plan, latest)"
 )
 
 #: Schema 4: the sessions table's rows are the records flagged ``latest``
@@ -257,6 +259,8 @@ class SQLiteStore(Store):
             if found is not None and found < 4 and not self._has_latest_column(conn):
                 conn.execute("ALTER TABLE records ADD COLUMN latest INTEGER NOT NULL DEFAULT 0")
                 conn.execute(_FILL_LATEST)
+            if found is not None and found < 5:
+                conn.execute("DROP INDEX IF EXISTS records_rows")  # made again with latest
             for statement in _SCHEMA:
                 conn.execute(statement)
             if found is not None and found < 2:
@@ -455,11 +459,13 @@ class SQLiteStore(Store):
     ) -> RowPage:
         check_rows(offset, limit)
 
-        # The rows are the records flagged latest. The count reads them from
-        # their index alone; a page walks the records newest first, keeps the
-        # flagged ones and stops once it has its rows (in a fleet the newest
-        # records are nearly all rows); a search or a plan filter, whose
-        # rows are few and far apart, reads them from the flag's index.
+        # The rows are the records flagged latest, counted in row_counts
+        # (schema 5) unless a search or a plan filter narrows them; a page
+        # walks the records newest first, keeps the flagged ones and stops
+        # once it has its rows (in a fleet the newest records are nearly all
+        # rows); a search or a plan filter, whose
+        # rows are few and far apart, reads every record's entry in the
+        # covering records_rows, never a record.
         def query(index: str, columns: str) -> tuple[str, list[Any]]:
             return rows_sql(
                 "?",
@@ -477,10 +483,10 @@ class SQLiteStore(Store):
             # The kept counts (schema 5): a few rows, whatever the store's size.
             counts_query, params = counts_sql("?", "sqlite", kind=kind, exclude_kinds=exclude_kinds)
         else:
-            rows, params = query("records_latest", "r.status")
+            rows, params = query("records_rows", "r.status")
             counts_query = f"SELECT status, COUNT(*) FROM ({rows}) GROUP BY status"
         newest, page_params = query(
-            "records_updated_at" if narrow else "records_latest",
+            "records_updated_at" if narrow else "records_rows",
             "r.key, r.status, r.updated_at",
         )
         keys_sql = f"SELECT key FROM ({newest})"
