@@ -3,7 +3,8 @@
 A *row* is a session's latest record of one kind (a guided run and an
 event-driven plan in one session are two rows); a record with no session is
 a row of its own. :meth:`Store.session_rows` returns a :class:`RowPage`; the
-SQL stores answer with two indexed queries (:func:`rows_sql`), the others with
+SQL stores answer with indexed queries (:func:`rows_sql`) and counts they keep
+(``waygraph.store._counts_sql``), the others with
 :func:`rows_by_listing`, which reads every record (fine for the memory and
 file stores, which are not for fleets).
 
@@ -47,9 +48,10 @@ class RowPage:
 
     ``total``: rows matching every filter. ``counts``: rows per status
     matching every filter but ``status`` (None for rows with no status), so
-    a status filter's chips can say how many each would show. Both need
-    every row read; asked with ``count=False`` a store skips them (``total``
-    None, ``counts`` empty) and a page costs only its own rows.
+    a status filter's chips can say how many each would show. The SQL
+    stores keep them unless a search or a plan filter narrows the rows;
+    otherwise they need every row read. Asked with ``count=False`` a store
+    skips them (``total`` None, ``counts`` empty).
     """
 
     records: list[StoredRecord]
