@@ -115,7 +115,7 @@ def settle(url: str) -> None:
 
     schema = url.rsplit("schema=", 1)[1]
     with psycopg.connect(DATABASE_URL, autocommit=True) as conn:
-        for table in ("records", "events", "session_pointers", "record_correlations"):
+        for table in ("records", "events", "session_pointers", "record_correlations", "row_counts"):
             conn.execute(f"VACUUM ANALYZE {schema}.{table}")
 
 

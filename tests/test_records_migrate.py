@@ -181,5 +181,5 @@ def test_an_sqlite_file_of_schema_1_gets_the_new_kind_names_on_open(tmp_path: Pa
     finally:
         conn.close()
     assert kinds == ["dag", "dag", "event", "event", "guided", "guided", "plan"]
-    assert version == ("4",)
+    assert version == ("5",)
     assert plans == {key: key for key in plans} and len(plans) == 2

@@ -41,7 +41,7 @@ def _empty_postgres(url: str) -> Store:
             f'TRUNCATE "{schema}".records, "{schema}".record_correlations, '
             f'"{schema}".events, "{schema}".session_pointers, "{schema}".stats_runs, '
             f'"{schema}".stats_values, "{schema}".stats_nodes, "{schema}".stats_lines, '
-            f'"{schema}".stats_counted'
+            f'"{schema}".stats_counted, "{schema}".row_counts'
         )
     return store
 
@@ -199,11 +199,12 @@ def test_sqlite_file_is_wal_with_versioned_schema_and_indexes(tmp_path: Path) ->
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == (
-            "4",
+            "5",
         )
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         assert {"records", "events", "record_correlations", "session_pointers", "meta"} <= names
         assert {"stats_runs", "stats_nodes", "stats_lines", "stats_counted"} <= names
+        assert {"row_counts", "row_counts_insert", "row_counts_update"} <= names
         assert {
             "records_session",
             "records_status",
@@ -727,8 +728,15 @@ def test_a_sqlite_file_of_schema_3_gets_the_flag_on_open(tmp_path: Path) -> None
             store.commit(key, {}, 0, [], session=session, status="running")
         store.commit("a1", {}, 1, [], session="s1", status="completed")  # newest of s1 now
     conn = sqlite3.connect(path)
+    for name in ("insert", "update", "delete"):  # schema 5's counts
+        conn.execute(f"DROP TRIGGER row_counts_{name}")
+    conn.execute("DROP TABLE row_counts")
     conn.execute("DROP INDEX records_latest")
+    conn.execute("DROP INDEX records_rows")  # schema 5 added latest to it
     conn.execute("ALTER TABLE records DROP COLUMN latest")  # as schema 3 left the table
+    conn.execute(
+        "CREATE INDEX records_rows ON records (session, kind, updated_at, key, status, plan)"
+    )
     conn.execute("UPDATE meta SET value = '3' WHERE name = 'schema_version'")
     conn.commit()
     conn.close()
@@ -738,6 +746,14 @@ def test_a_sqlite_file_of_schema_3_gets_the_flag_on_open(tmp_path: Path) -> None
         assert page.counts == {"completed": 1, "running": 2}
         store.commit("a2", {}, 1, [], session="s1", status="completed")
         assert _flagged(store) == ["a2", "b1", "n1"]
+        assert [r.key for r in store.session_rows(search="S1").records] == ["a2"]
+    conn = sqlite3.connect(path)
+    try:
+        # Made again with the flag, so a search reads the index alone.
+        columns = [row[2] for row in conn.execute("PRAGMA index_info(records_rows)")]
+        assert columns[-1] == "latest"
+    finally:
+        conn.close()
 
 
 @pytest.mark.services

@@ -40,6 +40,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from waygraph.errors import ConfigError, StoreError
+from waygraph.store._counts_sql import counts_schema, counts_sql, recount
 from waygraph.store._sql import commit_writes, sql_filters
 from waygraph.store._stats_sql import count_commits, fill, query_tallies, runners, tables
 from waygraph.store.base import (
@@ -58,7 +59,7 @@ from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Schema 2 renamed the run kinds (waygraph.model.record): tables of schema 1
 #: get the new names, and event runs their plan id in ``plan``, on open;
@@ -125,6 +126,8 @@ _TABLES = (
     )""",
     # Schema 3: run statistics kept as counters (waygraph.store._stats_sql).
     *tables("bigint", "text", "double precision", ""),
+    # Schema 5: the sessions table's rows per kind and status (store._counts_sql).
+    *counts_schema("postgres"),
 )
 
 _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
@@ -294,6 +297,9 @@ class PostgresStore(Store):
             if found is not None and found < 3:
                 # Runs finished before schema 3 are counted once, here.
                 fill(*runners(conn), "%s")
+            if found is None or found < 5:
+                for statement in recount("postgres"):  # rows flagged until now, counted once
+                    conn.execute(statement)
             conn.execute(
                 "INSERT INTO meta (name, value) VALUES ('schema_version', %s) "
                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
@@ -490,7 +496,14 @@ class PostgresStore(Store):
             page_params.append(status)
         page_sql += ' ORDER BY updated_at DESC, key COLLATE "C" ASC LIMIT %s OFFSET %s'
         page_params += [limit, offset]
-        counts_sql = f"SELECT status, COUNT(*) FROM ({rows}) AS rows GROUP BY status"
+        if not search and plan is None:
+            # The kept counts (schema 5): a few hundred rows at most, whatever the size.
+            counts_query, counts_params = counts_sql(
+                "%s", "postgres", kind=kind, exclude_kinds=exclude_kinds
+            )
+        else:
+            counts_query = f"SELECT status, COUNT(*) FROM ({rows}) AS rows GROUP BY status"
+            counts_params = params
         # One snapshot for both queries, so the counts and the page agree.
         with self._errors("listing sessions"), self._pool.connection() as conn:
             conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
@@ -500,7 +513,7 @@ class PostgresStore(Store):
                     # thousand rows on, and compiling it took ~260 ms of ~800
                     # at 100,000 runs (bench/scale.py): more than it saves.
                     conn.execute("SET LOCAL jit = off")
-                    counts = conn.execute(counts_sql, params).fetchall() if count else []
+                    counts = conn.execute(counts_query, counts_params).fetchall() if count else []
                     found = conn.execute(page_sql, page_params).fetchall()
             finally:
                 conn.isolation_level = None

@@ -3,7 +3,8 @@
 A *row* is a session's latest record of one kind (a guided run and an
 event-driven plan in one session are two rows); a record with no session is
 a row of its own. :meth:`Store.session_rows` returns a :class:`RowPage`; the
-SQL stores answer with two indexed queries (:func:`rows_sql`), the others with
+SQL stores answer with indexed queries (:func:`rows_sql`) and counts they keep
+(``waygraph.store._counts_sql``), the others with
 :func:`rows_by_listing`, which reads every record (fine for the memory and
 file stores, which are not for fleets).
 
@@ -32,6 +33,7 @@ __all__ = [
     "RowPage",
     "check_rows",
     "keep_latest",
+    "kind_where",
     "latest_sql",
     "like_pattern",
     "matches",
@@ -46,9 +48,10 @@ class RowPage:
 
     ``total``: rows matching every filter. ``counts``: rows per status
     matching every filter but ``status`` (None for rows with no status), so
-    a status filter's chips can say how many each would show. Both need
-    every row read; asked with ``count=False`` a store skips them (``total``
-    None, ``counts`` empty) and a page costs only its own rows.
+    a status filter's chips can say how many each would show. The SQL
+    stores keep them unless a search or a plan filter narrows the rows;
+    otherwise they need every row read. Asked with ``count=False`` a store
+    skips them (``total`` None, ``counts`` empty).
     """
 
     records: list[StoredRecord]
@@ -153,15 +156,8 @@ def rows_sql(
         >>> params
         ['plan', 'p']
     """
-    where: list[str] = ["r.latest = 1"]
-    params: list[Any] = []
-    if exclude_kinds:
-        where.append(f"r.kind NOT IN ({', '.join(mark for _ in exclude_kinds)})")
-        params.extend(exclude_kinds)
-    if kind is not None:
-        names = kind_names(kind)
-        where.append(f"r.kind IN ({', '.join(mark for _ in names)})")
-        params.extend(names)
+    where, params = kind_where(mark, kind=kind, exclude_kinds=exclude_kinds, column="r.kind")
+    where.insert(0, "r.latest = 1")
     if plan is not None:
         where.append(f"r.plan = {mark}")
         params.append(plan)
@@ -173,6 +169,27 @@ def rows_sql(
         )
         params.extend([like_pattern(search)] * 3)
     return f"SELECT {columns} FROM records r{scan_index} WHERE " + " AND ".join(where), params
+
+
+def kind_where(
+    mark: str, *, kind: str | None, exclude_kinds: Sequence[str], column: str
+) -> tuple[list[str], list[Any]]:
+    """The conditions (to join with AND) and parameters that keep a row's kind.
+
+    Example:
+        >>> kind_where("?", kind="guided", exclude_kinds=["plan"], column="kind")
+        (['kind NOT IN (?)', 'kind IN (?, ?)'], ['plan', 'guided', 'run'])
+    """
+    where: list[str] = []
+    params: list[Any] = []
+    if exclude_kinds:
+        where.append(f"{column} NOT IN ({', '.join(mark for _ in exclude_kinds)})")
+        params.extend(exclude_kinds)
+    if kind is not None:
+        names = kind_names(kind)
+        where.append(f"{column} IN ({', '.join(mark for _ in names)})")
+        params.extend(names)
+    return where, params
 
 
 def keep_latest(

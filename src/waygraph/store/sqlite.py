@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from waygraph.errors import ConfigError, StoreError
+from waygraph.store._counts_sql import counts_schema, counts_sql, recount
 from waygraph.store._sql import commit_writes, sql_filters
 from waygraph.store._stats_sql import count_commits, fill, query_tallies, runners, tables
 from waygraph.store.base import (
@@ -55,7 +56,7 @@ __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 #: Bumped whenever the tables change; ``meta.schema_version`` records it so a
 #: later waygraph can migrate old files and an old one refuses newer files.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Schema 2 renamed the run kinds (waygraph.model.record): records of
 #: schema 1 get the new names, and event runs their plan id in ``plan``, when
@@ -69,11 +70,13 @@ _RENAME_KINDS = (
 SYNCHRONOUS_MODES = ("normal", "full")
 
 #: The sessions table's index (``session_rows``): the newer-record probe and
-#: the count read it alone, never a record's data. Added to files of schema
+#: a search read it alone, never a record's data. Added to files of schema
 #: 1 on open without a version bump: older waygraphs keep reading them.
+#: Schema 5 adds ``latest``, so a search finds the rows in it too (schema 4
+#: looked each flagged record up: 18-38x slower at 10,000 runs).
 ROWS_INDEX = (
     "CREATE INDEX IF NOT EXISTS records_rows"
-    " ON records (session, kind, updated_at, key, status, plan)"
+    " ON records (session, kind, updated_at, key, status, plan, latest)"
 )
 
 #: Schema 4: the sessions table's rows are the records flagged ``latest``
@@ -125,6 +128,8 @@ _SCHEMA = (
     ) WITHOUT ROWID""",
     # Schema 3: run statistics kept as counters (waygraph.store._stats_sql).
     *tables("INTEGER", "TEXT", "REAL", " WITHOUT ROWID"),
+    # Schema 5: the sessions table's rows per kind and status (store._counts_sql).
+    *counts_schema("sqlite"),
 )
 
 _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
@@ -254,6 +259,8 @@ class SQLiteStore(Store):
             if found is not None and found < 4 and not self._has_latest_column(conn):
                 conn.execute("ALTER TABLE records ADD COLUMN latest INTEGER NOT NULL DEFAULT 0")
                 conn.execute(_FILL_LATEST)
+            if found is not None and found < 5:
+                conn.execute("DROP INDEX IF EXISTS records_rows")  # made again with latest
             for statement in _SCHEMA:
                 conn.execute(statement)
             if found is not None and found < 2:
@@ -262,6 +269,9 @@ class SQLiteStore(Store):
             if found is not None and found < 3:
                 # Runs finished before schema 3 are counted once, here.
                 fill(*runners(conn), "?")
+            if found is None or found < 5:
+                for statement in recount("sqlite"):  # rows flagged until now, counted once
+                    conn.execute(statement)
             conn.execute(
                 "INSERT INTO meta (name, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
@@ -449,11 +459,13 @@ class SQLiteStore(Store):
     ) -> RowPage:
         check_rows(offset, limit)
 
-        # The rows are the records flagged latest. The count reads them from
-        # their index alone; a page walks the records newest first, keeps the
-        # flagged ones and stops once it has its rows (in a fleet the newest
-        # records are nearly all rows); a search or a plan filter, whose
-        # rows are few and far apart, reads them from the flag's index.
+        # The rows are the records flagged latest, counted in row_counts
+        # (schema 5) unless a search or a plan filter narrows them; a page
+        # walks the records newest first, keeps the flagged ones and stops
+        # once it has its rows (in a fleet the newest records are nearly all
+        # rows); a search or a plan filter, whose
+        # rows are few and far apart, reads every record's entry in the
+        # covering records_rows, never a record.
         def query(index: str, columns: str) -> tuple[str, list[Any]]:
             return rows_sql(
                 "?",
@@ -466,10 +478,15 @@ class SQLiteStore(Store):
                 columns=columns,
             )
 
-        narrow = search is None and plan is None
-        rows, params = query("records_latest", "r.status")
+        narrow = not search and plan is None
+        if narrow:
+            # The kept counts (schema 5): a few rows, whatever the store's size.
+            counts_query, params = counts_sql("?", "sqlite", kind=kind, exclude_kinds=exclude_kinds)
+        else:
+            rows, params = query("records_rows", "r.status")
+            counts_query = f"SELECT status, COUNT(*) FROM ({rows}) GROUP BY status"
         newest, page_params = query(
-            "records_updated_at" if narrow else "records_latest",
+            "records_updated_at" if narrow else "records_rows",
             "r.key, r.status, r.updated_at",
         )
         keys_sql = f"SELECT key FROM ({newest})"
@@ -487,13 +504,7 @@ class SQLiteStore(Store):
             # One read transaction, so the counts and the page agree.
             conn.execute("BEGIN")
             try:
-                counts = (
-                    conn.execute(
-                        f"SELECT status, COUNT(*) FROM ({rows}) GROUP BY status", params
-                    ).fetchall()
-                    if count
-                    else []
-                )
+                counts = conn.execute(counts_query, params).fetchall() if count else []
                 found = conn.execute(page_sql, page_params).fetchall()
             finally:
                 conn.execute("COMMIT")
