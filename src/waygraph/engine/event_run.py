@@ -74,31 +74,45 @@ class EventAction(Protocol):
     """What the engine reads of a state's request (``StateAction`` has it)."""
 
     @property
-    def event_type(self) -> str: ...
+    def event_type(self) -> str:
+        """The request's event type."""
+
     @property
-    def expected_response(self) -> str: ...
+    def expected_response(self) -> str:
+        """The event type its answer comes as."""
+
     @property
-    def data(self) -> Mapping[str, Any]: ...
+    def data(self) -> Mapping[str, Any]:
+        """The request's data, with templates (``{goal_data.topic}``)."""
 
 
 class EventState(Protocol):
     """What the engine reads of a state (``StateConfig`` has it)."""
 
     @property
-    def action(self) -> EventAction | None: ...
+    def action(self) -> EventAction | None:
+        """The request entering the state sends, or None."""
+
     @property
-    def default_next(self) -> str | None: ...
+    def default_next(self) -> str | None:
+        """Where the state goes without a transition, or None."""
+
     @property
-    def is_terminal(self) -> bool: ...
+    def is_terminal(self) -> bool:
+        """Whether the plan ends here."""
 
 
 class EventMachine(Protocol):
     """What the engine reads of a validated state machine (``StateMachine`` has it)."""
 
     @property
-    def start(self) -> str: ...
+    def start(self) -> str:
+        """The start state."""
+
     @property
-    def name(self) -> str | None: ...
+    def name(self) -> str | None:
+        """The machine's name, for errors."""
+
     def __getitem__(self, state: str, /) -> EventState: ...
     def __contains__(self, state: object, /) -> bool: ...
     def next_state(self, state: str, event_type: str, scope: Mapping[str, Any]) -> str | None:
@@ -109,17 +123,28 @@ class IncomingEvent(Protocol):
     """What the engine reads of an event (``waygraph.events.Envelope`` has it)."""
 
     @property
-    def id(self) -> str: ...
+    def id(self) -> str:
+        """The event id (processed ids are remembered)."""
+
     @property
-    def type(self) -> str: ...
+    def type(self) -> str:
+        """The event type transitions match."""
+
     @property
-    def data(self) -> Mapping[str, Any]: ...
+    def data(self) -> Mapping[str, Any]:
+        """The event's data (kept as the state's result)."""
+
     @property
-    def source(self) -> str: ...
+    def source(self) -> str:
+        """Who sent it."""
+
     @property
-    def subject(self) -> str | None: ...
+    def subject(self) -> str | None:
+        """The CloudEvents subject, or None."""
+
     @property
-    def correlation_id(self) -> str | None: ...
+    def correlation_id(self) -> str | None:
+        """The request (or goal) it answers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +265,7 @@ class Effects:
         self.messages: list[Outgoing] = []
 
     def moved(self, run: EventRun) -> Moved:
+        """The transition's result: ``run`` and the effects gathered."""
         return Moved(run, tuple(self.events), tuple(self.messages))
 
 

@@ -90,7 +90,7 @@ from waygraph.engine.event_run import (
     derived_id,
 )
 from waygraph.engine.templates import fill_template
-from waygraph.errors import StateMachineError
+from waygraph.errors import PlanStateError, StateMachineError
 from waygraph.model import FINISHED, RunStatus
 
 if TYPE_CHECKING:
@@ -440,7 +440,12 @@ def accept(
 def dispatch(
     plan: EventPlan, run: EventRun, action: EventAction, new_id: Callable[[], str]
 ) -> Moved:
-    """Send ``action`` as the current state's request; the run awaits its answer."""
+    """Send ``action`` as the current state's request; the run awaits its answer.
+
+    Raises :class:`~waygraph.errors.PlanStateError` when the run is not running.
+    """
+    if run.status != RunStatus.RUNNING:
+        raise PlanStateError(f"plan {plan.plan_id!r} is {run.status}; it sends no requests")
     out = Effects()
     return out.moved(_dispatch(plan, run, action, out, new_id, None))
 

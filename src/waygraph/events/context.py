@@ -284,8 +284,6 @@ class PlanContext(PlanRecords, BaseModel):
         """
         if isinstance(action, str):
             action = self._action_for(action)
-        if self.status != "running":
-            raise PlanStateError(f"plan {self.plan_id!r} is {self.status}; it sends no requests")
         chosen = action
         await self._advance(
             lambda plan: engine.dispatch(plan._plan(), plan._run(), chosen, new_event_id)
