@@ -50,6 +50,7 @@ __all__ = [
     "Moved",
     "Outgoing",
     "derived_id",
+    "evolve",
     "then",
 ]
 
@@ -221,6 +222,26 @@ class EventRun:
             value = getattr(self, name)
             if value is not None and type(value) is not MappingProxyType:
                 set_(self, name, MappingProxyType(dict(value)))
+
+
+_RUN_FIELDS = tuple(EventRun.__dataclass_fields__)
+
+
+def evolve(run: EventRun, **changes: Any) -> EventRun:
+    """``run`` with ``changes``, which must already be read-only (tuples, mapping views).
+
+    ``dataclasses.replace`` without its checks and copies: the transitions
+    make several of these per event, and only ever pass fresh values.
+
+    Example:
+        >>> evolve(EventRun("a"), current_state="b").current_state
+        'b'
+    """
+    new = object.__new__(EventRun)
+    set_ = object.__setattr__
+    for name in _RUN_FIELDS:
+        set_(new, name, changes[name] if name in changes else getattr(run, name))
+    return new
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -88,6 +87,7 @@ from waygraph.engine.event_run import (
     Moved,
     Outgoing,
     derived_id,
+    evolve,
 )
 from waygraph.engine.templates import fill_template
 from waygraph.errors import PlanStateError, StateMachineError
@@ -286,7 +286,7 @@ def _enter(
     pause_reason: str | None = None,
 ) -> EventRun:
     state = follow_defaults(plan.machine, state)
-    run = replace(run, current_state=state, path=(*run.path, state), awaiting=None)
+    run = evolve(run, current_state=state, path=(*run.path, state), awaiting=None)
     out.events.append({"type": "state_entered", "state": state})
     config = plan.machine[state]
     if pause_reason is not None and not config.is_terminal:
@@ -346,7 +346,7 @@ def _dispatch(
         "correlation_id": correlation_id,
         "request_id": request_id,
     }
-    return replace(
+    return evolve(
         run,
         awaiting=MappingProxyType(awaiting),
         correlation_ids=ids if correlation_id in ids else (*ids, correlation_id),
@@ -373,7 +373,7 @@ def _pause(
         )
     )
     out.events.append({"type": "plan_paused", "state": run.current_state})
-    return replace(run, status=RunStatus.PAUSED, pause_reason=reason)
+    return evolve(run, status=RunStatus.PAUSED, pause_reason=reason)
 
 
 def advance(
@@ -390,10 +390,10 @@ def advance(
     if run.status == RunStatus.PENDING:
         if plan.depends_on:
             return None
-        run = replace(run, status=RunStatus.RUNNING)
+        run = evolve(run, status=RunStatus.RUNNING)
     out = Effects()
     if not run.started:
-        run = replace(run, started=True)
+        run = evolve(run, started=True)
         return out.moved(_enter(plan, run, plan.machine.start, out, new_id, None, pause))
     config = plan.machine[run.current_state]
     if config.is_terminal or config.default_next is None:
@@ -429,7 +429,7 @@ def accept(
             "to": target,
         }
     )
-    run = replace(
+    run = evolve(
         run,
         results=MappingProxyType({**run.results, run.current_state: event.data}),
         processed_event_ids=_remember(run, event.id),
@@ -479,7 +479,7 @@ def resume(
         if event.id in processed:
             return None
         processed = _remember(run, event.id)
-    run = replace(
+    run = evolve(
         run,
         status=RunStatus.RUNNING,
         pause_reason=None,
@@ -490,7 +490,7 @@ def resume(
     out.events.append({"type": "plan_resumed", "state": run.current_state})
     config = plan.machine[run.current_state]
     if not run.started:
-        run = _enter(plan, replace(run, started=True), plan.machine.start, out, new_id, event)
+        run = _enter(plan, evolve(run, started=True), plan.machine.start, out, new_id, event)
     elif config.action is not None:
         run = _dispatch(plan, run, config.action, out, new_id, event)
     elif config.default_next is not None and not config.is_terminal:
@@ -506,7 +506,7 @@ def start_after_dependencies(
         return None
     out = Effects()
     out.events.append({"type": "dependencies_met", "depends_on": list(plan.depends_on)})
-    run = replace(run, status=RunStatus.RUNNING, started=True)
+    run = evolve(run, status=RunStatus.RUNNING, started=True)
     return out.moved(_enter(plan, run, plan.machine.start, out, new_id))
 
 
@@ -560,13 +560,13 @@ def finish(
         "correlation_id": plan.correlation_id,
         "parent_event_id": plan.goal_id,
     }
-    run = replace(
+    run = evolve(
         run,
         status=RunStatus(final),
         results=MappingProxyType({**run.results, "final": result}),
         result=result,
         awaiting=None,
-        error=run.error if error is None else error,
+        error=run.error if error is None else MappingProxyType(dict(error)),
     )
     return Moved(
         run,
