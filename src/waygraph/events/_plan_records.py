@@ -1,10 +1,12 @@
 """A plan context in the store: creating, loading, version-checked commits, the outbox.
 
 :class:`PlanRecords` is the part of :class:`~waygraph.events.PlanContext`
-that talks to the store and the bus; the state-machine behaviour is in
-:mod:`waygraph.events.context`. A change is applied to a fresh copy,
-committed with the outgoing envelopes in one write (the outbox), and only
-then published, so a crash never loses a request or sends one twice.
+that talks to the store and the bus; the state-machine rules are the
+engine's (:mod:`waygraph.engine.events`, over an immutable
+:class:`~waygraph.engine.event_run.EventRun`). A change is the engine's new
+run and effects, committed with the outgoing envelopes in one write (the
+outbox), and only then published, so a crash never loses a request or sends
+one twice; the object takes the new state once the commit succeeded.
 """
 
 from __future__ import annotations

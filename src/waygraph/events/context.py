@@ -1,5 +1,11 @@
 """PlanContext: one plan's state, persisted in a store, moved along by events.
 
+The façade over the engine: each method that changes the plan reads its
+fields into an immutable :class:`~waygraph.engine.event_run.EventRun`, calls
+one pure transition of :mod:`waygraph.engine.events` (which holds every rule:
+entering states, requests, accepting events, pause, resume, dependencies,
+finishing) and commits the new run with the transition's effects.
+
 Every change is one store commit, version-checked: the new state, the ids of
 the events it processed, and the *outbox* (the requests and responses the
 change sends) are written together. Only then is the outbox published, and
