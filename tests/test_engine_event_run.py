@@ -392,3 +392,31 @@ def test_follow_defaults_refuses_an_endless_chain():
 
     with pytest.raises(StateMachineError, match="more than 50 states"):
         engine.follow_defaults(Loop(), "a")  # type: ignore[arg-type]
+
+
+def test_a_stored_machine_that_no_longer_validates_still_lets_its_plan_finish():
+    """Finishing and pausing read no state: a plan whose stored machine a newer
+    validator refuses can still be paused and answer its goal (as before the engine)."""
+    import asyncio
+
+    from waygraph.events import InProcessBus, PlanContext, Planner, StateConfig
+
+    async def main() -> tuple[bool, str, bool]:
+        planner = Planner("old", bus=InProcessBus(), store="memory://")
+        goal = planner.context.bus.envelope("search.goal", {"topic": "x"}, correlation_id="c")
+        plan = await PlanContext.create_from_goal(
+            goal, state_machine=MACHINE.states, context=planner.context
+        )
+        # A key that differs from its state_name: validate_state_machine refuses it.
+        plan.state_machine["done"] = StateConfig(state_name="renamed", is_terminal=True)
+        await plan.save()
+        stored = await PlanContext.restore(plan.plan_id, planner.context)
+        with pytest.raises(StateMachineError):
+            stored.machine  # noqa: B018
+        paused = await stored.pause("check")
+        finished = await stored.finalize({"ok": True}, status="failed")
+        assert stored.is_complete()
+        return paused, stored.status, finished
+
+    paused, status, finished = asyncio.run(main())
+    assert (paused, status, finished) == (True, "failed", True)

@@ -46,6 +46,7 @@ __all__ = [
     "EventPlan",
     "EventRun",
     "EventState",
+    "EventStates",
     "IncomingEvent",
     "Moved",
     "Outgoing",
@@ -103,7 +104,14 @@ class EventState(Protocol):
         """Whether the plan ends here."""
 
 
-class EventMachine(Protocol):
+class EventStates(Protocol):
+    """A state machine's states by name (a ``dict`` of ``StateConfig`` has it)."""
+
+    def __getitem__(self, state: str, /) -> EventState: ...
+    def __contains__(self, state: object, /) -> bool: ...
+
+
+class EventMachine(EventStates, Protocol):
     """What the engine reads of a validated state machine (``StateMachine`` has it)."""
 
     @property
@@ -114,8 +122,6 @@ class EventMachine(Protocol):
     def name(self) -> str | None:
         """The machine's name, for errors."""
 
-    def __getitem__(self, state: str, /) -> EventState: ...
-    def __contains__(self, state: object, /) -> bool: ...
     def next_state(self, state: str, event_type: str, scope: Mapping[str, Any]) -> str | None:
         """The routing rule (:func:`waygraph.engine.events.take_event`) over the state's edges."""
 

@@ -83,6 +83,7 @@ from waygraph.engine.event_run import (
     EventMachine,
     EventPlan,
     EventRun,
+    EventStates,
     IncomingEvent,
     Moved,
     Outgoing,
@@ -237,11 +238,14 @@ def accepts(plan: EventPlan, run: EventRun, event: IncomingEvent) -> str | None:
     return next_state(plan, run, event)
 
 
-def is_complete(plan: EventPlan, run: EventRun) -> bool:
-    """True when the run is finished or stands on a terminal state."""
+def is_complete(states: EventStates, run: EventRun) -> bool:
+    """True when the run is finished or stands on a terminal state.
+
+    ``states``: the machine, or its states by name as stored (no validation needed).
+    """
     if run.status in FINISHED:
         return True
-    return run.current_state in plan.machine and plan.machine[run.current_state].is_terminal
+    return run.current_state in states and states[run.current_state].is_terminal
 
 
 def dependencies_met(statuses: Mapping[str, str]) -> bool:

@@ -154,8 +154,11 @@ class PlanContext(PlanRecords, BaseModel):
         """The plan's fixed parts as the engine reads them."""
         return EventPlan(
             plan_id=self.plan_id,
-            # A plan made only to answer its goal as failed has no states.
-            machine=self.machine if self.state_machine else _NO_STATES,
+            # Validated when first read, as before: finishing or pausing a plan
+            # reads no state, so a stored machine that no longer validates
+            # cannot keep its goal from being answered. A plan made only to
+            # answer its goal as failed has no states.
+            machine=_LazyMachine(self) if self.state_machine else _NO_STATES,
             source=self._context.source if self._context is not None else "",
             planner=self.planner,
             goal_event=self.goal_event,
@@ -213,7 +216,7 @@ class PlanContext(PlanRecords, BaseModel):
 
     def is_complete(self) -> bool:
         """True when the plan is finished or stands on a terminal state."""
-        return engine.is_complete(self._plan(), self._run())
+        return engine.is_complete(self.state_machine, self._run())
 
     # ------------------------------------------------------------ changing
 
@@ -260,7 +263,9 @@ class PlanContext(PlanRecords, BaseModel):
                 moved = engine.accept(target, plan._run(), trigger_event, new_event_id, pause=pause)
             if moved is None or finalize is None:
                 return moved
-            if moved.run.status in FINISHED or not engine.is_complete(target, moved.run):
+            if moved.run.status in FINISHED or not engine.is_complete(
+                plan.state_machine, moved.run
+            ):
                 return moved
 
             def answer(run: EventRun) -> Moved | None:
@@ -421,6 +426,32 @@ class PlanContext(PlanRecords, BaseModel):
             f"PlanContext(plan_id={self.plan_id!r}, status={str(self.status)!r}, "
             f"current_state={self.current_state!r})"
         )
+
+
+class _LazyMachine:
+    """A plan's state machine, validated (:attr:`PlanContext.machine`) when first read."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, plan: PlanContext) -> None:
+        self._owner = plan
+
+    @property
+    def start(self) -> str:
+        return self._owner.machine.start
+
+    @property
+    def name(self) -> str | None:
+        return self._owner.machine.name
+
+    def __getitem__(self, state: str) -> StateConfig:
+        return self._owner.machine[state]
+
+    def __contains__(self, state: object) -> bool:
+        return state in self._owner.machine
+
+    def next_state(self, state: str, event_type: str, scope: Mapping[str, Any]) -> str | None:
+        return self._owner.machine.next_state(state, event_type, scope)
 
 
 class _NoStates:
