@@ -431,27 +431,33 @@ class PlanContext(PlanRecords, BaseModel):
 class _LazyMachine:
     """A plan's state machine, validated (:attr:`PlanContext.machine`) when first read."""
 
-    __slots__ = ("_owner",)
+    __slots__ = ("_machine", "_owner")
 
     def __init__(self, plan: PlanContext) -> None:
         self._owner = plan
+        self._machine: StateMachine | None = None
+
+    def _get(self) -> StateMachine:
+        if self._machine is None:
+            self._machine = self._owner.machine
+        return self._machine
 
     @property
     def start(self) -> str:
-        return self._owner.machine.start
+        return self._get().start
 
     @property
     def name(self) -> str | None:
-        return self._owner.machine.name
+        return self._get().name
 
     def __getitem__(self, state: str) -> StateConfig:
-        return self._owner.machine[state]
+        return self._get()[state]
 
     def __contains__(self, state: object) -> bool:
-        return state in self._owner.machine
+        return state in self._get()
 
     def next_state(self, state: str, event_type: str, scope: Mapping[str, Any]) -> str | None:
-        return self._owner.machine.next_state(state, event_type, scope)
+        return self._get().next_state(state, event_type, scope)
 
 
 class _NoStates:
