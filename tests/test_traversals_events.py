@@ -3,7 +3,10 @@
 Each ``tests/fixtures/traversals/*.yaml`` of ``kind: event`` (format in the
 README there) holds a state machine and the events that arrive. The
 ``engine`` driver follows the machine compiled by ``events.to_plan`` with
-:func:`waygraph.engine.events.route_event`; the ``planner`` driver runs a
+:func:`waygraph.engine.events.route_event`, and runs an immutable
+:class:`~waygraph.engine.event_run.EventRun` through the engine's pure
+transitions (``advance``, then ``accept`` for each event; each input run
+must be left as it was); the ``planner`` driver runs a
 :class:`~waygraph.events.PlanContext` of a real planner (in-process bus,
 SQLite store) through ``execute_next``. Both must end in the expected state.
 """
@@ -18,6 +21,8 @@ import pytest
 import yaml
 
 from tests.test_traversals import kind_cases
+from waygraph.engine import events as engine
+from waygraph.engine.event_run import EventPlan, EventRun
 from waygraph.engine.events import route_event
 from waygraph.events import InProcessBus, PlanContext, Planner, to_plan, validate_state_machine
 from waygraph.predicates import evaluate_data
@@ -46,6 +51,29 @@ def _run_engine(machine_data: dict[str, Any], inputs: list[dict[str, Any]]) -> s
     return state
 
 
+def _run_transitions(machine_data: dict[str, Any], inputs: list[dict[str, Any]]) -> str:
+    machine = validate_state_machine(machine_data, name="fixture")
+    plan = EventPlan(plan_id="fixture", machine=machine, source="test", correlation_id="c1")
+    counter = iter(range(1_000_000))
+
+    def new_id() -> str:
+        return f"id{next(counter)}"
+
+    moved = engine.advance(plan, EventRun(current_state=machine.start), new_id)
+    assert moved is not None
+    run = moved.run
+    for n, event in enumerate(inputs):
+        envelope = InProcessBus().envelope(
+            event["type"], event.get("data", {}), correlation_id="c1", id=f"e{n}"
+        )
+        before = repr(run)
+        moved = engine.accept(plan, run, envelope, new_id)
+        assert repr(run) == before
+        if moved is not None:
+            run = moved.run
+    return run.current_state
+
+
 def _run_planner(machine_data: dict[str, Any], inputs: list[dict[str, Any]], db: Path) -> str:
     async def run() -> str:
         planner = Planner("fixture", bus=InProcessBus(), store=open_store(f"sqlite:///{db}"))
@@ -69,6 +97,7 @@ def test_event_traversal(path: Path, driver: str, tmp_path: Path) -> None:
     inputs = list(data["inputs"])
     if driver == "engine":
         state = _run_engine(data["machine"], inputs)
+        assert _run_transitions(data["machine"], inputs) == state, path.name
     else:
         state = _run_planner(data["machine"], inputs, tmp_path / "plans.db")
     assert state == data["expect"]["current_state"], f"{path.name} ({driver}): {data['rule']}"

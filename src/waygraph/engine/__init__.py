@@ -3,8 +3,10 @@
 No I/O, no clock, no globals: every function takes what it needs and returns
 a new :class:`Run` (the input is never modified) plus the events it produced.
 :mod:`waygraph.engine.dag` holds the rules of an executed plan (which nodes
-are ready, which are skipped) and :mod:`waygraph.engine.events` the routing
-of an event-driven plan, as pure functions too.
+are ready, which are skipped) over an immutable ``DagRun``, and
+:mod:`waygraph.engine.events` those of an event-driven plan (routing, and
+the state machine's transitions over an immutable
+:class:`~waygraph.engine.event_run.EventRun`), as pure functions too.
 Verifications that need I/O run in the driver; the engine receives a
 ``judge`` callable that answers "does the latest observation satisfy this
 predicate?" for the current node's ``verify`` and decision ``when`` edges.
@@ -50,7 +52,7 @@ Example:
 
 from __future__ import annotations
 
-from waygraph.engine import dag, events
+from waygraph.engine import dag, event_run, events
 from waygraph.engine.guided import (
     abort,
     advance,
@@ -96,6 +98,7 @@ __all__ = [
     "advance",
     "claim",
     "dag",
+    "event_run",
     "events",
     "expire",
     "first_edge",

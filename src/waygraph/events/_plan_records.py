@@ -1,10 +1,12 @@
 """A plan context in the store: creating, loading, version-checked commits, the outbox.
 
 :class:`PlanRecords` is the part of :class:`~waygraph.events.PlanContext`
-that talks to the store and the bus; the state-machine behaviour is in
-:mod:`waygraph.events.context`. A change is applied to a fresh copy,
-committed with the outgoing envelopes in one write (the outbox), and only
-then published, so a crash never loses a request or sends one twice.
+that talks to the store and the bus; the state-machine rules are the
+engine's (:mod:`waygraph.engine.events`, over an immutable
+:class:`~waygraph.engine.event_run.EventRun`). A change is the engine's new
+run and effects, committed with the outgoing envelopes in one write (the
+outbox), and only then published, so a crash never loses a request or sends
+one twice; the object takes the new state once the commit succeeded.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from waygraph import tracing
+from waygraph.engine import events as engine
+from waygraph.engine.event_run import EventPlan, EventRun, Moved
 from waygraph.errors import Conflict, PlanContextNotFoundError
 from waygraph.events._outbox_marks import OUTBOX_PENDING, mark_stored
 from waygraph.events._planner_context import (
@@ -25,7 +29,7 @@ from waygraph.events._planner_context import (
     _context_or_current,
     plan_id_for,
 )
-from waygraph.events.envelope import Envelope
+from waygraph.events.envelope import Envelope, Topic, new_event_id
 from waygraph.events.statemachine import StateConfig, validate_state_machine
 from waygraph.model import FINISHED
 from waygraph.retry import retry_conflicts_async
@@ -50,18 +54,34 @@ PARENT = "waygraph:parent:"
 
 
 class Change:
-    """What one change adds besides the new state: store events and outgoing envelopes."""
+    """What one change adds besides the new state: store events and outgoing envelopes.
 
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
+    Built from an engine transition (:meth:`of`): its messages become
+    envelopes (stamped with the time here: the engine reads no clock) and
+    their outbox entries.
+    """
+
+    def __init__(self, events: Sequence[dict[str, Any]] = ()) -> None:
+        self.events: list[dict[str, Any]] = list(events)
         self.outbox: list[dict[str, Any]] = []
         # The outbox entries' envelopes, kept so publishing need not parse them back.
         self.envelopes: dict[str, Envelope] = {}
 
-    def send(self, entry: dict[str, Any], envelope: Envelope) -> None:
-        """Add ``entry`` (the outbox form of ``envelope``) to what the change sends."""
-        self.outbox.append(entry)
-        self.envelopes[entry["id"]] = envelope
+    @classmethod
+    def of(cls, moved: Moved) -> Change:
+        """The events and envelopes of ``moved``, in its order."""
+        change = cls(moved.events)
+        for message in moved.messages:
+            envelope = Envelope(**message.envelope)
+            # Topic() refuses a goal's unknown response topic, as a ValueError.
+            entry = {
+                "id": envelope.id,
+                "topic": Topic(message.topic).value,
+                "envelope": envelope.to_wire(),
+            }
+            change.outbox.append(entry)
+            change.envelopes[envelope.id] = envelope
+        return change
 
 
 class PlanRecords(_Model):
@@ -88,8 +108,9 @@ class PlanRecords(_Model):
         def __init__(self, **data: Any) -> None: ...
         @property
         def context(self) -> PlannerContext: ...
-        def _apply_next(self, event: None, change: Change, pause: str | None) -> bool: ...
-        async def _advance(self, apply: Callable[[Self, Change], bool]) -> bool: ...
+        def _plan(self) -> EventPlan: ...
+        def _run(self) -> EventRun: ...
+        async def _advance(self, apply: Callable[[Self], Moved | None]) -> bool: ...
         async def execute_next(self) -> bool: ...
 
     # ------------------------------------------------------------ creating
@@ -173,12 +194,14 @@ class PlanRecords(_Model):
         reloads it and changes nothing: that plan started already.
         """
 
-        def apply(plan: Self, change: Change) -> bool:
-            fresh = plan._version == 0
-            if fresh:
-                change.events.append(created)
-            moved = plan._apply_next(None, change, None)
-            return fresh or moved
+        def apply(plan: Self) -> Moved | None:
+            run = plan._run()
+            moved = engine.advance(plan._plan(), run, new_event_id)
+            if plan._version != 0:
+                return moved
+            if moved is None:
+                return Moved(run, (created,))
+            return Moved(moved.run, (created, *moved.events), moved.messages)
 
         await self._advance(apply)
         return self
@@ -314,62 +337,78 @@ class PlanRecords(_Model):
             visited[self.current_state] = {"outcome": ended or "pending"}
         return visited
 
-    async def _commit(self, expected: int, events: list[dict[str, Any]]) -> Write:
+    async def _commit(
+        self,
+        expected: int,
+        events: Sequence[dict[str, Any]],
+        run: EventRun | None = None,
+        entries: Sequence[dict[str, Any]] = (),
+    ) -> Write:
         """Store the plan, version-checked; the write as stored, at its new version.
 
+        ``run`` (the engine's new run) and the outbox ``entries`` it sends
+        are stored with the plan's other fields; this object takes them only
+        once the commit succeeded, so a failed commit leaves it as it was.
         Outbox entries this process published since the plan's last commit
         are dropped from the outbox here: marking them costs no commit of its own.
         """
         context = self.context
         sent = context.marks.pending(self.plan_id)
-        if sent:
-            self.outbox = [e for e in self.outbox if e["id"] not in sent]
-        self.updated_at = time.time()
-        record = self.model_dump(mode="json")
+        outbox = [e for e in self.outbox if e["id"] not in sent] if sent else list(self.outbox)
+        outbox += entries
+        changes: dict[str, Any] = _run_fields(run) if run is not None else {}
+        changes.update(outbox=outbox, updated_at=time.time())
+        # A shallow copy (no validation) is the new state until the commit succeeds.
+        new = self.model_copy(update=changes)
+        record = new.model_dump(mode="json")
         # The one run-record schema (waygraph.model.record); a state is a node.
         record.update(
             kind=KIND,
             plan=self.plan_id,
-            current_node=self.current_state,
-            path=self.path,
-            visited=self._visited(),
+            current_node=new.current_state,
+            path=new.path,
+            visited=new._visited(),
         )
         write = Write(
             self.plan_id,
             record,
             expected,
             # Inside a span of the application's, the plan's events carry its trace.
-            tracing.stamp(events),
+            tracing.stamp(list(events)),
             kind=KIND,
             session=self.session_id,
-            status=self.status,
+            status=new.status,
             plan=self.plan_id,
-            correlation_ids=self._index(),
+            correlation_ids=new._index(),
         )
-        [self._version] = await context.call(context.store.commit_all, [write])
-        stored = dataclasses.replace(write, expected_version=self._version, events=())
+        [version] = await context.call(context.store.commit_all, [write])
+        for name, value in changes.items():
+            setattr(self, name, value)
+        self._version = version
+        stored = dataclasses.replace(write, expected_version=version, events=())
         if sent:
             context.marks.committed(self.plan_id, sent, stored)
         return stored
 
-    async def _change(self, apply: Callable[[Self, Change], bool]) -> bool:
-        """Apply a change to a fresh copy, commit it version-checked, then publish its outbox.
+    async def _change(self, apply: Callable[[Self], Moved | None]) -> bool:
+        """Apply an engine transition to the plan as stored, commit it version-checked,
+        then publish its outbox.
 
-        On Conflict the plan is reloaded and the change applied again; the
-        change functions are written so that applying them to a plan that
-        already took the change does nothing. What was published is marked
-        so by the plan's next commit, or by a batch (see ``_outbox_marks``).
+        ``apply`` returns the transition (None: nothing to change) without
+        changing the plan. On Conflict the plan is reloaded and ``apply``
+        called again; transitions are written so that applying them to a
+        plan that already took the change does nothing. What was published
+        is marked so by the plan's next commit, or by a batch (see ``_outbox_marks``).
         """
         context = self.context
         async with context.lock(self.plan_id):
 
             async def attempt() -> tuple[Change, Write] | None:
-                draft = self._draft()
-                change = Change()
-                if not apply(draft, change):
+                moved = apply(self)
+                if moved is None:
                     return None
-                stored = await draft._commit(self._version, change.events)
-                self._adopt(draft)
+                change = Change.of(moved)
+                stored = await self._commit(self._version, change.events, moved.run, change.outbox)
                 return change, stored
 
             done = await retry_conflicts_async(
@@ -384,19 +423,6 @@ class PlanRecords(_Model):
                     context.marks.published(stored, published, finished=self.status in FINISHED)
                     context.marks.schedule(context.call, context.store)
             return True
-
-    def _draft(self) -> Self:
-        draft = type(self).model_validate(self.model_dump(mode="json"))
-        draft._context = self._context
-        draft._version = self._version
-        draft._machine = self._machine
-        return draft
-
-    def _adopt(self, draft: Self) -> None:
-        for name in type(self).model_fields:
-            setattr(self, name, getattr(draft, name))
-        self._version = draft._version
-        self._machine = draft._machine
 
     # ------------------------------------------------------------ the outbox
 
@@ -477,3 +503,20 @@ class PlanRecords(_Model):
         """Plans of this planner that list ``plan_id`` in ``depends_on``."""
         records = await context.by_correlation(AFTER + plan_id, planner=context.name)
         return [cls._from_record(r, context) for r in records]
+
+
+def _run_fields(run: EventRun) -> dict[str, Any]:
+    """A plan's fields as ``run`` has them (fresh mutable copies: they are public)."""
+    return {
+        "status": run.status,
+        "current_state": run.current_state,
+        "path": list(run.path),
+        "started": run.started,
+        "results": dict(run.results),
+        "result": run.result,
+        "error": None if run.error is None else dict(run.error),
+        "awaiting": None if run.awaiting is None else dict(run.awaiting),
+        "processed_event_ids": list(run.processed_event_ids),
+        "correlation_ids": list(run.correlation_ids),
+        "pause_reason": run.pause_reason,
+    }

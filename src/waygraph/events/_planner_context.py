@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from waygraph.engine.event_run import PLAN_NAMESPACE
 from waygraph.errors import PlanStateError
 from waygraph.events._outbox_marks import OutboxMarks
 from waygraph.events.envelope import Envelope
@@ -32,7 +33,6 @@ log = logging.getLogger("waygraph.events")
 
 #: The store ``kind`` of plan context records.
 KIND = "event"
-PLAN_NAMESPACE = uuid.UUID("5b0f4f3e-8a0c-4d5e-9d35-0c1c2a3b4d5e")
 
 
 def plan_id_for(goal: Envelope) -> str:

@@ -1,5 +1,11 @@
 """PlanContext: one plan's state, persisted in a store, moved along by events.
 
+The façade over the engine: each method that changes the plan reads its
+fields into an immutable :class:`~waygraph.engine.event_run.EventRun`, calls
+one pure transition of :mod:`waygraph.engine.events` (which holds every rule:
+entering states, requests, accepting events, pause, resume, dependencies,
+finishing) and commits the new run with the transition's effects.
+
 Every change is one store commit, version-checked: the new state, the ids of
 the events it processed, and the *outbox* (the requests and responses the
 change sends) are written together. Only then is the outbox published, and
@@ -32,29 +38,30 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import logging
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from waygraph.engine import events as engine
+
+# MAX_PROCESSED_IDS: how many processed event ids a plan remembers (kept importable here).
+from waygraph.engine.event_run import MAX_PROCESSED_IDS as MAX_PROCESSED_IDS
+from waygraph.engine.event_run import EventPlan, EventRun, Moved, then
 from waygraph.errors import PlanFormatError, PlanStateError
-from waygraph.events._plan_records import Change, PlanRecords
+from waygraph.events._plan_records import PlanRecords, _run_fields
 from waygraph.events._planner_context import (
     KIND,
-    PLAN_NAMESPACE,
     PlannerContext,
     current_planner_context,
 )
-from waygraph.events.envelope import Envelope, Topic, new_event_id
+from waygraph.events.envelope import Envelope, new_event_id
 from waygraph.events.failures import error_payload
 from waygraph.events.statemachine import (
     StateAction,
     StateConfig,
     StateMachine,
-    fill_template,
     validate_state_machine,
 )
 from waygraph.model import FINISHED, RunStatus
@@ -67,10 +74,6 @@ log = logging.getLogger("waygraph.events")
 #: ``running``, ``paused``, ``completed`` and ``failed``). The name is kept for
 #: code written against it.
 PlanStatus = RunStatus
-
-#: How many processed event ids a plan remembers. Redeliveries come soon after
-#: the first delivery; the bound keeps long-lived plans' records small.
-MAX_PROCESSED_IDS = 1000
 
 
 class PlanContext(PlanRecords, BaseModel):
@@ -145,6 +148,49 @@ class PlanContext(PlanRecords, BaseModel):
         """The goal event as an :class:`Envelope`."""
         return Envelope.from_wire(self.goal)
 
+    # ------------------------------------------------------------ the engine's view
+
+    def _plan(self) -> EventPlan:
+        """The plan's fixed parts as the engine reads them."""
+        return EventPlan(
+            plan_id=self.plan_id,
+            # Validated when first read, as before: finishing or pausing a plan
+            # reads no state, so a stored machine that no longer validates
+            # cannot keep its goal from being answered. A plan made only to
+            # answer its goal as failed has no states.
+            machine=_LazyMachine(self) if self.state_machine else _NO_STATES,
+            source=self._context.source if self._context is not None else "",
+            planner=self.planner,
+            goal_event=self.goal_event,
+            goal_id=self.goal.get("id"),
+            traceparent=self.goal.get("traceparent"),
+            goal_data=self.goal_data,
+            response_event=self.response_event,
+            response_topic=self.response_topic,
+            correlation_id=self.correlation_id,
+            parent_plan_id=self.parent_plan_id,
+            session_id=self.session_id,
+            user_id=self.user_id,
+            tenant_id=self.tenant_id,
+            depends_on=tuple(self.depends_on),
+        )
+
+    def _run(self) -> EventRun:
+        """Where the plan stands, as an immutable engine value (copies of the fields)."""
+        return EventRun(
+            current_state=self.current_state,
+            status=self.status,
+            path=tuple(self.path),
+            started=self.started,
+            results=self.results,
+            result=self.result,
+            error=self.error,
+            awaiting=self.awaiting,
+            processed_event_ids=tuple(self.processed_event_ids),
+            correlation_ids=tuple(self.correlation_ids),
+            pause_reason=self.pause_reason,
+        )
+
     # ------------------------------------------------------------ reading
 
     def get_next_state(self, event: Envelope) -> str | None:
@@ -156,9 +202,7 @@ class PlanContext(PlanRecords, BaseModel):
         wins. This looks at the state machine only; :meth:`accepts` also
         checks the plan's status, duplicates and correlation.
         """
-        if self.current_state not in self.machine:
-            return None
-        return self.machine.next_state(self.current_state, event.type, self._scope(event))
+        return engine.next_state(self._plan(), self._run(), event)
 
     def accepts(self, event: Envelope) -> str | None:
         """:meth:`get_next_state`, if the plan takes ``event`` at all now, else None.
@@ -168,46 +212,11 @@ class PlanContext(PlanRecords, BaseModel):
         is waiting for (or carries the goal's correlation id). A late answer
         to an older request (one re-sent by :meth:`resume`, say) is refused.
         """
-        if self.status != "running" or not self.started:
-            return None
-        if event.id in self.processed_event_ids:
-            return None
-        cid = event.correlation_id
-        waiting_for = self.awaiting.get("correlation_id") if self.awaiting else None
-        if cid is None or cid not in (waiting_for, self.correlation_id):
-            return None
-        return self.get_next_state(event)
+        return engine.accepts(self._plan(), self._run(), event)
 
     def is_complete(self) -> bool:
         """True when the plan is finished or stands on a terminal state."""
-        if self.status in FINISHED:
-            return True
-        config = self.state_machine.get(self.current_state)
-        return bool(config and config.is_terminal)
-
-    def _scope(self, event: Envelope | None = None) -> dict[str, Any]:
-        scope: dict[str, Any] = {
-            "goal_data": self.goal_data,
-            "results": self.results,
-            "plan": {
-                "plan_id": self.plan_id,
-                "session_id": self.session_id,
-                "user_id": self.user_id,
-                "tenant_id": self.tenant_id,
-                "parent_plan_id": self.parent_plan_id,
-                "current_state": self.current_state,
-            },
-        }
-        if event is not None:
-            scope["data"] = event.data
-            scope["event"] = {
-                "id": event.id,
-                "type": event.type,
-                "source": event.source,
-                "subject": event.subject,
-                "correlation_id": event.correlation_id,
-            }
-        return scope
+        return engine.is_complete(self.state_machine, self._run())
 
     # ------------------------------------------------------------ changing
 
@@ -246,116 +255,35 @@ class PlanContext(PlanRecords, BaseModel):
             return await self._start_after_dependencies()
         parent_correlation = await self._parent_correlation() if finalize is not None else None
 
-        def apply(plan: PlanContext, change: Change) -> bool:
-            if not plan._apply_next(trigger_event, change, pause):
-                return False
-            if finalize is not None and plan.status not in FINISHED and plan.is_complete():
-                plan._finish(change, finalize(plan), None, parent_correlation)
-            return True
+        def apply(plan: PlanContext) -> Moved | None:
+            target = plan._plan()
+            if trigger_event is None:
+                moved = engine.advance(target, plan._run(), new_event_id, pause=pause)
+            else:
+                moved = engine.accept(target, plan._run(), trigger_event, new_event_id, pause=pause)
+            if moved is None or finalize is None:
+                return moved
+            if moved.run.status in FINISHED or not engine.is_complete(
+                plan.state_machine, moved.run
+            ):
+                return moved
+
+            def answer(run: EventRun) -> Moved | None:
+                # finalize sees the plan as it stands on its terminal state (and
+                # what it changes of that copy is kept, as it was before).
+                view = plan._with(run)
+                result = finalize(view)
+                return engine.finish(
+                    target, view._run(), result, parent_correlation=parent_correlation
+                )
+
+            return then(moved, answer)
 
         return await self._advance(apply)
 
-    def _apply_next(self, event: Envelope | None, change: Change, pause: str | None) -> bool:
-        if event is None:
-            if self.status in FINISHED or self.status == "paused":
-                return False
-            if self.status == "pending":
-                if self.depends_on:
-                    return False
-                self.status = RunStatus.RUNNING
-            if not self.started:
-                self.started = True
-                self._enter(self.machine.start, change, None, pause)
-                return True
-            config = self.machine[self.current_state]
-            if config.is_terminal:
-                return False
-            if config.default_next is None:
-                # The state waits for an event. Doing nothing (rather than raising)
-                # keeps a goal handler that runs twice, as redelivery allows, harmless.
-                return False
-            self._enter(config.default_next, change, None, pause)
-            return True
-        target = self.accepts(event)
-        if target is None:
-            return False
-        self.results[self.current_state] = event.data
-        self._remember(event.id)
-        change.events.append(
-            {
-                "type": "event_applied",
-                "event_id": event.id,
-                "event_type": event.type,
-                "from": self.current_state,
-                "to": target,
-            }
-        )
-        self._enter(target, change, event, pause)
-        return True
-
-    def _enter(
-        self, state: str, change: Change, via: Envelope | None, pause: str | None = None
-    ) -> None:
-        state = self.machine.follow_defaults(state)
-        self.current_state = state
-        self.path.append(state)
-        self.awaiting = None
-        change.events.append({"type": "state_entered", "state": state})
-        config = self.machine[state]
-        if pause is not None and not config.is_terminal:
-            self._pause(pause, change)
-            return
-        if config.action is not None:
-            self._dispatch(config.action, change, via)
-
-    def _dispatch(self, action: StateAction, change: Change, via: Envelope | None) -> None:
-        scope = self._scope(via)
-        data = fill_template(action.data, scope, where=f"{self.current_state}.action.data")
-        correlation_id = new_event_id()
-        envelope = Envelope(
-            source=self.context.source,
-            type=action.event_type,
-            data=data,
-            correlation_id=correlation_id,
-            response_event=action.expected_response,
-            response_topic=Topic.ACTION_RESULTS.value,
-            session_id=self.session_id,
-            tenant_id=self.tenant_id,
-            user_id=self.user_id,
-            goal_id=self.goal.get("id"),
-            plan_id=self.plan_id,
-            parent_event_id=via.id if via is not None else self.goal.get("id"),
-            traceparent=self.goal.get("traceparent"),
-        )
-        self.awaiting = {
-            "state": self.current_state,
-            "event_type": action.event_type,
-            "response_event": action.expected_response,
-            "correlation_id": correlation_id,
-            "request_id": envelope.id,
-        }
-        if correlation_id not in self.correlation_ids:
-            self.correlation_ids.append(correlation_id)
-        self._send(envelope, Topic.ACTION_REQUESTS, change)
-        change.events.append(
-            {
-                "type": "request_sent",
-                "state": self.current_state,
-                "event_type": action.event_type,
-                "event_id": envelope.id,
-                "correlation_id": correlation_id,
-            }
-        )
-
-    def _send(self, envelope: Envelope, topic: Topic, change: Change) -> None:
-        entry = {"id": envelope.id, "topic": topic.value, "envelope": envelope.to_wire()}
-        self.outbox.append(entry)
-        change.send(entry, envelope)
-
-    def _remember(self, event_id: str) -> None:
-        if event_id not in self.processed_event_ids:
-            self.processed_event_ids.append(event_id)
-            del self.processed_event_ids[:-MAX_PROCESSED_IDS]
+    def _with(self, run: EventRun) -> PlanContext:
+        """A shallow copy of this plan standing where ``run`` stands."""
+        return self.model_copy(update=_run_fields(run))
 
     async def dispatch(self, action: StateAction | str) -> None:
         """Send ``action`` as the current state's request (dynamic plans, see
@@ -367,14 +295,10 @@ class PlanContext(PlanRecords, BaseModel):
         """
         if isinstance(action, str):
             action = self._action_for(action)
-        if self.status != "running":
-            raise PlanStateError(f"plan {self.plan_id!r} is {self.status}; it sends no requests")
-
-        def apply(plan: PlanContext, change: Change) -> bool:
-            plan._dispatch(action, change, None)
-            return True
-
-        await self._advance(apply)
+        chosen = action
+        await self._advance(
+            lambda plan: engine.dispatch(plan._plan(), plan._run(), chosen, new_event_id)
+        )
 
     def _action_for(self, event_type: str) -> StateAction:
         if self.state_machine.get(self.current_state) is not None:
@@ -408,14 +332,26 @@ class PlanContext(PlanRecords, BaseModel):
         this one.
         """
         parent_correlation = await self._parent_correlation()
+        return await self._change(
+            lambda plan: plan._finished(result, status, parent_correlation, error)
+        )
 
-        def apply(plan: PlanContext, change: Change) -> bool:
-            if plan.status in FINISHED:
-                return False
-            plan._finish(change, result, status, parent_correlation, error=error)
-            return True
-
-        return await self._change(apply)
+    def _finished(
+        self,
+        result: Any,
+        status: Literal["completed", "failed"] | None,
+        parent_correlation: str | None,
+        error: dict[str, Any] | None = None,
+    ) -> Moved | None:
+        """:func:`engine.finish` of this plan as it stands."""
+        return engine.finish(
+            self._plan(),
+            self._run(),
+            result,
+            status=status,
+            parent_correlation=parent_correlation,
+            error=error,
+        )
 
     async def _parent_correlation(self) -> str | None:
         """The parent plan's correlation id, for a nested goal that had none of its own."""
@@ -423,55 +359,6 @@ class PlanContext(PlanRecords, BaseModel):
             parent = await self.parent()
             return parent.correlation_id if parent else None
         return None
-
-    def _finish(
-        self,
-        change: Change,
-        result: Any,
-        status: Literal["completed", "failed"] | None,
-        parent_correlation: str | None,
-        *,
-        error: dict[str, Any] | None = None,
-    ) -> None:
-        """Mark the plan finished and put the goal's answer and ``plan.<status>`` in the outbox."""
-        final = status or ("failed" if self.current_state == "failed" else "completed")
-        self.status = RunStatus(final)
-        # A copy: a result built from self.results must not come to contain itself.
-        result = copy.deepcopy(result)
-        self.results["final"] = result
-        self.result = result
-        self.awaiting = None
-        goal_id = self.goal.get("id")
-        data = {"plan_id": self.plan_id, "status": final, "result": result}
-        if error is not None:
-            self.error = data["error"] = error
-        response = Envelope(
-            id=_derived_id(self.plan_id, "response"),
-            source=self.context.source,
-            type=self.response_event or f"{self.goal_event}.completed",
-            data=data,
-            correlation_id=self.correlation_id or parent_correlation,
-            session_id=self.session_id,
-            tenant_id=self.tenant_id,
-            user_id=self.user_id,
-            goal_id=goal_id,
-            plan_id=self.plan_id,
-            parent_event_id=goal_id,
-            traceparent=self.goal.get("traceparent"),
-        )
-        self._send(response, Topic(self.response_topic or Topic.ACTION_RESULTS), change)
-        done = Envelope(
-            id=_derived_id(self.plan_id, f"plan.{final}"),
-            source=self.context.source,
-            type=f"plan.{final}",
-            data={"plan_id": self.plan_id, "status": final, "planner": self.planner},
-            plan_id=self.plan_id,
-            session_id=self.session_id,
-            correlation_id=self.correlation_id,
-            parent_event_id=goal_id,
-        )
-        self._send(done, Topic.PLAN_EVENTS, change)
-        change.events.append({"type": f"plan_{final}", "state": self.current_state})
 
     async def pause(self, reason: str = "user_input_required") -> bool:
         """Pause a running plan until :meth:`resume`; True when it was running.
@@ -482,30 +369,9 @@ class PlanContext(PlanRecords, BaseModel):
         so a person or a UI can act on it. To pause before a state's request
         goes out, use ``execute_next(event, pause=reason)``.
         """
-
-        def apply(plan: PlanContext, change: Change) -> bool:
-            if plan.status != "running":
-                return False
-            plan._pause(reason, change)
-            return True
-
-        return await self._change(apply)
-
-    def _pause(self, reason: str, change: Change) -> None:
-        self.status = RunStatus.PAUSED
-        self.pause_reason = reason
-        notice = Envelope(
-            source=self.context.source,
-            type="plan.paused",
-            data={"plan_id": self.plan_id, "state": self.current_state, "reason": reason},
-            correlation_id=self.correlation_id,
-            plan_id=self.plan_id,
-            session_id=self.session_id,
-            user_id=self.user_id,
-            tenant_id=self.tenant_id,
+        return await self._change(
+            lambda plan: engine.pause(plan._plan(), plan._run(), reason, new_event_id)
         )
-        self._send(notice, Topic.NOTIFICATION_EVENTS, change)
-        change.events.append({"type": "plan_paused", "state": self.current_state})
 
     async def resume(self, input: Any = None, *, event: Envelope | None = None) -> bool:
         """Resume a paused plan; True when it was paused (so a repeated approval is a no-op).
@@ -517,62 +383,30 @@ class PlanContext(PlanRecords, BaseModel):
         without an action follows its ``default_next``.
         ``event``, when given, is recorded as processed.
         """
-
-        def apply(plan: PlanContext, change: Change) -> bool:
-            if plan.status != "paused":
-                return False
-            if event is not None:
-                if event.id in plan.processed_event_ids:
-                    return False
-                plan._remember(event.id)
-            plan.status = RunStatus.RUNNING
-            plan.pause_reason = None
-            plan.results["user_input"] = input
-            plan.results["resume_input"] = input
-            change.events.append({"type": "plan_resumed", "state": plan.current_state})
-            config = plan.machine[plan.current_state]
-            if not plan.started:
-                plan.started = True
-                plan._enter(plan.machine.start, change, event)
-            elif config.action is not None:
-                plan._dispatch(config.action, change, event)
-            elif config.default_next is not None and not config.is_terminal:
-                plan._enter(config.default_next, change, event)
-            return True
-
-        return await self._advance(apply)
+        return await self._advance(
+            lambda plan: engine.resume(plan._plan(), plan._run(), new_event_id, input, event)
+        )
 
     async def _start_after_dependencies(self) -> bool:
         statuses: dict[str, str] = {}
         for dep in self.depends_on:
             record = await self.context.call(self.context.store.get, dep)
             statuses[dep] = record.data.get("status", "missing") if record else "missing"
-        failed = [d for d, s in statuses.items() if s == "failed"]
-        if failed:
+        failure = engine.dependency_failure(statuses)
+        if failure is not None:
             await self._reload()
             if self.status != "pending":
                 return False
-            return await self.finalize(
-                {"error": f"dependency {failed[0]!r} failed", "dependencies": statuses},
-                status="failed",
-            )
-        if any(s != "completed" for s in statuses.values()):
+            return await self.finalize(failure, status="failed")
+        if not engine.dependencies_met(statuses):
             return False
-
-        def apply(plan: PlanContext, change: Change) -> bool:
-            if plan.status != "pending":
-                return False
-            plan.status = RunStatus.RUNNING
-            plan.started = True
-            change.events.append({"type": "dependencies_met", "depends_on": plan.depends_on})
-            plan._enter(plan.machine.start, change, None)
-            return True
-
-        return await self._advance(apply)
+        return await self._advance(
+            lambda plan: engine.start_after_dependencies(plan._plan(), plan._run(), new_event_id)
+        )
 
     # ------------------------------------------------------------ committing
 
-    async def _advance(self, apply: Callable[[PlanContext, Change], bool]) -> bool:
+    async def _advance(self, apply: Callable[[PlanContext], Moved | None]) -> bool:
         """:meth:`_change` for changes that send requests: a request whose data
         template has no value for this goal fails the plan (answering its goal)
         instead of failing every redelivery of the event."""
@@ -594,6 +428,52 @@ class PlanContext(PlanRecords, BaseModel):
         )
 
 
-def _derived_id(plan_id: str, what: str) -> str:
-    # Fixed ids for a plan's one-time events: re-sending them is recognisable.
-    return uuid.uuid5(PLAN_NAMESPACE, f"{plan_id}\x00{what}").hex
+class _LazyMachine:
+    """A plan's state machine, validated (:attr:`PlanContext.machine`) when first read."""
+
+    __slots__ = ("_machine", "_owner")
+
+    def __init__(self, plan: PlanContext) -> None:
+        self._owner = plan
+        self._machine: StateMachine | None = None
+
+    def _get(self) -> StateMachine:
+        if self._machine is None:
+            self._machine = self._owner.machine
+        return self._machine
+
+    @property
+    def start(self) -> str:
+        return self._get().start
+
+    @property
+    def name(self) -> str | None:
+        return self._get().name
+
+    def __getitem__(self, state: str) -> StateConfig:
+        return self._get()[state]
+
+    def __contains__(self, state: object) -> bool:
+        return state in self._get()
+
+    def next_state(self, state: str, event_type: str, scope: Mapping[str, Any]) -> str | None:
+        return self._get().next_state(state, event_type, scope)
+
+
+class _NoStates:
+    """The machine of a plan without states (made to answer its goal as failed)."""
+
+    start = ""
+    name = None
+
+    def __getitem__(self, state: str) -> StateConfig:
+        raise KeyError(state)
+
+    def __contains__(self, state: object) -> bool:
+        return False
+
+    def next_state(self, state: str, event_type: str, scope: Mapping[str, Any]) -> str | None:
+        return None
+
+
+_NO_STATES = _NoStates()

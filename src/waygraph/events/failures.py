@@ -123,10 +123,12 @@ async def answer_goal_failed(context: PlannerContext, goal: Envelope, exc: BaseE
         updated_at=now,
     )
     plan._context = context
-    change = Change()
-    plan._finish(change, None, "failed", await plan._parent_correlation(), error=error)
+    moved = plan._finished(None, "failed", await plan._parent_correlation(), error)
+    assert moved is not None  # a plan made just now is not finished
+    change = Change.of(moved)
+    created = {"type": "plan_created", "goal_id": goal.id}
     try:
-        await plan._commit(0, [{"type": "plan_created", "goal_id": goal.id}, *change.events])
+        await plan._commit(0, [created, *change.events], moved.run, change.outbox)
     except Conflict:  # another delivery got there first: answer through its plan, once
         record = await context.call(context.store.get, plan_id)
         if record is None:

@@ -28,14 +28,14 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from waygraph.engine.events import take_event
+from waygraph.engine.events import follow_defaults, take_event
+from waygraph.engine.templates import fill_template
 from waygraph.errors import PlanFormatError, StateMachineError
 from waygraph.model import Edge, Graph, Node, NodeType, Plan, Verify
 from waygraph.predicates import evaluate_data, parse_condition
@@ -52,9 +52,6 @@ __all__ = [
     "to_plan",
     "validate_state_machine",
 ]
-
-#: The most states an action-less chain of ``default_next`` may pass in one step.
-MAX_HOPS = 50
 
 
 class _Dto(BaseModel):
@@ -221,20 +218,7 @@ class StateMachine:
 
     def follow_defaults(self, state: str) -> str:
         """Where entering ``state`` leads: along ``default_next`` out of action-less states."""
-        hops = 0
-        config = self.states[state]
-        while config.action is None and not config.is_terminal and config.default_next:
-            hops += 1
-            if hops > MAX_HOPS:
-                raise StateMachineError(
-                    f"more than {MAX_HOPS} states without actions in a row; is there a loop?",
-                    plan=self.name,
-                    state=state,
-                    field="default_next",
-                )
-            state = config.default_next
-            config = self.states[state]
-        return state
+        return follow_defaults(self, state)
 
 
 def validate_state_machine(
@@ -492,77 +476,3 @@ def to_plan(machine: StateMachine, *, plan_id: str, name: str = "") -> Plan:
         name=name or plan_id,
         graph=Graph(start=machine.start, nodes=nodes, edges=tuple(edges)),
     )
-
-
-# ---------------------------------------------------------------- templates
-
-_TEMPLATE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
-_PATH = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*")
-_MISSING = object()
-
-
-def fill_template(value: Any, scope: Mapping[str, Any], *, where: str = "data") -> Any:
-    """Fill ``{path.to.value}`` placeholders in strings, recursively through dicts and lists.
-
-    A string that is exactly one placeholder takes the value as it is (a
-    list stays a list); inside longer text the value is written with
-    ``str``. ``{{`` and ``}}`` write literal braces. Paths are dotted keys and
-    list indexes; nothing is evaluated. A path with no value raises
-    :class:`~waygraph.errors.PlanFormatError` naming ``where``.
-
-    Example:
-        >>> scope = {"goal_data": {"topic": "graphs", "tags": ["a", "b"]}}
-        >>> fill_template({"q": "about {goal_data.topic}", "t": "{goal_data.tags}"}, scope)
-        {'q': 'about graphs', 't': ['a', 'b']}
-    """
-    if isinstance(value, str):
-        return _fill_text(value, scope, where)
-    if isinstance(value, Mapping):
-        return {k: fill_template(v, scope, where=f"{where}.{k}") for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [fill_template(v, scope, where=f"{where}[{i}]") for i, v in enumerate(value)]
-    return value
-
-
-def _fill_text(text: str, scope: Mapping[str, Any], where: str) -> Any:
-    if "{" not in text and "}" not in text:
-        return text
-    whole = _TEMPLATE.fullmatch(text)
-    if whole and whole.group(1) is not None:
-        return _lookup(whole.group(1), scope, where, text)
-
-    def replace(match: re.Match[str]) -> str:
-        token = match.group(0)
-        if token == "{{":
-            return "{"
-        if token == "}}":
-            return "}"
-        return str(_lookup(match.group(1), scope, where, text))
-
-    return _TEMPLATE.sub(replace, text)
-
-
-def _lookup(path: str, scope: Mapping[str, Any], where: str, text: str) -> Any:
-    path = path.strip()
-    if not _PATH.fullmatch(path):
-        raise PlanFormatError(
-            f"template {{{path}}} is not a dotted path like {{goal_data.topic}}; "
-            "write {{ and }} for literal braces",
-            field=where,
-            value=text,
-        )
-    current: Any = scope
-    for part in path.split("."):
-        if isinstance(current, Mapping) and part in current:
-            current = current[part]
-        elif isinstance(current, list | tuple) and part.isdigit() and int(part) < len(current):
-            current = current[int(part)]
-        else:
-            current = _MISSING
-            break
-    if current is _MISSING:
-        roots = ", ".join(sorted(scope))
-        raise PlanFormatError(
-            f"template {{{path}}} has no value (the roots are: {roots})", field=where, value=text
-        )
-    return current
