@@ -39,6 +39,15 @@ atexit.register(shutil.rmtree, _DATA_HOME, True)
 os.environ["XDG_DATA_HOME"] = _DATA_HOME
 os.environ.pop("WAYGRAPH_STORE", None)
 
+# rich fixes a console's width for good when COLUMNS is set as the console is
+# made, and the CLI makes its consoles on import. pytest-xdist sets COLUMNS=80
+# and LINES=24 in its workers (and a developer's shell may export them), which
+# would make the width a test passes to CliRunner(env={"COLUMNS": ...}) count
+# in a serial run only. Without them every console measures the width where it
+# prints: what the test asks for, else 80, the same on any worker and terminal.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
+
 
 def services_required() -> bool:
     """True when ``WAYGRAPH_REQUIRE_SERVICES=1``: missing services fail tests."""
