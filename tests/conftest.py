@@ -10,12 +10,15 @@ missing service can never turn into silently skipped coverage.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import os
 import shutil
 import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
@@ -96,3 +99,44 @@ def postgres_url() -> Iterator[str]:
     yield f"{base}{joiner}schema={schema}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+# ------------------------------------------------------------------ xdist workers
+#
+# A test marked ``alone`` measures behaviour under contention it makes itself
+# (sixteen writer processes on one session): with another worker's tests
+# beside it on a 2-core box its writers can lose every race for the store's
+# whole retry budget. Under pytest-xdist it therefore takes the machine for
+# itself: every test holds a shared lock on a file of this run while it runs,
+# a test marked ``alone`` an exclusive one. A second lock, taken briefly by
+# everyone and held by an ``alone`` test while it waits, keeps the other
+# worker from starting test after test and starving it.
+_RUN_ID = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+
+
+@contextlib.contextmanager
+def _flocked(path: Path, mode: int) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def _share_the_machine(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Serialise ``alone`` tests against every other test of an xdist run (see above)."""
+    if _RUN_ID is None:  # a serial run: nothing runs beside the test
+        yield
+        return
+    base = Path(tempfile.gettempdir()) / f"waygraph-pytest-{_RUN_ID}"
+    turnstile, room = base.with_suffix(".turnstile"), base.with_suffix(".room")
+    if request.node.get_closest_marker("alone") is not None:
+        with _flocked(turnstile, fcntl.LOCK_EX), _flocked(room, fcntl.LOCK_EX):
+            yield
+        return
+    with _flocked(turnstile, fcntl.LOCK_EX):
+        pass
+    with _flocked(room, fcntl.LOCK_SH):
+        yield
