@@ -107,10 +107,11 @@ def postgres_url() -> Iterator[str]:
 # (sixteen writer processes on one session): with another worker's tests
 # beside it on a 2-core box its writers can lose every race for the store's
 # whole retry budget. Under pytest-xdist it therefore takes the machine for
-# itself: every test holds a shared lock on a file of this run while it runs,
-# a test marked ``alone`` an exclusive one. A second lock, taken briefly by
-# everyone and held by an ``alone`` test while it waits, keeps the other
-# worker from starting test after test and starving it.
+# itself: every test holds a shared lock on a file of this run from its setup
+# (module fixtures included) to its teardown, a test marked ``alone`` an
+# exclusive one. A second lock, taken briefly by everyone and held by an
+# ``alone`` test while it waits, keeps the other worker from starting test
+# after test and starving it.
 _RUN_ID = os.environ.get("PYTEST_XDIST_TESTRUNUID")
 
 
@@ -124,15 +125,15 @@ def _flocked(path: Path, mode: int) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-@pytest.fixture(autouse=True)
-def _share_the_machine(request: pytest.FixtureRequest) -> Iterator[None]:
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Serialise ``alone`` tests against every other test of an xdist run (see above)."""
     if _RUN_ID is None:  # a serial run: nothing runs beside the test
         yield
         return
     base = Path(tempfile.gettempdir()) / f"waygraph-pytest-{_RUN_ID}"
     turnstile, room = base.with_suffix(".turnstile"), base.with_suffix(".room")
-    if request.node.get_closest_marker("alone") is not None:
+    if item.get_closest_marker("alone") is not None:
         with _flocked(turnstile, fcntl.LOCK_EX), _flocked(room, fcntl.LOCK_EX):
             yield
         return
