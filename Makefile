@@ -39,8 +39,15 @@ browser:
 		echo "make browser: apt-get install chromium failed; the browser test will skip"; \
 	else echo "make browser: /usr/bin/chromium is missing and cannot be installed here (needs root and apt-get); the browser test will skip"; fi
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist): half of its time is
+# spent waiting on subprocesses, servers and timeouts, which a second worker
+# overlaps. Two suits a 2-core box whose tests also start processes of their
+# own; `make test TEST_WORKERS=0` runs it serially in one process.
+# --dist loadgroup keeps the modules marked xdist_group on one worker each.
+TEST_WORKERS ?= 2
+
 test: setup lint browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # Every benchmark runs even when one misses a target (each exits 1 then), with
 # --json: its tables go to stderr, its figures and targets as one JSON object

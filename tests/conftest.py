@@ -10,12 +10,15 @@ missing service can never turn into silently skipped coverage.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import os
 import shutil
 import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit
 
@@ -38,6 +41,15 @@ _DATA_HOME = tempfile.mkdtemp(prefix="waygraph-test-data-")
 atexit.register(shutil.rmtree, _DATA_HOME, True)
 os.environ["XDG_DATA_HOME"] = _DATA_HOME
 os.environ.pop("WAYGRAPH_STORE", None)
+
+# rich fixes a console's width for good when COLUMNS is set as the console is
+# made, and the CLI makes its consoles on import. pytest-xdist sets COLUMNS=80
+# and LINES=24 in its workers (and a developer's shell may export them), which
+# would make the width a test passes to CliRunner(env={"COLUMNS": ...}) count
+# in a serial run only. Without them every console measures the width where it
+# prints: what the test asks for, else 80, the same on any worker and terminal.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 
 def services_required() -> bool:
@@ -87,3 +99,45 @@ def postgres_url() -> Iterator[str]:
     yield f"{base}{joiner}schema={schema}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+# ------------------------------------------------------------------ xdist workers
+#
+# A test marked ``alone`` measures behaviour under contention it makes itself
+# (sixteen writer processes on one session): with another worker's tests
+# beside it on a 2-core box its writers can lose every race for the store's
+# whole retry budget. Under pytest-xdist it therefore takes the machine for
+# itself: every test holds a shared lock on a file of this run from its setup
+# (module fixtures included) to its teardown, a test marked ``alone`` an
+# exclusive one. A second lock, taken briefly by everyone and held by an
+# ``alone`` test while it waits, keeps the other worker from starting test
+# after test and starving it.
+_RUN_ID = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+
+
+@contextlib.contextmanager
+def _flocked(path: Path, mode: int) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Serialise ``alone`` tests against every other test of an xdist run (see above)."""
+    if _RUN_ID is None:  # a serial run: nothing runs beside the test
+        yield
+        return
+    base = Path(tempfile.gettempdir()) / f"waygraph-pytest-{_RUN_ID}"
+    turnstile, room = base.with_suffix(".turnstile"), base.with_suffix(".room")
+    if item.get_closest_marker("alone") is not None:
+        with _flocked(turnstile, fcntl.LOCK_EX), _flocked(room, fcntl.LOCK_EX):
+            yield
+        return
+    with _flocked(turnstile, fcntl.LOCK_EX):
+        pass
+    with _flocked(room, fcntl.LOCK_SH):
+        yield

@@ -15,7 +15,9 @@ from waygraph.eval.scripted import ScriptedModel
 from waygraph.eval.suite import all_tasks, get_task
 from waygraph.testing import ScriptedChatServer
 
-pytestmark = pytest.mark.timeout(120)
+# Its module-scoped fixture takes seconds to build: one worker runs the whole module
+# (make test distributes with --dist loadgroup), so the fixture is built once.
+pytestmark = [pytest.mark.timeout(120), pytest.mark.xdist_group("eval_models")]
 
 TASKS = all_tasks()
 MODES = ("baseline", "guided", "planned")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -17,12 +18,18 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "research_planner.p
 
 
 @pytest.fixture(scope="module")
-def example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("research_planner_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    # The example's default store is one file in the temp folder, shared by every
+    # process on the machine (other checkouts, the other xdist worker): a store
+    # of this module's own keeps it from reading their plans or their schema.
+    store = tmp_path_factory.mktemp("research") / "plans.db"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("WAYGRAPH_DATABASE_URL", f"sqlite:///{store}")
+        spec = importlib.util.spec_from_file_location("research_planner_example", EXAMPLE)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
 
 
 def test_the_module_exposes_a_planner_a_worker_and_a_factory(example: ModuleType) -> None:

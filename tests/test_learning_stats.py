@@ -27,6 +27,10 @@ from waygraph.store.files import FileStore
 from waygraph.store.memory import MemoryStore
 from waygraph.store.sqlite import SQLiteStore
 
+# Its module-scoped fixture takes seconds to build: one worker runs the whole module
+# (make test distributes with --dist loadgroup), so the fixture is built once.
+pytestmark = pytest.mark.xdist_group("learning_stats")
+
 BUG = "I need to fix a bug in the login module"
 T0 = 1_800_000_000.0  # a whole minute
 FAILED_LINE = "FAILED tests/test_login.py::test_ok - AssertionError: 401 != 200"

@@ -32,6 +32,10 @@ from waygraph.library import load_library
 from waygraph.sessions import SessionPlanner
 from waygraph.store import open_store
 
+# Its module-scoped fixture takes seconds to build: one worker runs the whole module
+# (make test distributes with --dist loadgroup), so the fixture is built once.
+pytestmark = pytest.mark.xdist_group("learning_tune")
+
 PASS = {"type": "output_contains", "value": "PASS"}
 
 

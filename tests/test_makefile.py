@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,12 +15,12 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
 
-def plan_of(target: str, venv: Path) -> str:
+def plan_of(target: str, venv: Path, *settings: str) -> str:
     """What `make TARGET` would run for a fresh virtual environment (make -n)."""
     # Run under `make test` itself, so the outer make's flags are not passed on.
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     done = subprocess.run(
-        ["make", "--no-print-directory", "-n", target, f"VENV={venv}"],
+        ["make", "--no-print-directory", "-n", target, f"VENV={venv}", *settings],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -43,19 +44,26 @@ def test_make_test_installs_the_test_tools(tmp_path: Path):
     assert "pytest -q" in commands
 
 
+def test_make_test_runs_the_suite_on_two_workers_unless_told_otherwise(tmp_path: Path):
+    suite = [c for c in plan_of("test", tmp_path / "venv").splitlines() if "pytest -q" in c]
+    assert suite == [f"{tmp_path / 'venv'}/bin/python -m pytest -q -n 2 --dist loadgroup"]
+    serial = plan_of("test", tmp_path / "venv", "TEST_WORKERS=0")
+    assert "pytest -q -n 0 --dist loadgroup" in serial
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(d.startswith("pytest-xdist") for d in dev["dev"])
+
+
 def test_make_test_lints_and_type_checks(tmp_path: Path):
     # `make test` runs lint first: ruff, then mypy (strict, settings in pyproject.toml).
     commands = plan_of("test", tmp_path / "venv").splitlines()
     venv_bin = f"{tmp_path / 'venv'}/bin"
     ruff = commands.index(f"{venv_bin}/ruff check src tests bench examples")
     mypy = commands.index(f"{venv_bin}/mypy src/waygraph")
-    tests = next(i for i, c in enumerate(commands) if c.endswith("pytest -q"))
+    tests = next(i for i, c in enumerate(commands) if "pytest -q" in c)
     assert ruff < mypy < tests
 
 
 def test_mypy_settings_are_strict_over_the_package():
-    import tomllib
-
     settings = tomllib.loads((ROOT / "pyproject.toml").read_text())
     mypy = settings["tool"]["mypy"]
     assert mypy["strict"] is True

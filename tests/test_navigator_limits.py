@@ -86,6 +86,7 @@ def _contend(url: str, lib: str, *, processes: bool) -> tuple[int, dict[str, Any
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 @pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
 def test_sixteen_writers_on_one_sqlite_session_lose_nothing(
     tmp_path: Path, hold_library: str, processes: bool
@@ -98,6 +99,7 @@ def test_sixteen_writers_on_one_sqlite_session_lose_nothing(
 
 @pytest.mark.slow
 @pytest.mark.services
+@pytest.mark.alone
 @pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
 def test_sixteen_writers_on_one_postgres_session_lose_nothing(
     postgres_url: str, hold_library: str, processes: bool

@@ -1,6 +1,20 @@
-"""waygraph keeps LLM agents on course through multi-step work with verified plans."""
+"""waygraph keeps LLM agents on course through multi-step work with verified plans.
 
-from waygraph.async_navigator import AsyncNavigator
+The public names below load on first use (PEP 562): ``import waygraph`` and the
+``waygraph`` command then start without importing the navigator, the graph
+model and pydantic, which only the commands that run plans need.
+
+Example:
+    >>> from waygraph import Graph
+    >>> Graph.builder().exit("done").edge("start", "done").plan("fix_bug").id
+    'fix_bug'
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from waygraph.errors import (
     ConfigError,
     Conflict,
@@ -11,13 +25,34 @@ from waygraph.errors import (
     StoreError,
     WaygraphError,
 )
-from waygraph.hooks import Hooks
-from waygraph.library import Library, load_library
-from waygraph.model import Edge, Graph, Node, Plan, Step, Verify
-from waygraph.navigator import Event, Guidance, Navigator
-from waygraph.verify import Observation
+
+if TYPE_CHECKING:
+    from waygraph.async_navigator import AsyncNavigator
+    from waygraph.hooks import Hooks
+    from waygraph.library import Library, load_library
+    from waygraph.model import Edge, Graph, Node, Plan, Step, Verify
+    from waygraph.navigator import Event, Guidance, Navigator
+    from waygraph.verify import Observation
 
 __version__ = "0.1.0"
+
+# Public name -> the module that defines it, imported by __getattr__ on first use.
+_LAZY = {
+    "AsyncNavigator": "waygraph.async_navigator",
+    "Hooks": "waygraph.hooks",
+    "Library": "waygraph.library",
+    "load_library": "waygraph.library",
+    "Edge": "waygraph.model",
+    "Graph": "waygraph.model",
+    "Node": "waygraph.model",
+    "Plan": "waygraph.model",
+    "Step": "waygraph.model",
+    "Verify": "waygraph.model",
+    "Event": "waygraph.navigator",
+    "Guidance": "waygraph.navigator",
+    "Navigator": "waygraph.navigator",
+    "Observation": "waygraph.verify",
+}
 
 __all__ = [
     "AsyncNavigator",
@@ -44,3 +79,17 @@ __all__ = [
     "__version__",
     "load_library",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'waygraph' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    # Cached as a real attribute: later lookups skip this function.
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

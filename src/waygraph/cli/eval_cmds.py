@@ -18,7 +18,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from waygraph._extras import require
-from waygraph.cli._preflight import check_endpoint
 from waygraph.cli.app import (
     ApiKeyOption,
     LibraryOption,
@@ -114,6 +113,7 @@ def eval_command(
     key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
     # Local mistakes first, then the endpoint, then work: a model server that
     # does not answer is one line and nothing is written.
+    from waygraph.cli._preflight import check_endpoint
     from waygraph.eval.compliance import load_fixtures
 
     fixture_run = compliance or fixtures is not None

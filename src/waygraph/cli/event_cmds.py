@@ -10,7 +10,6 @@ prints its answer. The bus URL comes from
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import inspect
 import json
@@ -28,6 +27,8 @@ from waygraph.cli.user_code import describe_error, load_user_module
 from waygraph.errors import ConfigError
 
 if TYPE_CHECKING:
+    import asyncio
+
     from waygraph.events import Bus, Envelope
 
 __all__ = ["events_app", "find_runnables", "run_until_stopped"]
@@ -61,6 +62,8 @@ def run_until_stopped(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
     ``main`` should wait for ``stop`` and then close what it opened; a second
     Ctrl-C while it does cancels it.
     """
+    # Imported here, not at the top: commands that never run a loop start faster.
+    import asyncio
 
     async def runner() -> None:
         loop = asyncio.get_running_loop()

@@ -22,7 +22,6 @@ reached or answers with an error while planning; 130 stopped by Ctrl-C
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -31,6 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlparse
@@ -38,7 +38,6 @@ from urllib.parse import urlparse
 import typer
 
 from waygraph._extras import require
-from waygraph.cli._preflight import check_endpoint
 from waygraph.cli.app import (
     ApiKeyOption,
     LlmOption,
@@ -49,28 +48,37 @@ from waygraph.cli.app import (
     plain,
 )
 from waygraph.errors import ConfigError
-from waygraph.planning import ExecutionMode, StepStatus
-from waygraph.planning._journal import load_run, new_run_id
 
 if TYPE_CHECKING:
+    from waygraph.cli.plan_view import LiveView, PlainView
     from waygraph.planning import (
         Plan,
         PlanExecutionResult,
         PlanningAgent,
     )
 
-from waygraph.cli.plan_dryrun import run_dry
-from waygraph.cli.plan_tools import WORKSPACE_TOOLS, load_tools, workspace_context, workspace_tools
-from waygraph.cli.plan_view import LiveView, PlainView, as_text
-
 __all__ = ["plan_command"]
+
+
+class Mode(StrEnum):
+    """``--mode``: the values of :class:`waygraph.planning.ExecutionMode`.
+
+    Spelled here so that building the command (for ``waygraph --help`` and
+    every other command) does not import the planning package and pydantic;
+    a test checks the two enums name the same modes.
+    """
+
+    SEQUENTIAL = "sequential"
+    PARALLEL = "parallel"
+    ADAPTIVE = "adaptive"
+
 
 # ------------------------------------------------------------------ running
 
 
 def _interrupted_result(agent: PlanningAgent, clock: float) -> PlanExecutionResult:
     """What an interrupted run leaves: the steps that finished, and what was still to do."""
-    from waygraph.planning import PlanExecutionResult, TokenUsage
+    from waygraph.planning import PlanExecutionResult, StepStatus, TokenUsage
 
     state = agent.get_execution_state()
     plan = agent.get_plan()
@@ -118,6 +126,11 @@ def _run(
     waits for tool threads that are still busy (Python cannot stop a thread:
     your own tools end when they end). A second Ctrl-C quits at once.
     """
+    # Imported here, not at the top: every other command starts without asyncio.
+    import asyncio
+
+    from waygraph.planning import StepStatus
+
     clock = time.perf_counter()
     outcome: dict[str, tuple[PlanExecutionResult, bool]] = {}
 
@@ -260,14 +273,14 @@ def plan_command(
         ),
     ] = False,
     mode: Annotated[
-        ExecutionMode,
+        Mode,
         typer.Option(
             "--mode",
             help="How ready steps run: sequential (one at a time), parallel (up to "
             "--max-parallel at once; the default here), adaptive (side-effect steps alone).",
             case_sensitive=False,
         ),
-    ] = ExecutionMode.PARALLEL,
+    ] = Mode.PARALLEL,
     max_parallel: Annotated[
         int, typer.Option("--max-parallel", min=1, help="Steps running at the same time.")
     ] = 3,
@@ -347,14 +360,25 @@ def plan_command(
     reached), 130 when stopped with Ctrl-C. With --dry-run nothing runs: exit
     code 0 when the plan is valid, 1 when it is not.
     """
+    from waygraph.cli._preflight import check_endpoint
+    from waygraph.cli.plan_dryrun import run_dry
+    from waygraph.cli.plan_tools import (
+        WORKSPACE_TOOLS,
+        load_tools,
+        workspace_context,
+        workspace_tools,
+    )
+    from waygraph.cli.plan_view import LiveView, PlainView, as_text
     from waygraph.planning import (
         ConsoleApproval,
+        ExecutionMode,
         OpenAILLM,
         Plan,
         PlanningAgent,
         PlanningPattern,
         ToolDefinitionError,
     )
+    from waygraph.planning._journal import load_run, new_run_id
 
     if dry_run and approve:
         raise ConfigError(
@@ -416,7 +440,7 @@ def plan_command(
         else None
     )
     pattern = PlanningPattern(
-        execution_mode=mode,
+        execution_mode=ExecutionMode(mode.value),
         max_parallel=max_parallel,
         step_timeout=step_timeout,
         retry_failed_steps=retries,
