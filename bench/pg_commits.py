@@ -62,6 +62,21 @@ def _record(key: str, step: int) -> dict[str, Any]:
     }
 
 
+def _write(store: Any, key: str, step: int, ids: list[str]) -> None:
+    """One of a plan's commits: created (step 0) or moved on."""
+    store.commit(
+        key,
+        _record(key, step),
+        step,
+        [{"type": "moved" if step else "created"}],
+        kind="event",
+        session=f"s-{key}",
+        status="running",
+        plan=key,
+        correlation_ids=ids,
+    )
+
+
 def _commits(store: Any, seconds: float) -> tuple[int, float, float]:
     """Commits from THREADS threads for ``seconds``: (commits, wall s, CPU s)."""
     counts = [0] * THREADS
@@ -74,28 +89,8 @@ def _commits(store: Any, seconds: float) -> tuple[int, float, float]:
         while not stop.is_set():
             key = f"p-{t}-{i}-{uuid.uuid4().hex[:6]}"
             ids = [f"goal-{key}", f"req-{key}", f"after:{t}", "waygraph:outbox"]
-            store.commit(
-                key,
-                _record(key, 0),
-                0,
-                [{"type": "created"}],
-                kind="event",
-                session=f"s-{key}",
-                status="running",
-                plan=key,
-                correlation_ids=ids,
-            )
-            store.commit(
-                key,
-                _record(key, 1),
-                1,
-                [{"type": "moved"}],
-                kind="event",
-                session=f"s-{key}",
-                status="running",
-                plan=key,
-                correlation_ids=ids[:3],
-            )
+            _write(store, key, 0, ids)
+            _write(store, key, 1, ids[:3])
             counts[t] += 2
             i += 1
 
@@ -128,17 +123,7 @@ def child(src: str, seconds: float) -> dict[str, float]:
         for i in range(200):
             key = f"alone-{i}"
             started = time.perf_counter()
-            store.commit(
-                key,
-                _record(key, 0),
-                0,
-                [{"type": "created"}],
-                kind="event",
-                session=f"s-{key}",
-                status="running",
-                plan=key,
-                correlation_ids=[f"goal-{key}"],
-            )
+            _write(store, key, 0, [f"goal-{key}"])
             alone.append(time.perf_counter() - started)
         reads = 0
         cpu0, wall0 = time.process_time(), time.perf_counter()
