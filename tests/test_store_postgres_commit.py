@@ -152,3 +152,14 @@ def test_correlation_rows_are_replaced_and_events_numbered(store: Store) -> None
     ]
     store.commit("k", {}, 3, [])
     assert store.list(correlation_id="b") == [] and store.list(correlation_id="c") == []
+
+
+def test_commits_go_on_after_the_prepared_statements_are_dropped(store: Store) -> None:
+    store.commit("k", {"n": 1}, 0, [{"type": "a"}], session="s")
+    with store._pool.connection() as conn:  # type: ignore[attr-defined]
+        conn.execute("DEALLOCATE ALL")  # as psycopg does after some rollbacks
+    for version in range(1, 6):
+        assert store.commit("k", {"n": version + 1}, version, [{"type": "b"}], session="s") == (
+            version + 1
+        )
+    assert [e.seq for e in store.events("k")] == [1, 2, 3, 4, 5, 6]

@@ -5,7 +5,7 @@ begin, the session's lock, the record, the ``latest`` flag, the correlation
 rows, the events, the pointer, the notice, commit. Here the record's write
 is a data-modifying CTE every other part reads (``FROM w``), so when the
 version check fails (``w`` is empty) nothing else is written either, and the
-store sends begin, the lock, this statement and commit in one pipeline
+store sends begin, the lock, this statement and commit together
 (:meth:`PostgresStore._commit_all`).
 
 What each part does is what the separate statements did:
@@ -23,26 +23,30 @@ What each part does is what the separate statements did:
 - the session pointer, when asked for;
 - the ``NOTIFY``, delivered at commit and only if the record was written.
 
-Every parameter is named, so each statement text is constant and psycopg
-prepares it once per connection.
+Each connection prepares the two statements once (:data:`PREPARES`, SQL
+``PREPARE``), and a commit sends ``BEGIN; <locks>; EXECUTE ...; COMMIT`` as
+one query string, its values bound client-side (:func:`commit_call`):
+psycopg's pipeline mode measured about twice the client CPU of that string
+for the same commands (bench/pg_commits.py, docs/benchmarks.md).
 
 Example:
     >>> from waygraph.store.base import normalise_commit
     >>> c = normalise_commit("k", {}, 0, [{"e": 1}], kind="guided", session=None,
     ...                      status=None, plan=None, correlation_ids=[], make_current=False)
-    >>> statement, params = commit_statement(c, 1.5, "waygraph")
-    >>> statement.startswith("WITH w AS (INSERT INTO records"), params["events"]
-    (True, ['{"e":1}'])
+    >>> call, values = commit_call(c, 1.5, "waygraph")
+    >>> call.startswith("EXECUTE waygraph_create("), ['{"e":1}'] in values
+    (True, True)
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from waygraph.store.base import Commit
 
-__all__ = ["CREATE", "UPDATE", "commit_statement"]
+__all__ = ["CREATE", "PREPARES", "UPDATE", "commit_call", "notice"]
 
 # Every part after the record's write: each reads w, so none runs when w is empty.
 _REST = """, cleared AS (
@@ -93,13 +97,43 @@ UPDATE = (
 )
 
 
-def commit_statement(c: Commit, now: float, channel: str) -> tuple[str, dict[str, Any]]:
-    """The statement writing commit ``c`` at store time ``now``, and its parameters.
+_NAMED = re.compile(r"%\((\w+)\)s")
 
-    It returns one row (the new version) when the record was written, none
-    when the version check failed.
+
+def _numbered(statement: str) -> tuple[str, tuple[str, ...]]:
+    """``statement`` with ``$1, $2, ...`` for its named marks, and the names in that order."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    return _NAMED.sub(number, statement), tuple(names)
+
+
+_STATEMENTS = {"waygraph_create": _numbered(CREATE), "waygraph_update": _numbered(UPDATE)}
+
+#: The statements a connection prepares once (SQL ``PREPARE``), by name.
+PREPARES = {name: f"PREPARE {name} AS {text}" for name, (text, _) in _STATEMENTS.items()}
+
+
+def commit_call(c: Commit, now: float, channel: str) -> tuple[str, list[Any]]:
+    """``EXECUTE`` of the prepared statement writing ``c`` at store time ``now``, and its values.
+
+    The values are bound client-side (the call joins BEGIN, the locks and
+    COMMIT in one query string). The statement returns one row (the new
+    version) when the record was written, none when the version check failed.
+
+    Example:
+        >>> from waygraph.store.base import normalise_commit
+        >>> c = normalise_commit("k", {}, 2, [], kind="guided", session=None, status=None,
+        ...                      plan=None, correlation_ids=[], make_current=False)
+        >>> call, values = commit_call(c, 1.5, "waygraph")
+        >>> call.split("(")[0], values[0], len(values) == call.count("%s")
+        ('EXECUTE waygraph_update', 'k', True)
     """
-    params: dict[str, Any] = {
+    values: dict[str, Any] = {
         "key": c.key,
         "kind": c.kind,
         "data": c.data,
@@ -115,11 +149,11 @@ def commit_statement(c: Commit, now: float, channel: str) -> tuple[str, dict[str
         "current": c.make_current and c.session is not None,
         "channel": channel,
         "notice": notice(c.key, c.session),
+        "expected": c.expected_version,
     }
-    if c.expected_version == 0:
-        return CREATE, params
-    params["expected"] = c.expected_version
-    return UPDATE, params
+    name = "waygraph_create" if c.expected_version == 0 else "waygraph_update"
+    names = _STATEMENTS[name][1]
+    return f"EXECUTE {name}({', '.join(['%s'] * len(names))})", [values[n] for n in names]
 
 
 def notice(key: str, session: str | None) -> str:

@@ -40,7 +40,7 @@ from psycopg_pool import ConnectionPool
 
 from waygraph.errors import ConfigError, StoreError
 from waygraph.store._counts_sql import counts_schema, counts_sql, recount
-from waygraph.store._pg_commit import commit_statement
+from waygraph.store._pg_commit import PREPARES, commit_call
 from waygraph.store._sql import sql_filters
 from waygraph.store._stats_sql import (
     count_commits,
@@ -180,6 +180,14 @@ def notify_channel(schema: str | None) -> str:
     return "waygraph_" + hashlib.sha256(schema.encode()).hexdigest()[:24]
 
 
+def _prepare(conn: psycopg.Connection[Any]) -> None:
+    """Prepare the commit statements a connection lacks (a pool's ``configure``)."""
+    have = {row[0] for row in conn.execute("SELECT name FROM pg_prepared_statements")}
+    for name, statement in PREPARES.items():
+        if name not in have:
+            conn.execute(statement)
+
+
 def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
     key, kind, data, version, session, status, plan, correlation_ids, updated_at = row
     return read_record(
@@ -249,6 +257,7 @@ class PostgresStore(Store):
                 timeout=timeout,
                 open=True,
                 name="waygraph.store",
+                configure=_prepare,
             )
 
     def _ensure_schema(self, conn: psycopg.Connection[Any]) -> None:
@@ -328,59 +337,74 @@ class PostgresStore(Store):
 
     def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
         what = ", ".join(repr(c.key) for c in commits)
-        # Each record's writes are one statement (store._pg_commit) sent in a
-        # pipeline with begin, the session locks and commit: one round trip.
-        # Only a commit the statistics count (a finished guided run, a
-        # rewind) or several records, where a conflict on one must undo the
-        # others, look at the results before COMMIT: two round trips or more.
-        counted = len(commits) > 1 or needs_count(commits)
         with self._errors(f"committing {what}"), self._pool.connection() as conn:
             try:
-                with conn.pipeline() as pipe, conn.transaction():
-                    cursors, times = self._send(conn, commits)
-                    if counted:
-                        pipe.sync()
-                        versions = self._versions(conn, commits, cursors)
-                        count_commits(commits, times, *runners(conn), "%s")
-            except psycopg.Error:
-                # A failed statement skipped the pipeline's COMMIT: undo the rest.
-                if conn.info.transaction_status in _OPEN:
-                    conn.rollback()
-                raise
-            if counted:
-                return versions
-            # A version check that failed wrote nothing: the empty transaction
-            # committed, and the conflict is raised here.
-            return self._versions(conn, commits, cursors)
+                return self._write(conn, commits)
+            except psycopg.errors.InvalidSqlStatementName:
+                # Something ran DEALLOCATE ALL on this connection (psycopg does
+                # after a rollback when it prepared statements of its own):
+                # nothing was written; prepare again and write once more.
+                _prepare(conn)
+                return self._write(conn, commits)
 
-    def _send(
-        self, conn: psycopg.Connection[Any], commits: Sequence[Commit]
-    ) -> tuple[list[psycopg.Cursor[Any]], list[float]]:
-        """Queue the session locks and each record's statement (in the caller's pipeline).
+    def _write(self, conn: psycopg.Connection[Any], commits: Sequence[Commit]) -> list[int]:
+        """Write ``commits`` in one transaction on ``conn``; their new versions.
 
-        Returns each record's cursor (its result comes at the pipeline's
-        next sync) and its store time, for the statistics.
+        Each record's writes are one prepared statement (store._pg_commit),
+        sent in one query string with BEGIN, the session locks and COMMIT:
+        one round trip. Only a commit the statistics count (a finished guided
+        run, a rewind) or several records, where a conflict on one must undo
+        the others, look at the results before COMMIT.
         """
-        for session, kind in sorted({(c.session, c.kind) for c in commits if c.session}):
-            conn.execute(_LATEST_LOCK, (session, kind))
-        cursors, times = [], []
+        counted = len(commits) > 1 or needs_count(commits)
+        locks = sorted({(c.session, c.kind) for c in commits if c.session})
+        parts, values = ["BEGIN"], []
+        for session, kind in locks:
+            parts.append(_LATEST_LOCK)
+            values += [session, kind]
+        times = []
         for c in commits:
             now = self._now()
             times.append(now)
-            statement, params = commit_statement(c, now, self.channel)
-            cursors.append(conn.execute(statement, params, prepare=True))
-        return cursors, times
+            call, args = commit_call(c, now, self.channel)
+            parts.append(call)
+            values += args
+        if not counted:
+            parts.append("COMMIT")
+        cur = psycopg.ClientCursor(conn)
+        try:
+            cur.execute("; ".join(parts), values)
+            for _ in range(1 + len(locks)):  # BEGIN, the locks
+                cur.nextset()
+            rows = []
+            for _ in commits:
+                rows.append(cur.fetchone())
+                cur.nextset()
+            if counted:
+                versions = self._versions(conn, commits, rows)
+                count_commits(commits, times, *runners(conn), "%s")
+                conn.execute("COMMIT")
+                return versions
+        except BaseException:
+            # A failed statement skipped the rest, COMMIT included: undo it all.
+            if conn.info.transaction_status in _OPEN:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            cur.close()
+        # A version check that failed wrote nothing: the empty transaction
+        # committed, and the conflict is raised here.
+        return self._versions(conn, commits, rows)
 
     def _versions(
         self,
         conn: psycopg.Connection[Any],
         commits: Sequence[Commit],
-        cursors: Sequence[psycopg.Cursor[Any]],
+        rows: Sequence[tuple[Any, ...] | None],
     ) -> list[int]:
         """Each record's new version; Conflict for the first whose version check failed."""
         versions = []
-        for c, cur in zip(commits, cursors, strict=True):
-            row = cur.fetchone()
+        for c, row in zip(commits, rows, strict=True):
             if row is None:
                 raise conflict(self.url, c.key, c.expected_version, self._version(conn, c.key))
             versions.append(int(row[0]))
