@@ -49,9 +49,13 @@ from waygraph.store.base import Commit
 __all__ = ["CREATE", "PREPARES", "UPDATE", "commit_call", "notice"]
 
 # Every part after the record's write: each reads w, so none runs when w is empty.
+# `latest <> 0` (the flag is 0 or 1), not `= 1`: the generic plan of the
+# prepared statement would read the flag's index, every flagged record of
+# the kind (measured: 2,000 rows read for a store of 2,000 plans), instead
+# of the session's records.
 _REST = """, cleared AS (
     UPDATE records SET latest = 0
-    WHERE session = %(session)s::text AND kind = %(kind)s::text AND latest = 1
+    WHERE session = %(session)s::text AND kind = %(kind)s::text AND latest <> 0
       AND key <> %(key)s::text AND EXISTS (SELECT 1 FROM w WHERE w.was = 0)
 ), gone AS (
     DELETE FROM record_correlations
