@@ -33,6 +33,7 @@ __all__ = ["RunFacts", "Visit", "guided_runs", "run_facts"]
 
 log = logging.getLogger("waygraph.learning")
 
+
 @dataclass(frozen=True, slots=True)
 class Visit:
     """One stay at a task node: its verdicts by attempt, and whether it ended stuck.

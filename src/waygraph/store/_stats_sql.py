@@ -34,7 +34,7 @@ from waygraph.store.stats import (
     periods,
 )
 
-__all__ = ["count_commits", "fill", "query_tallies", "runners", "tables"]
+__all__ = ["count_commits", "fill", "needs_count", "query_tallies", "runners", "tables"]
 
 Run = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 Many = Callable[[str, list[tuple[Any, ...]]], None]
@@ -224,6 +224,33 @@ _REWOUND = '"rewound"'
 _CHUNK = 500
 
 
+def _finished(c: Commit) -> bool:
+    return c.kind == "guided" and c.status in FINISHED
+
+
+def _rewinds(c: Commit) -> bool:
+    return any(_REWOUND in e for e in c.events if isinstance(e, str))
+
+
+def needs_count(commits: Sequence[Commit]) -> bool:
+    """Whether :func:`count_commits` has anything to do for these commits.
+
+    Only a finished guided run is counted, and the engine changes one only
+    by finishing it again or by a rewind: those commits take the old count
+    out. Any other commit (every running turn) costs nothing, so a store
+    can skip the statistics' round trips for it.
+
+    Example:
+        >>> from waygraph.store.base import normalise_commit
+        >>> c = normalise_commit("k", {}, 0, [], kind="guided", session=None,
+        ...                      status="completed", plan=None, correlation_ids=[],
+        ...                      make_current=False)
+        >>> needs_count([c]), needs_count([])
+        (True, False)
+    """
+    return any(_finished(c) or _rewinds(c) for c in commits)
+
+
 def count_commits(
     commits: Sequence[Commit], times: Sequence[float], run: Run, many: Many, mark: str
 ) -> None:
@@ -233,15 +260,8 @@ def count_commits(
     takes its facts out; a commit that leaves a guided run finished reads its
     events and counts it. A running turn pays nothing.
     """
-    finished = [c.kind == "guided" and c.status in FINISHED for c in commits]
-    # Only a finished guided run is counted, and the engine changes one only
-    # by finishing it again or by a rewind: those commits take the old count
-    # out. Any other commit (every running turn) costs nothing here.
-    check = [
-        c.key
-        for c, done in zip(commits, finished, strict=True)
-        if done or any(_REWOUND in e for e in c.events if isinstance(e, str))
-    ]
+    finished = [_finished(c) for c in commits]
+    check = [c.key for c, done in zip(commits, finished, strict=True) if done or _rewinds(c)]
     if not check:
         return
     changes = _Changes()

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import json
 import re
 import threading
 import time
@@ -41,8 +40,16 @@ from psycopg_pool import ConnectionPool
 
 from waygraph.errors import ConfigError, StoreError
 from waygraph.store._counts_sql import counts_schema, counts_sql, recount
-from waygraph.store._sql import commit_writes, sql_filters
-from waygraph.store._stats_sql import count_commits, fill, query_tallies, runners, tables
+from waygraph.store._pg_commit import PREPARES, commit_call
+from waygraph.store._sql import sql_filters
+from waygraph.store._stats_sql import (
+    count_commits,
+    fill,
+    needs_count,
+    query_tallies,
+    runners,
+    tables,
+)
 from waygraph.store.base import (
     Commit,
     MonotonicClock,
@@ -54,7 +61,7 @@ from waygraph.store.base import (
     read_record,
     redact_url,
 )
-from waygraph.store.rows import RowPage, check_rows, keep_latest, latest_sql, rows_sql
+from waygraph.store.rows import RowPage, check_rows, latest_sql, rows_sql
 from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
@@ -69,12 +76,14 @@ _RENAME_KINDS = (
     "UPDATE records SET kind = 'event', plan = data->>'plan_id' WHERE kind = 'plan_context'",
 )
 
-_FILL_LATEST, _MOVE_LATEST = latest_sql("%s", collate=' COLLATE "C"')
+_FILL_LATEST, _ = latest_sql("%s", collate=' COLLATE "C"')
 # Two commits moving a session's flag at once would each miss the other's
 # row (READ COMMITTED): a transaction first takes a lock per session and
 # kind it writes, in one order, before any row lock, so they queue instead
 # (and never deadlock on each other's locks).
 _LATEST_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))"
+
+_OPEN = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -132,20 +141,6 @@ _TABLES = (
 
 _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
 
-# The record data is sent as our own JSON text and stored as `json`, not
-# `jsonb`: json keeps the text exactly, so every value round-trips (jsonb
-# would turn 1e308 into an integer and refuse \u0000).
-_INSERT = (
-    "INSERT INTO records (key, kind, data, version, session, status, plan, correlation_ids,"
-    " last_seq, updated_at, latest) VALUES (%s, %s, %s::json, 1, %s, %s, %s, %s, %s, %s, %s)"
-    " ON CONFLICT (key) DO NOTHING"
-)
-_UPDATE = (
-    "UPDATE records SET kind = %s, data = %s::json, version = version + 1, session = %s,"
-    " status = %s, plan = %s, correlation_ids = %s, last_seq = last_seq + %s, updated_at = %s"
-    " WHERE key = %s AND version = %s RETURNING version, last_seq, latest"
-)
-
 
 def split_schema(url: str) -> tuple[str, str | None]:
     """Remove ``schema=NAME`` from a URL's query; return (libpq URL, NAME or None).
@@ -185,10 +180,12 @@ def notify_channel(schema: str | None) -> str:
     return "waygraph_" + hashlib.sha256(schema.encode()).hexdigest()[:24]
 
 
-def _notice(key: str, session: str | None) -> str:
-    payload = json.dumps({"key": key, "session": session})
-    # NOTIFY payloads stop at 8000 bytes; an empty notice means "something changed".
-    return payload if len(payload.encode()) < 7900 else "{}"
+def _prepare(conn: psycopg.Connection[Any]) -> None:
+    """Prepare the commit statements a connection lacks (a pool's ``configure``)."""
+    have = {row[0] for row in conn.execute("SELECT name FROM pg_prepared_statements")}
+    for name, statement in PREPARES.items():
+        if name not in have:
+            conn.execute(statement)
 
 
 def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
@@ -260,6 +257,7 @@ class PostgresStore(Store):
                 timeout=timeout,
                 open=True,
                 name="waygraph.store",
+                configure=_prepare,
             )
 
     def _ensure_schema(self, conn: psycopg.Connection[Any]) -> None:
@@ -339,69 +337,78 @@ class PostgresStore(Store):
 
     def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
         what = ", ".join(repr(c.key) for c in commits)
-        with (
-            self._errors(f"committing {what}"),
-            self._pool.connection() as conn,
-            conn.transaction(),
-        ):
-            for session, kind in sorted({(c.session, c.kind) for c in commits if c.session}):
-                conn.execute(_LATEST_LOCK, (session, kind))
-            times: list[float] = []  # each commit's store time, for the statistics
-            versions = [self._apply(conn, c, times) for c in commits]
-            count_commits(commits, times, *runners(conn), "%s")
-            for c in commits:
-                # Delivered at COMMIT, and only if the transaction commits.
-                conn.execute("SELECT pg_notify(%s, %s)", (self.channel, _notice(c.key, c.session)))
-        return versions
+        with self._errors(f"committing {what}"), self._pool.connection() as conn:
+            try:
+                return self._write(conn, commits)
+            except psycopg.errors.InvalidSqlStatementName:
+                # Something ran DEALLOCATE ALL on this connection (psycopg does
+                # after a rollback when it prepared statements of its own):
+                # nothing was written; prepare again and write once more.
+                _prepare(conn)
+                return self._write(conn, commits)
 
-    def _apply(self, conn: psycopg.Connection[Any], c: Commit, times: list[float]) -> int:
-        """One record's writes inside the caller's transaction; its new version."""
-        key = c.key
-        ids = list(c.correlation_ids)
-        n = len(c.events)
-        now = self._now()
-        if c.expected_version == 0:
-            alone = 1 if c.session is None else 0  # a record without a session is a row
-            cur = conn.execute(
-                _INSERT, (key, c.kind, c.data, c.session, c.status, c.plan, ids, n, now, alone)
-            )
-            if cur.rowcount == 0:
-                raise conflict(self.url, key, 0, self._version(conn, key))
-            version, last_seq, latest = 1, n, alone
-        else:
-            row = conn.execute(
-                _UPDATE,
-                (
-                    c.kind,
-                    c.data,
-                    c.session,
-                    c.status,
-                    c.plan,
-                    ids,
-                    n,
-                    now,
-                    key,
-                    c.expected_version,
-                ),
-            ).fetchone()
+    def _write(self, conn: psycopg.Connection[Any], commits: Sequence[Commit]) -> list[int]:
+        """Write ``commits`` in one transaction on ``conn``; their new versions.
+
+        Each record's writes are one prepared statement (store._pg_commit),
+        sent in one query string with BEGIN, the session locks and COMMIT:
+        one round trip. Only a commit the statistics count (a finished guided
+        run, a rewind) or several records, where a conflict on one must undo
+        the others, look at the results before COMMIT.
+        """
+        counted = len(commits) > 1 or needs_count(commits)
+        locks = sorted({(c.session, c.kind) for c in commits if c.session})
+        parts, values = ["BEGIN"], []
+        for session, kind in locks:
+            parts.append(_LATEST_LOCK)
+            values += [session, kind]
+        times = []
+        for c in commits:
+            now = self._now()
+            times.append(now)
+            call, args = commit_call(c, now, self.channel)
+            parts.append(call)
+            values += args
+        if not counted:
+            parts.append("COMMIT")
+        cur = psycopg.ClientCursor(conn)
+        try:
+            cur.execute("; ".join(parts), values)
+            for _ in range(1 + len(locks)):  # BEGIN, the locks
+                cur.nextset()
+            rows = []
+            for _ in commits:
+                rows.append(cur.fetchone())
+                cur.nextset()
+            if counted:
+                versions = self._versions(conn, commits, rows)
+                count_commits(commits, times, *runners(conn), "%s")
+                conn.execute("COMMIT")
+                return versions
+        except BaseException:
+            # A failed statement skipped the rest, COMMIT included: undo it all.
+            if conn.info.transaction_status in _OPEN:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            cur.close()
+        # A version check that failed wrote nothing: the empty transaction
+        # committed, and the conflict is raised here.
+        return self._versions(conn, commits, rows)
+
+    def _versions(
+        self,
+        conn: psycopg.Connection[Any],
+        commits: Sequence[Commit],
+        rows: Sequence[tuple[Any, ...] | None],
+    ) -> list[int]:
+        """Each record's new version; Conflict for the first whose version check failed."""
+        versions = []
+        for c, row in zip(commits, rows, strict=True):
             if row is None:
-                raise conflict(self.url, key, c.expected_version, self._version(conn, key))
-            version, last_seq, latest = row
-        # Committed last, the record is its session's row of its kind now.
-        keep_latest(
-            conn.execute,
-            _MOVE_LATEST,
-            "%s",
-            key=key,
-            session=c.session,
-            kind=c.kind,
-            flagged=bool(latest),
-        )
-        with conn.cursor() as cur:
-            for statement, params in commit_writes(c, last_seq, "%s", json_cast="::json"):
-                cur.executemany(statement, params)
-        times.append(now)
-        return int(version)
+                raise conflict(self.url, c.key, c.expected_version, self._version(conn, c.key))
+            versions.append(int(row[0]))
+        return versions
 
     @staticmethod
     def _version(conn: psycopg.Connection[Any], key: str) -> int | None:

@@ -1,0 +1,172 @@
+"""PostgreSQL: one record's whole commit as one statement, so a commit is one round trip.
+
+A commit used to be six to eight statements, each waiting for its answer:
+begin, the session's lock, the record, the ``latest`` flag, the correlation
+rows, the events, the pointer, the notice, commit. Here the record's write
+is a data-modifying CTE every other part reads (``FROM w``), so when the
+version check fails (``w`` is empty) nothing else is written either, and the
+store sends begin, the lock, this statement and commit together
+(:meth:`PostgresStore._commit_all`).
+
+What each part does is what the separate statements did:
+
+- the version check: ``INSERT ... ON CONFLICT (key) DO NOTHING`` (create) or
+  the row locked ``FOR UPDATE`` only at the expected version (update); an
+  empty ``w`` means another writer won;
+- the ``latest`` flag (:mod:`waygraph.store.rows`): the record is flagged,
+  and when it was not flagged before the session's other record of its kind
+  loses the flag (the old flag is read from the row locked, so it is the
+  row's current one);
+- correlation rows: the ones no longer wanted are deleted and the new ones
+  inserted (rows kept are not rewritten);
+- events: numbered from the record's new ``last_seq`` backwards;
+- the session pointer, when asked for;
+- the ``NOTIFY``, delivered at commit and only if the record was written.
+
+Each connection prepares the two statements once (:data:`PREPARES`, SQL
+``PREPARE``), and a commit sends ``BEGIN; <locks>; EXECUTE ...; COMMIT`` as
+one query string, its values bound client-side (:func:`commit_call`):
+psycopg's pipeline mode measured about twice the client CPU of that string
+for the same commands (bench/pg_commits.py, docs/benchmarks.md).
+
+Example:
+    >>> from waygraph.store.base import normalise_commit
+    >>> c = normalise_commit("k", {}, 0, [{"e": 1}], kind="guided", session=None,
+    ...                      status=None, plan=None, correlation_ids=[], make_current=False)
+    >>> call, values = commit_call(c, 1.5, "waygraph")
+    >>> call.startswith("EXECUTE waygraph_create("), ['{"e":1}'] in values
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from waygraph.store.base import Commit
+
+__all__ = ["CREATE", "PREPARES", "UPDATE", "commit_call", "notice"]
+
+# Every part after the record's write: each reads w, so none runs when w is empty.
+# `latest <> 0` (the flag is 0 or 1), not `= 1`: the generic plan of the
+# prepared statement would read the flag's index, every flagged record of
+# the kind (measured: 2,000 rows read for a store of 2,000 plans), instead
+# of the session's records.
+_REST = """, cleared AS (
+    UPDATE records SET latest = 0
+    WHERE session = %(session)s::text AND kind = %(kind)s::text AND latest <> 0
+      AND key <> %(key)s::text AND EXISTS (SELECT 1 FROM w WHERE w.was = 0)
+), gone AS (
+    DELETE FROM record_correlations
+    WHERE key = %(key)s::text AND correlation_id <> ALL (%(ids)s::text[])
+      AND %(replace)s::boolean AND EXISTS (SELECT 1 FROM w)
+), kept AS (
+    INSERT INTO record_correlations (correlation_id, key)
+    SELECT c, %(key)s::text FROM w, unnest(%(ids)s::text[]) AS c
+    ON CONFLICT DO NOTHING
+), appended AS (
+    INSERT INTO events (key, seq, data)
+    SELECT %(key)s::text, w.last_seq - %(n)s::bigint + e.i, e.d::json
+    FROM w, unnest(%(events)s::text[]) WITH ORDINALITY AS e(d, i)
+), pointed AS (
+    INSERT INTO session_pointers (session, key)
+    SELECT %(session)s::text, %(key)s::text FROM w WHERE %(current)s::boolean
+    ON CONFLICT (session) DO UPDATE SET key = excluded.key
+)
+SELECT w.version, pg_notify(%(channel)s::text, %(notice)s::text) FROM w"""
+
+# The record data is our own JSON text stored as `json` (not `jsonb`), so
+# every value round-trips exactly. A new record carries the flag at once.
+CREATE = (
+    "WITH w AS (INSERT INTO records (key, kind, data, version, session, status, plan,"
+    " correlation_ids, last_seq, updated_at, latest)"
+    " VALUES (%(key)s::text, %(kind)s::text, %(data)s::json, 1, %(session)s::text,"
+    " %(status)s::text, %(plan)s::text, %(ids)s::text[], %(n)s::bigint,"
+    " %(now)s::double precision, 1)"
+    " ON CONFLICT (key) DO NOTHING RETURNING version, last_seq, 0 AS was)" + _REST
+)
+
+# FOR UPDATE: a concurrent writer of the key makes this wait, then find
+# another version (empty: Conflict); the flag read is the row's current one.
+UPDATE = (
+    "WITH old AS (SELECT latest FROM records"
+    " WHERE key = %(key)s::text AND version = %(expected)s::bigint FOR UPDATE),"
+    " w AS (UPDATE records SET kind = %(kind)s::text, data = %(data)s::json,"
+    " version = records.version + 1, session = %(session)s::text, status = %(status)s::text,"
+    " plan = %(plan)s::text, correlation_ids = %(ids)s::text[],"
+    " last_seq = records.last_seq + %(n)s::bigint, updated_at = %(now)s::double precision,"
+    " latest = 1 FROM old WHERE records.key = %(key)s::text"
+    " RETURNING records.version, records.last_seq, old.latest AS was)" + _REST
+)
+
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+def _numbered(statement: str) -> tuple[str, tuple[str, ...]]:
+    """``statement`` with ``$1, $2, ...`` for its named marks, and the names in that order."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    return _NAMED.sub(number, statement), tuple(names)
+
+
+_STATEMENTS = {"waygraph_create": _numbered(CREATE), "waygraph_update": _numbered(UPDATE)}
+
+#: The statements a connection prepares once (SQL ``PREPARE``), by name.
+PREPARES = {name: f"PREPARE {name} AS {text}" for name, (text, _) in _STATEMENTS.items()}
+
+
+def commit_call(c: Commit, now: float, channel: str) -> tuple[str, list[Any]]:
+    """``EXECUTE`` of the prepared statement writing ``c`` at store time ``now``, and its values.
+
+    The values are bound client-side (the call joins BEGIN, the locks and
+    COMMIT in one query string). The statement returns one row (the new
+    version) when the record was written, none when the version check failed.
+
+    Example:
+        >>> from waygraph.store.base import normalise_commit
+        >>> c = normalise_commit("k", {}, 2, [], kind="guided", session=None, status=None,
+        ...                      plan=None, correlation_ids=[], make_current=False)
+        >>> call, values = commit_call(c, 1.5, "waygraph")
+        >>> call.split("(")[0], values[0], len(values) == call.count("%s")
+        ('EXECUTE waygraph_update', 'k', True)
+    """
+    values: dict[str, Any] = {
+        "key": c.key,
+        "kind": c.kind,
+        "data": c.data,
+        "session": c.session,
+        "status": c.status,
+        "plan": c.plan,
+        "ids": list(c.correlation_ids),
+        "n": len(c.events),
+        "now": now,
+        "events": list(c.events),
+        # A new record has no correlation rows to replace.
+        "replace": c.expected_version != 0,
+        "current": c.make_current and c.session is not None,
+        "channel": channel,
+        "notice": notice(c.key, c.session),
+        "expected": c.expected_version,
+    }
+    name = "waygraph_create" if c.expected_version == 0 else "waygraph_update"
+    names = _STATEMENTS[name][1]
+    return f"EXECUTE {name}({', '.join(['%s'] * len(names))})", [values[n] for n in names]
+
+
+def notice(key: str, session: str | None) -> str:
+    """A commit's NOTIFY payload: JSON ``{"key", "session"}``, ``{}`` when too long.
+
+    Example:
+        >>> notice("k", None)
+        '{"key": "k", "session": null}'
+    """
+    payload = json.dumps({"key": key, "session": session})
+    # NOTIFY payloads stop at 8000 bytes; an empty notice means "something changed".
+    return payload if len(payload.encode()) < 7900 else "{}"
