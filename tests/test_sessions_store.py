@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +26,30 @@ def types(store: Store, key: str) -> list[str]:
     return [e.data["type"] for e in store.events(key)]
 
 
-@pytest.mark.parametrize("url", ["memory://", "sqlite"])
-def test_a_plans_life_is_a_session_record_with_events_in_words(tmp_path: Path, url: str):
-    store = open_store(url if url != "sqlite" else f"sqlite:///{tmp_path / 'w.db'}")
-    planner = SessionPlanner(tmp_path / "ws", max_iterations=3, store=store)
-    planner.on_user_message("c1", "Tidy the docs folder")
-    planner.after_model_reply("c1", "[Step] List files\n[Step] Fix links", 1)
-    planner.after_model_reply("c1", "Listed them. [done]", 1)
-    planner.after_model_reply("c1", "Still fixing.", 1)
-    assert planner.plan("c1")["status"] == "paused"  # type: ignore[index]
-    planner.on_user_message("c1", "continue")
-    planner.after_model_reply("c1", "All links fixed.", 0)
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'w.db'}"
 
-    plan = planner.plan("c1")
+
+def test_a_plans_life_is_a_session_record_with_events_in_words(tmp_path: Path, store_url: str):
+    store = open_store(store_url)
+    sid = f"c1-{uuid.uuid4().hex[:8]}"  # the PostgreSQL schema is shared by the run
+    planner = SessionPlanner(tmp_path / "ws", max_iterations=3, store=store)
+    planner.on_user_message(sid, "Tidy the docs folder")
+    planner.after_model_reply(sid, "[Step] List files\n[Step] Fix links", 1)
+    planner.after_model_reply(sid, "Listed them. [done]", 1)
+    planner.after_model_reply(sid, "Still fixing.", 1)
+    assert planner.plan(sid)["status"] == "paused"  # type: ignore[index]
+    planner.on_user_message(sid, "continue")
+    planner.after_model_reply(sid, "All links fixed.", 0)
+
+    plan = planner.plan(sid)
     assert plan is not None and plan["status"] == "completed"
-    (record,) = store.list(kind="session")
+    (record,) = store.list(kind="session", session=sid)
     assert record.key == plan["id"] and record.plan == plan["id"]
-    assert (record.session, record.status) == ("c1", "completed")
+    assert (record.session, record.status) == (sid, "completed")
     assert set(record.data) >= RECORD_KEYS
     assert record.data["path"] == ["step_1", "step_2"]
     assert record.data["visited"]["step_2"] == {"outcome": "success", "status": "completed"}
