@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from waygraph.ids import id_problem
-from waygraph.model._status import FINISHED, NodeOutcome, NodeStatus, RunStatus
+from waygraph.model._status import FINISHED, NodeOutcome, NodeStatus, RunStatus, node_outcome
 
 __all__ = [
     "BUILTIN_VERIFY_TYPES",
@@ -45,6 +45,7 @@ __all__ = [
     "RunStatus",
     "Step",
     "Verify",
+    "node_outcome",
     "register_verify_type",
 ]
 

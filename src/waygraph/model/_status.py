@@ -75,3 +75,19 @@ class NodeOutcome(StrEnum):
     PENDING = "pending"
     SUCCESS = "success"
     FAIL = "fail"
+
+
+_OUTCOMES = {NodeStatus.COMPLETED.value: "success", NodeStatus.FAILED.value: "fail"}
+
+
+def node_outcome(status: str) -> str:
+    """The outcome a record keeps beside a node's status (``pending`` unless it finished).
+
+    Plain text, as records hold it; the kinds that track a status per node
+    (generated plans, session plans) all say their outcome this way.
+
+    Example:
+        >>> node_outcome("completed"), node_outcome(NodeStatus.FAILED), node_outcome("skipped")
+        ('success', 'fail', 'pending')
+    """
+    return _OUTCOMES.get(status, "pending")

@@ -39,6 +39,8 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from waygraph.model._status import node_outcome
+
 __all__ = ["LEGACY_KINDS", "RunKind", "current_nodes", "kind_names", "migrate", "record_kind"]
 
 
@@ -57,8 +59,6 @@ _OLD_NAMES: dict[str, tuple[str, ...]] = {}
 for _old, _new in LEGACY_KINDS.items():
     _OLD_NAMES[_new] = (*_OLD_NAMES.get(_new, ()), _old)
 
-# A dag node's status -> its outcome, as guided runs record it.
-_DAG_OUTCOME = {"completed": "success", "failed": "fail"}
 
 
 def record_kind(kind: str) -> str:
@@ -131,7 +131,7 @@ def migrate(kind: str, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if isinstance(visited, dict) and any(isinstance(v, str) for v in visited.values()):
             data["visited"] = {
                 node: (
-                    {"outcome": _DAG_OUTCOME.get(v, "pending"), "status": v}
+                    {"outcome": node_outcome(v), "status": v}
                     if isinstance(v, str)
                     else v
                 )

@@ -57,8 +57,6 @@ log = logging.getLogger("waygraph.planning")
 
 #: The store kind of a generated plan's run.
 KIND = "dag"
-# A node's status -> its outcome in the record (the guided runs' words).
-_OUTCOME: dict[str, str] = {StepStatus.COMPLETED: "success", StepStatus.FAILED: "fail"}
 #: Seconds the writer waits for more steps to finish before a commit: a crash
 #: loses at most this much more work, and a burst of quick steps costs one commit.
 LINGER = 0.002
@@ -371,9 +369,8 @@ class Journal:
         assert run is not None
         # The one run-record schema: each node's outcome, as guided runs say it,
         # beside its status (this runs once per commit, over every step).
-        outcome = _OUTCOME.get
         visited = {
-            sid: {"outcome": outcome(s, "pending"), "status": s} for sid, s in run.status.items()
+            sid: {"outcome": model.node_outcome(s), "status": s} for sid, s in run.status.items()
         }
         return {
             "kind": KIND,

@@ -23,9 +23,7 @@ from typing import Any
 
 from waygraph import model
 
-__all__ = ["session_view", "to_plan"]
-
-_OUTCOME = {"completed": "success", "failed": "fail"}
+__all__ = ["declared_steps", "session_view", "to_plan"]
 
 
 def _free(base: str, taken: set[str]) -> str:
@@ -36,10 +34,19 @@ def _free(base: str, taken: set[str]) -> str:
     return name
 
 
+def declared_steps(data: Mapping[str, Any]) -> tuple[list[str], list[Mapping[str, Any]]]:
+    """The node ids of the steps ``data`` (a plan.json) declares, and the steps, in order.
+
+    A step without an id is ``step_<n>``, as the planner names them; entries
+    that are not objects are left out.
+    """
+    steps = [s for s in data.get("steps") or () if isinstance(s, Mapping)]
+    return [str(s.get("id") or f"step_{i}") for i, s in enumerate(steps, start=1)], steps
+
+
 def to_plan(data: Mapping[str, Any]) -> model.Plan:
     """The session plan ``data`` (a plan.json) as a :class:`waygraph.model.Plan`."""
-    steps = [s for s in data.get("steps") or () if isinstance(s, Mapping)]
-    ids = [str(s.get("id") or f"step_{i}") for i, s in enumerate(steps, start=1)]
+    ids, steps = declared_steps(data)
     start, done = _free("start", set(ids)), _free("done", set(ids))
     builder = model.Graph.builder(start)
     previous = start
@@ -60,8 +67,7 @@ def to_plan(data: Mapping[str, Any]) -> model.Plan:
 
 def session_view(data: Mapping[str, Any]) -> dict[str, Any]:
     """A run-like state of the session plan ``data`` for the drawings (see the module docstring)."""
-    steps = [s for s in data.get("steps") or () if isinstance(s, Mapping)]
-    ids = [str(s.get("id") or f"step_{i}") for i, s in enumerate(steps, start=1)]
+    ids, steps = declared_steps(data)
     index = data.get("current_step_index")
     current = ids[index] if isinstance(index, int) and 0 <= index < len(ids) else None
     status = str(data.get("status") or "running")
@@ -75,7 +81,7 @@ def session_view(data: Mapping[str, Any]) -> dict[str, Any]:
         + ([current] if current is not None and current not in finished else [])
         + ([done] if status == "completed" else []),
         "visited": {
-            i: {"outcome": _OUTCOME.get(str(s.get("status")), "pending")}
+            i: {"outcome": model.node_outcome(str(s.get("status")))}
             for i, s in zip(ids, steps, strict=True)
         },
     }

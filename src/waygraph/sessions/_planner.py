@@ -131,7 +131,9 @@ class SessionPlanner:
         self._memory = _Memory(MEMORY_SESSIONS)
         self._warned: set[Path] = set()
         self._owns_store = isinstance(store, str)
-        self.records = SessionRecords(open_store(store)) if store is not None else None
+        self.records = (
+            SessionRecords(open_store(store), MEMORY_SESSIONS) if store is not None else None
+        )
 
     def close(self) -> None:
         """Close the store this planner opened from a URL (a store passed in stays open)."""

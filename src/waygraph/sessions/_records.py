@@ -40,9 +40,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from waygraph.errors import StoreError
+from waygraph.model import node_outcome
 from waygraph.model.record import RunKind
 from waygraph.retry import retry_conflicts
 from waygraph.sessions import _render, _rules
+from waygraph.sessions._graph import declared_steps
 from waygraph.store import Store
 
 __all__ = ["KIND", "SessionRecords", "changes", "context", "to_record"]
@@ -52,7 +54,6 @@ KIND = RunKind.SESSION.value
 
 log = logging.getLogger("waygraph.sessions")
 
-_OUTCOME = {"completed": "success", "failed": "fail"}
 #: A step's status -> the event its arrival at that status is told by.
 _STEP_EVENT = {"running": "node_entered", "completed": "step_completed", "failed": "step_failed"}
 _PLAN_EVENT = {
@@ -64,18 +65,9 @@ _PLAN_EVENT = {
 _RESULT_CHARS = 200
 
 
-def _steps(plan: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [s for s in plan.get("steps") or () if isinstance(s, Mapping)]
-
-
-def _step_id(step: Mapping[str, Any], index: int) -> str:
-    return str(step.get("id") or f"step_{index}")
-
-
 def to_record(plan: Mapping[str, Any]) -> dict[str, Any]:
     """plan.json as a run record of kind ``session`` (see the module docstring)."""
-    steps = _steps(plan)
-    ids = [_step_id(s, i) for i, s in enumerate(steps, start=1)]
+    ids, steps = declared_steps(plan)
     current = next(
         (i for i, s in zip(ids, steps, strict=True) if s.get("status") == "running"), None
     )
@@ -87,7 +79,7 @@ def to_record(plan: Mapping[str, Any]) -> dict[str, Any]:
         run_id=str(plan.get("id")),
         current_node=current,
         visited={
-            i: {"outcome": _OUTCOME.get(str(s.get("status")), "pending"), "status": s.get("status")}
+            i: {"outcome": node_outcome(str(s.get("status"))), "status": s.get("status")}
             for i, s in entered
         },
         path=[i for i, _ in entered],
@@ -113,9 +105,8 @@ def changes(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> list[
     if before is None or before.get("id") != after.get("id"):
         declared.append({"type": "session_plan_started", "goal": after.get("goal")})
         before = {}
-    old = {_step_id(s, i): s for i, s in enumerate(_steps(before), start=1)}
-    for index, step in enumerate(_steps(after), start=1):
-        node = _step_id(step, index)
+    old = dict(zip(*declared_steps(before), strict=True))
+    for node, step in zip(*declared_steps(after), strict=True):
         status = step.get("status")
         was = old.get(node)
         if was is None:
@@ -161,7 +152,7 @@ class SessionRecords:
     memory (the oldest forgotten first; a forgotten one is read back).
     """
 
-    def __init__(self, store: Store, remember: int = 4096) -> None:
+    def __init__(self, store: Store, remember: int) -> None:
         self.store = store
         self._remember = remember
         self._last: OrderedDict[str, tuple[int, dict[str, Any]]] = OrderedDict()
