@@ -60,7 +60,6 @@ for _old, _new in LEGACY_KINDS.items():
     _OLD_NAMES[_new] = (*_OLD_NAMES.get(_new, ()), _old)
 
 
-
 def record_kind(kind: str) -> str:
     """The kind a stored kind is now (``run`` -> ``guided``); other kinds unchanged.
 
@@ -130,11 +129,7 @@ def migrate(kind: str, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         visited = data.get("visited")
         if isinstance(visited, dict) and any(isinstance(v, str) for v in visited.values()):
             data["visited"] = {
-                node: (
-                    {"outcome": node_outcome(v), "status": v}
-                    if isinstance(v, str)
-                    else v
-                )
+                node: ({"outcome": node_outcome(v), "status": v} if isinstance(v, str) else v)
                 for node, v in visited.items()
             }
     return kind, data

@@ -2,9 +2,10 @@
 
 How the server learns of a commit depends on the store:
 
-- **PostgreSQL**: every commit sends a ``NOTIFY`` in its own transaction
-  (:meth:`waygraph.store.postgres.PostgresStore.listen`); one listener thread
-  wakes exactly the streams of the session that changed. A slow fallback poll
+- **PostgreSQL**: while the server listens, every commit sends a ``NOTIFY``
+  in its own transaction (:meth:`waygraph.store.postgres.PostgresStore.listen`
+  registers the listener); one listener thread wakes exactly the streams of
+  the session that changed. A slow fallback poll
   covers notifications lost while the listener reconnects.
 - **SQLite, files, memory**: each stream asks the store for events after the
   last one it sent, every ``poll_interval`` seconds (one indexed query; other
@@ -86,6 +87,8 @@ class PostgresFeed(ChangeFeed):
 
     #: Seconds between re-reads even without a notification (one may be lost on reconnect).
     FALLBACK = 5.0
+    #: Seconds after (re)connecting when every stream re-reads a second time.
+    SETTLE = 1.0
 
     def __init__(self, store: Any) -> None:
         super().__init__(self.FALLBACK)
@@ -145,9 +148,16 @@ class PostgresFeed(ChangeFeed):
                 continue
             try:
                 self._signal(None)  # whatever happened while not listening
+                # Commits whose statement began before the listener was
+                # registered do not notify (PostgresStore.listen): re-read
+                # once more when they are surely done.
+                again: float | None = time.monotonic() + self.SETTLE
                 while not self._stopping.is_set():
                     for notice in conn.notifies(timeout=0.5):
                         self._signal(_session_of(notice.payload))
+                    if again is not None and time.monotonic() >= again:
+                        again = None
+                        self._signal(None)
             except Exception as exc:
                 log.warning("live updates: the LISTEN connection failed (%s); reconnecting", exc)
             finally:

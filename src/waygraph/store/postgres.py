@@ -10,9 +10,11 @@ and the whole transaction is rolled back with :class:`~waygraph.errors.Conflict`
 schema, creating it if needed; other query options go to libpq unchanged
 (``sslmode``, ``connect_timeout``, ...).
 
-Every commit also sends a ``NOTIFY`` on :attr:`PostgresStore.channel` (one
-channel per schema) in the same transaction, so listeners (the HTTP server's
-live updates) hear of it exactly when it becomes visible; see :meth:`listen`.
+A commit also sends a ``NOTIFY`` on :attr:`PostgresStore.channel` (one
+channel per schema) in the same transaction while a listener registered by
+:meth:`PostgresStore.listen` lives (the HTTP server's live updates), so it
+hears of the commit exactly when it becomes visible; ``?notify=always``
+sends it on every commit.
 
 Example (needs a server, so it is not a doctest)::
 
@@ -24,14 +26,11 @@ Example (needs a server, so it is not a doctest)::
 from __future__ import annotations
 
 import builtins
-import hashlib
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -41,6 +40,7 @@ from psycopg_pool import ConnectionPool
 from waygraph.errors import ConfigError, StoreError
 from waygraph.store._counts_sql import counts_schema, counts_sql, recount
 from waygraph.store._pg_commit import PREPARES, commit_call
+from waygraph.store._pg_url import notify_channel, notify_mode, split_schema
 from waygraph.store._sql import sql_filters
 from waygraph.store._stats_sql import (
     count_commits,
@@ -64,7 +64,7 @@ from waygraph.store.base import (
 from waygraph.store.rows import RowPage, check_rows, latest_sql, rows_sql
 from waygraph.store.stats import Tallies
 
-__all__ = ["SCHEMA_VERSION", "PostgresStore"]
+__all__ = ["SCHEMA_VERSION", "PostgresStore", "notify_channel", "split_schema"]
 
 SCHEMA_VERSION = 5
 
@@ -84,8 +84,6 @@ _FILL_LATEST, _ = latest_sql("%s", collate=' COLLATE "C"')
 _LATEST_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))"
 
 _OPEN = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
-
-_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 # Serialises table creation between processes starting at once: CREATE TABLE
 # IF NOT EXISTS is not safe against a concurrent twin.
@@ -137,47 +135,32 @@ _TABLES = (
     *tables("bigint", "text", "double precision", ""),
     # Schema 5: the sessions table's rows per kind and status (store._counts_sql).
     *counts_schema("postgres"),
+    # The connections LISTENing (PostgresStore.listen): commits notify only
+    # while one of them lives. Added without a schema bump, like records_rows:
+    # older waygraphs ignore the table and keep notifying on every commit.
+    """CREATE TABLE IF NOT EXISTS listeners (
+        channel text NOT NULL,
+        pid integer NOT NULL,
+        started timestamptz,
+        PRIMARY KEY (channel, pid)
+    )""",
+)
+
+# A listener's backend is alive when PostgreSQL knows its pid and, where the
+# role may see it, the same start time (a pid can be reused). The commit
+# statement (store._pg_commit) asks the same of every row of its channel.
+_ALIVE = (
+    "SELECT 1 FROM pg_stat_get_activity(listeners.pid) a"
+    " WHERE a.backend_start IS NULL OR a.backend_start = listeners.started"
+)
+_REGISTER = (
+    f"DELETE FROM listeners WHERE channel = %s AND NOT EXISTS ({_ALIVE})",
+    "INSERT INTO listeners (channel, pid, started)"
+    " SELECT %s, pid, backend_start FROM pg_stat_get_activity(pg_backend_pid())"
+    " ON CONFLICT (channel, pid) DO UPDATE SET started = excluded.started",
 )
 
 _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
-
-
-def split_schema(url: str) -> tuple[str, str | None]:
-    """Remove ``schema=NAME`` from a URL's query; return (libpq URL, NAME or None).
-
-    Example:
-        >>> split_schema("postgresql://u@h/db?schema=runs&sslmode=require")
-        ('postgresql://u@h/db?sslmode=require', 'runs')
-    """
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schemas = [value for name, value in query if name == "schema"]
-    rest = [(name, value) for name, value in query if name != "schema"]
-    if not schemas:
-        return url, None
-    schema = schemas[-1]
-    if not _SCHEMA_NAME.fullmatch(schema):
-        raise ConfigError(
-            f"{redact_url(url)}: schema must be 1-63 lowercase letters, digits or _ "
-            f"and not start with a digit (got {schema!r})"
-        )
-    return urlunsplit(parts._replace(query=urlencode(rest))), schema
-
-
-def notify_channel(schema: str | None) -> str:
-    """The LISTEN/NOTIFY channel of a store's schema (``waygraph`` without one).
-
-    Example:
-        >>> notify_channel("runs"), notify_channel(None)
-        ('waygraph_runs', 'waygraph')
-    """
-    if schema is None:
-        return "waygraph"
-    name = f"waygraph_{schema}"
-    # Channel names are identifiers: at most 63 bytes.
-    if len(name) <= 63:
-        return name
-    return "waygraph_" + hashlib.sha256(schema.encode()).hexdigest()[:24]
 
 
 def _prepare(conn: psycopg.Connection[Any]) -> None:
@@ -227,6 +210,8 @@ class PostgresStore(Store):
     ) -> None:
         self.url = redact_url(url)
         conninfo, self.schema = split_schema(url)
+        #: Notify on every commit, not only while a listener is registered.
+        self.notify_always = notify_mode(url) == "always"
         try:
             params = conninfo_to_dict(conninfo)
         except psycopg.ProgrammingError as exc:
@@ -261,8 +246,9 @@ class PostgresStore(Store):
             )
 
     def _ensure_schema(self, conn: psycopg.Connection[Any]) -> None:
-        # records_rows came after schema 1; tables made before it get it on open.
-        if self._schema_version(conn) == SCHEMA_VERSION and self._has_latest_index(conn):
+        # records_rows and listeners came without a bump; tables made before
+        # them get them on open.
+        if self._schema_version(conn) == SCHEMA_VERSION and self._has_late_tables(conn):
             return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
@@ -305,10 +291,12 @@ class PostgresStore(Store):
             )
 
     @staticmethod
-    def _has_latest_index(conn: psycopg.Connection[Any]) -> bool:
-        # Both sessions-table indexes (records_rows came after schema 1 without a bump).
+    def _has_late_tables(conn: psycopg.Connection[Any]) -> bool:
+        # Both sessions-table indexes (records_rows came after schema 1 without
+        # a bump) and the listeners table.
         found = conn.execute(
-            "SELECT to_regclass('records_rows'), to_regclass('records_latest')"
+            "SELECT to_regclass('records_rows'), to_regclass('records_latest'),"
+            " to_regclass('listeners')"
         ).fetchone()
         return found is not None and None not in found
 
@@ -366,7 +354,7 @@ class PostgresStore(Store):
         for c in commits:
             now = self._now()
             times.append(now)
-            call, args = commit_call(c, now, self.channel)
+            call, args = commit_call(c, now, self.channel, always=self.notify_always)
             parts.append(call)
             values += args
         if not counted:
@@ -421,11 +409,31 @@ class PostgresStore(Store):
         Each notification's payload is JSON ``{"key": ..., "session": ...}``
         of a commit (``{}`` when too long to send). The caller reads
         ``conn.notifies()`` and closes the connection.
+
+        The connection is registered in the ``listeners`` table (after its
+        ``LISTEN``, so no commit that sees it goes unheard): commits notify
+        only while a registered connection lives, since notifying commits
+        queue one by one on PostgreSQL's notification lock. A commit whose
+        statement began just before the registration does not notify, so a
+        listener re-reads what it watches once it is registered (the HTTP
+        server does, at once and a second later). Registration ends with
+        the connection; rows of connections gone are removed by the next
+        ``listen``. A store opened with ``?notify=always`` notifies on every
+        commit, for listeners that ``LISTEN`` on their own connections.
+
+        Example (needs a server)::
+
+            conn = store.listen()
+            for notice in conn.notifies(timeout=5):
+                print(notice.payload)           # {"key": "run_1", "session": "s1"}
+            conn.close()
         """
         with self._errors(f"listening on channel {self.channel!r}"):
             conn = psycopg.connect(self._conninfo, **self._connect_kwargs)
             try:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                for statement in _REGISTER:
+                    conn.execute(statement, (self.channel,))
             except BaseException:
                 conn.close()
                 raise

@@ -1,0 +1,89 @@
+"""PostgreSQL store URLs: the options waygraph reads itself, and the NOTIFY channel.
+
+``?schema=NAME`` keeps the tables in that schema; ``?notify=`` says when a
+commit sends its ``NOTIFY`` (``listeners``, the default: while a listener
+registered by :meth:`~waygraph.store.postgres.PostgresStore.listen` lives;
+``always``: on every commit). Every other query option goes to libpq.
+
+Example:
+    >>> split_schema("postgresql://u@h/db?schema=runs")
+    ('postgresql://u@h/db', 'runs')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from waygraph.errors import ConfigError
+from waygraph.store.base import redact_url
+
+__all__ = ["NOTIFY_MODES", "notify_channel", "notify_mode", "split_schema"]
+
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+#: The query options waygraph reads itself; every other one goes to libpq.
+_OWN_OPTIONS = ("schema", "notify")
+
+#: ``?notify=``: when a commit sends its NOTIFY.
+NOTIFY_MODES = ("listeners", "always")
+
+
+def _split_options(url: str) -> tuple[str, dict[str, str]]:
+    """Remove waygraph's own options from a URL's query: (libpq URL, {name: last value})."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    own = {name: value for name, value in query if name in _OWN_OPTIONS}
+    if not own:
+        return url, {}
+    rest = [(name, value) for name, value in query if name not in _OWN_OPTIONS]
+    return urlunsplit(parts._replace(query=urlencode(rest))), own
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """Remove waygraph's options (``schema``, ``notify``) from a URL: (libpq URL, schema or None).
+
+    Example:
+        >>> split_schema("postgresql://u@h/db?schema=runs&sslmode=require&notify=always")
+        ('postgresql://u@h/db?sslmode=require', 'runs')
+    """
+    conninfo, own = _split_options(url)
+    schema = own.get("schema")
+    if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
+        raise ConfigError(
+            f"{redact_url(url)}: schema must be 1-63 lowercase letters, digits or _ "
+            f"and not start with a digit (got {schema!r})"
+        )
+    return conninfo, schema
+
+
+def notify_mode(url: str) -> str:
+    """The URL's ``?notify=`` (``listeners`` without one).
+
+    Example:
+        >>> notify_mode("postgresql://h/db"), notify_mode("postgresql://h/db?notify=always")
+        ('listeners', 'always')
+    """
+    mode = _split_options(url)[1].get("notify", "listeners")
+    if mode not in NOTIFY_MODES:
+        raise ConfigError(
+            f"{redact_url(url)}: notify must be one of {', '.join(NOTIFY_MODES)} (got {mode!r})"
+        )
+    return mode
+
+
+def notify_channel(schema: str | None) -> str:
+    """The LISTEN/NOTIFY channel of a store's schema (``waygraph`` without one).
+
+    Example:
+        >>> notify_channel("runs"), notify_channel(None)
+        ('waygraph_runs', 'waygraph')
+    """
+    if schema is None:
+        return "waygraph"
+    name = f"waygraph_{schema}"
+    # Channel names are identifiers: at most 63 bytes.
+    if len(name) <= 63:
+        return name
+    return "waygraph_" + hashlib.sha256(schema.encode()).hexdigest()[:24]

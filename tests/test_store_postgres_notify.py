@@ -1,0 +1,126 @@
+"""PostgreSQL commits NOTIFY only while a registered listener lives (``?notify=``)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from waygraph.errors import ConfigError
+from waygraph.store import open_store
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture
+def url(postgres_url: str) -> Iterator[str]:
+    """A store URL in a schema of this test alone: no other test's listener counts."""
+    import psycopg
+
+    from waygraph.store.postgres import split_schema
+
+    conninfo, _ = split_schema(postgres_url)
+    schema = f"wg_notify_{uuid.uuid4().hex[:10]}"
+    joiner = "&" if "?" in conninfo else "?"
+    yield f"{conninfo}{joiner}schema={schema}"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _raw_listener(url: str) -> Any:
+    """A plain ``LISTEN`` on the store's channel, not registered with the store."""
+    import psycopg
+
+    from waygraph.store.postgres import notify_channel, split_schema
+
+    conninfo, schema = split_schema(url)
+    conn = psycopg.connect(conninfo, autocommit=True, options=f"-c search_path={schema}")
+    conn.execute(f'LISTEN "{notify_channel(schema)}"')
+    return conn
+
+
+def _heard(conn: Any) -> list[str]:
+    return [n.payload for n in conn.notifies(timeout=0.4, stop_after=1)]
+
+
+def test_commits_notify_only_while_a_registered_listener_lives(url: str) -> None:
+    store = open_store(url)
+    raw = _raw_listener(url)
+    try:
+        store.commit("k", {"n": 0}, 0, [], session="s")
+        assert _heard(raw) == []  # nobody registered: no notice
+
+        listener = store.listen()  # type: ignore[attr-defined]
+        store.commit("k", {"n": 1}, 1, [], session="s")
+        notice = '{"key": "k", "session": "s"}'
+        assert _heard(listener) == [notice]
+        assert _heard(raw) == [notice]  # a notice goes to every LISTEN on the channel
+
+        listener.close()
+        store.commit("k", {"n": 2}, 2, [], session="s")
+        assert _heard(raw) == []  # its connection is gone: notices stop with it
+    finally:
+        raw.close()
+        store.close()
+
+
+def test_notify_always_notifies_every_commit(url: str) -> None:
+    store = open_store(f"{url}&notify=always")
+    raw = _raw_listener(url)
+    try:
+        store.commit("k", {}, 0, [], session="s")
+        assert _heard(raw) == ['{"key": "k", "session": "s"}']
+    finally:
+        raw.close()
+        store.close()
+
+
+def test_a_row_of_a_reused_pid_does_not_count_and_listen_removes_it(url: str) -> None:
+    store = open_store(url)
+    raw = _raw_listener(url)
+    try:
+        # A listener that died, whose pid a newer backend (the raw connection's) now has.
+        pid = raw.execute("SELECT pg_backend_pid()").fetchone()[0]
+        raw.execute(
+            "INSERT INTO listeners (channel, pid, started) VALUES (%s, %s, '2000-01-01')",
+            (store.channel, pid),  # type: ignore[attr-defined]
+        )
+        raw.execute(
+            "INSERT INTO listeners (channel, pid, started) VALUES (%s, 2147483000, now())",
+            (store.channel,),  # type: ignore[attr-defined]
+        )
+        store.commit("k", {}, 0, [], session="s")
+        assert _heard(raw) == []
+
+        listener = store.listen()  # type: ignore[attr-defined]
+        rows = raw.execute("SELECT pid FROM listeners ORDER BY pid").fetchall()
+        own = listener.execute("SELECT pg_backend_pid()").fetchone()[0]
+        assert rows == [(own,)]
+        listener.close()
+    finally:
+        raw.close()
+        store.close()
+
+
+def test_a_store_without_the_listeners_table_gets_it_on_open(url: str) -> None:
+    open_store(url).close()
+    raw = _raw_listener(url)
+    try:
+        raw.execute("DROP TABLE listeners")
+        store = open_store(url)  # a store made before the table (same schema version)
+        listener = store.listen()  # type: ignore[attr-defined]
+        store.commit("k", {}, 0, [], session="s")
+        assert _heard(listener) == ['{"key": "k", "session": "s"}']
+        listener.close()
+        store.close()
+    finally:
+        raw.close()
+
+
+@pytest.mark.parametrize("value", ["sometimes", ""])
+def test_an_unknown_notify_mode_is_refused_naming_it(postgres_url: str, value: str) -> None:
+    refused = f"notify must be one of listeners, always .got '{value}'"
+    with pytest.raises(ConfigError, match=refused):
+        open_store(f"{postgres_url}&notify={value}")
