@@ -101,6 +101,25 @@ def postgres_url() -> Iterator[str]:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+@pytest.fixture
+def postgres_own_url(postgres_url: str) -> Iterator[str]:
+    """A PostgreSQL store URL in a schema of this test alone, dropped after it.
+
+    For tests whose assertions another test's rows or listeners in the
+    session's schema could disturb.
+    """
+    import psycopg
+
+    from waygraph.store.postgres import split_schema
+
+    conninfo, _ = split_schema(postgres_url)
+    schema = f"waygraph_own_{uuid.uuid4().hex[:10]}"
+    joiner = "&" if "?" in conninfo else "?"
+    yield f"{conninfo}{joiner}schema={schema}"
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
 # ------------------------------------------------------------------ xdist workers
 #
 # A test marked ``alone`` measures behaviour under contention it makes itself

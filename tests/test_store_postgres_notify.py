@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,18 +13,9 @@ pytestmark = pytest.mark.services
 
 
 @pytest.fixture
-def url(postgres_url: str) -> Iterator[str]:
-    """A store URL in a schema of this test alone: no other test's listener counts."""
-    import psycopg
-
-    from waygraph.store.postgres import split_schema
-
-    conninfo, _ = split_schema(postgres_url)
-    schema = f"wg_notify_{uuid.uuid4().hex[:10]}"
-    joiner = "&" if "?" in conninfo else "?"
-    yield f"{conninfo}{joiner}schema={schema}"
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+def url(postgres_own_url: str) -> str:
+    """No other test's listener in this schema."""
+    return postgres_own_url
 
 
 def _raw_listener(url: str) -> Any:

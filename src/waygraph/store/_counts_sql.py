@@ -90,7 +90,9 @@ _POSTGRES_TABLE = """CREATE TABLE IF NOT EXISTS row_counts (
 # The fold deletes the deltas its statement sees and inserts their sums in
 # one statement, so every snapshot sums to the same counts before and after.
 # Only under READ COMMITTED: under REPEATABLE READ a row another fold
-# deleted since the snapshot would fail the writer's commit.
+# deleted since the snapshot would fail the writer's commit. waygraph's own
+# commits are READ COMMITTED whatever the database's default (postgres._BEGIN);
+# the check keeps writers of other programs from failing.
 _FOLD = (
     "WITH gone AS (DELETE FROM row_counts RETURNING kind, status, n)"
     " INSERT INTO row_counts (kind, status, n)"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from waygraph.errors import ConfigError
 from waygraph.store.base import redact_url
@@ -31,14 +31,24 @@ NOTIFY_MODES = ("listeners", "always")
 
 
 def _split_options(url: str) -> tuple[str, dict[str, str]]:
-    """Remove waygraph's own options from a URL's query: (libpq URL, {name: last value})."""
+    """Remove waygraph's own options from a URL's query: (libpq URL, {name: last value}).
+
+    The other options are passed on byte for byte: libpq decodes ``%XX``
+    but not ``+``, so re-encoding them (``+`` for a space) would change
+    ``options=-c%20...`` into a parameter libpq refuses.
+    """
     parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    own = {name: value for name, value in query if name in _OWN_OPTIONS}
+    own: dict[str, str] = {}
+    rest: list[str] = []
+    for piece in parts.query.split("&") if parts.query else ():
+        name, _, value = piece.partition("=")
+        if unquote(name) in _OWN_OPTIONS:
+            own[unquote(name)] = unquote(value)
+        else:
+            rest.append(piece)
     if not own:
         return url, {}
-    rest = [(name, value) for name, value in query if name not in _OWN_OPTIONS]
-    return urlunsplit(parts._replace(query=urlencode(rest))), own
+    return urlunsplit(parts._replace(query="&".join(rest))), own
 
 
 def split_schema(url: str) -> tuple[str, str | None]:

@@ -83,6 +83,12 @@ _FILL_LATEST, _ = latest_sql("%s", collate=' COLLATE "C"')
 # (and never deadlock on each other's locks).
 _LATEST_LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))"
 
+# The locks above, the version check's FOR UPDATE and the counters' fold
+# (store._counts_sql) are all READ COMMITTED designs: under a database whose
+# default is REPEATABLE READ, a commit that waited for a concurrent writer's
+# row would fail with a serialisation error instead of a Conflict.
+_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
+
 _OPEN = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
 
 # Serialises table creation between processes starting at once: CREATE TABLE
@@ -346,7 +352,7 @@ class PostgresStore(Store):
         """
         counted = len(commits) > 1 or needs_count(commits)
         locks = sorted({(c.session, c.kind) for c in commits if c.session})
-        parts, values = ["BEGIN"], []
+        parts, values = [_BEGIN], []
         for session, kind in locks:
             parts.append(_LATEST_LOCK)
             values += [session, kind]
