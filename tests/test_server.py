@@ -422,6 +422,8 @@ def test_stream_on_postgresql_is_woken_by_notify(postgres_url, tmp_path):
         )
         reader.start()
         time.sleep(0.5)
+        # Listening (streams poll every 0.5 s only while the feed is not).
+        assert app.state.feed.interval == PostgresFeed.FALLBACK
         started = time.monotonic()
         writer.turn("pg-1", tool_output="boom", exit_code=1)
         reader.join(timeout=15)

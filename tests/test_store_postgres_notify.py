@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -113,3 +115,44 @@ def test_an_unknown_notify_mode_is_refused_naming_it(postgres_url: str, value: s
     refused = f"notify must be one of listeners, always .got '{value}'"
     with pytest.raises(ConfigError, match=refused):
         open_store(f"{postgres_url}&notify={value}")
+
+
+def test_a_role_that_may_not_register_gets_a_clear_error_and_the_feed_polls(url: str) -> None:
+    import asyncio
+
+    import psycopg
+
+    from waygraph.errors import StoreError
+    from waygraph.server.live import PostgresFeed
+    from waygraph.store.postgres import split_schema
+
+    writer = open_store(url)  # makes the tables
+    conninfo, schema = split_schema(url)
+    role = f"wg_reader_{uuid.uuid4().hex[:8]}"
+    admin = psycopg.connect(conninfo, autocommit=True)
+    admin.execute(f'CREATE ROLE "{role}" LOGIN')
+    admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+    admin.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+    parts = urlsplit(url)
+    reader = open_store(urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}")))
+    try:
+        with pytest.raises(StoreError, match="needs INSERT and DELETE on the listeners table"):
+            reader.listen()  # type: ignore[attr-defined]
+
+        async def watch() -> float:
+            feed = PostgresFeed(reader, poll_interval=0.25)
+            feed.start()
+            try:
+                await asyncio.sleep(0.5)  # its first LISTEN has failed by now
+                return feed.interval
+            finally:
+                feed.stop()
+
+        # The streams of a dashboard with a read-only role poll as without NOTIFY.
+        assert asyncio.run(watch()) == 0.25
+    finally:
+        reader.close()
+        writer.close()
+        admin.execute(f'DROP OWNED BY "{role}"')
+        admin.execute(f'DROP ROLE "{role}"')
+        admin.close()

@@ -90,8 +90,11 @@ class PostgresFeed(ChangeFeed):
     #: Seconds after (re)connecting when every stream re-reads a second time.
     SETTLE = 1.0
 
-    def __init__(self, store: Any) -> None:
-        super().__init__(self.FALLBACK)
+    def __init__(self, store: Any, poll_interval: float = 0.5) -> None:
+        # Until the LISTEN connection is up (and whenever it is down), streams
+        # poll as they would without notifications.
+        super().__init__(poll_interval)
+        self.poll_interval = poll_interval
         self.store = store
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiters: dict[str, set[asyncio.Event]] = {}
@@ -139,13 +142,26 @@ class PostgresFeed(ChangeFeed):
             self._loop.call_soon_threadsafe(self._wake, session_id)
 
     def _listen(self) -> None:
+        failures = 0
         while not self._stopping.is_set():
             try:
                 conn = self.store.listen()
             except Exception as exc:
-                log.warning("live updates: cannot LISTEN (%s); retrying in 1 s", exc)
-                self._stopping.wait(1.0)
+                self.interval = self.poll_interval
+                if not failures:
+                    log.warning(
+                        "live updates: cannot LISTEN (%s); streams poll every %s s meanwhile",
+                        exc,
+                        self.poll_interval,
+                    )
+                failures += 1
+                # A role that may not register stays refused: retry ever more slowly.
+                self._stopping.wait(min(30.0, float(failures)))
                 continue
+            if failures:
+                log.warning("live updates: listening again")
+            failures = 0
+            self.interval = self.FALLBACK
             try:
                 self._signal(None)  # whatever happened while not listening
                 # Commits whose statement began before the listener was
@@ -161,6 +177,7 @@ class PostgresFeed(ChangeFeed):
             except Exception as exc:
                 log.warning("live updates: the LISTEN connection failed (%s); reconnecting", exc)
             finally:
+                self.interval = self.poll_interval
                 conn.close()
 
 
@@ -175,7 +192,7 @@ def _session_of(payload: str) -> str | None:
 def open_feed(store: Store, poll_interval: float) -> ChangeFeed:
     """The feed that suits ``store``: LISTEN/NOTIFY for PostgreSQL, polling otherwise."""
     if hasattr(store, "listen") and hasattr(store, "channel"):
-        return PostgresFeed(store)
+        return PostgresFeed(store, poll_interval)
     return PollingFeed(poll_interval)
 
 

@@ -440,6 +440,14 @@ class PostgresStore(Store):
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
                 for statement in _REGISTER:
                     conn.execute(statement, (self.channel,))
+            except psycopg.errors.InsufficientPrivilege as exc:
+                conn.close()
+                # Without its row no commit would notify: listening would hear nothing.
+                raise StoreError(
+                    f"{self.url}: listening on channel {self.channel!r} needs INSERT and "
+                    f"DELETE on the listeners table ({exc}); grant them, or open the "
+                    "writers' stores with ?notify=always and LISTEN on your own connection"
+                ) from exc
             except BaseException:
                 conn.close()
                 raise
