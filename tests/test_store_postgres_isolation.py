@@ -1,8 +1,11 @@
-"""PostgreSQL stores behave the same whatever the database's default isolation and URL options."""
+"""PostgreSQL stores behave the same whatever the database's default isolation, URL options
+and dropped connections."""
 
 from __future__ import annotations
 
 import threading
+import uuid
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -73,3 +76,55 @@ def test_contending_writers_see_conflicts_not_errors_under_repeatable_read(
         assert store.session_rows().total == 1
     finally:
         store.close()
+
+
+def test_after_the_server_drops_every_connection_one_call_fails_not_one_per_connection(
+    postgres_own_url: str,
+) -> None:
+    import psycopg
+
+    from waygraph.errors import StoreError
+    from waygraph.store.postgres import PostgresStore, split_schema
+
+    name = f"wg_drop_{uuid.uuid4().hex[:8]}"
+    store = PostgresStore(f"{postgres_own_url}&application_name={name}", min_size=4, max_size=4)
+    try:
+        store.commit("k", {"n": 0}, 0, [], session="s")
+        _fill_the_pool(store)
+        conninfo, _ = split_schema(postgres_own_url)
+        with psycopg.connect(conninfo, autocommit=True) as admin:
+            dropped = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE application_name = %s",
+                (name,),
+            ).fetchone()
+        assert dropped is not None and dropped[0] >= 4
+        # A read is tried again on a fresh connection: nothing to see for the caller.
+        stored = store.get("k")
+        assert stored is not None and stored.version == 1
+        _drop_again(conninfo, name)
+        # A commit is not (it may have landed before the connection went): it
+        # fails once, and the dead connections beside it are replaced.
+        with pytest.raises(StoreError, match="committing 'k' failed"):
+            store.commit("k", {"n": 1}, 1, [], session="s")
+        for version in range(1, 5):
+            assert store.commit("k", {"n": version}, version, [], session="s") == version + 1
+    finally:
+        store.close()
+
+
+def _fill_the_pool(store: Any) -> None:
+    """Hold every pooled connection at once, so each has been opened and is idle after."""
+    conns = [store._pool.getconn() for _ in range(4)]
+    for conn in conns:
+        store._pool.putconn(conn)
+
+
+def _drop_again(conninfo: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(conninfo, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (name,),
+        )

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -38,17 +38,16 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from waygraph.errors import ConfigError, StoreError
-from waygraph.store._counts_sql import counts_schema, counts_sql, recount
+from waygraph.store._counts_sql import counts_sql
 from waygraph.store._pg_commit import PREPARES, commit_call
+from waygraph.store._pg_schema import REGISTER, SCHEMA_VERSION, ensure_schema
 from waygraph.store._pg_url import notify_channel, notify_mode, split_schema
 from waygraph.store._sql import sql_filters
 from waygraph.store._stats_sql import (
     count_commits,
-    fill,
     needs_count,
     query_tallies,
     runners,
-    tables,
 )
 from waygraph.store.base import (
     Commit,
@@ -61,22 +60,12 @@ from waygraph.store.base import (
     read_record,
     redact_url,
 )
-from waygraph.store.rows import RowPage, check_rows, latest_sql, rows_sql
+from waygraph.store.rows import RowPage, check_rows, rows_sql
 from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "notify_channel", "split_schema"]
 
-SCHEMA_VERSION = 5
 
-#: Schema 2 renamed the run kinds (waygraph.model.record): tables of schema 1
-#: get the new names, and event runs their plan id in ``plan``, on open;
-#: their data is migrated as it is read.
-_RENAME_KINDS = (
-    "UPDATE records SET kind = 'guided' WHERE kind = 'run'",
-    "UPDATE records SET kind = 'event', plan = data->>'plan_id' WHERE kind = 'plan_context'",
-)
-
-_FILL_LATEST, _ = latest_sql("%s", collate=' COLLATE "C"')
 # Two commits moving a session's flag at once would each miss the other's
 # row (READ COMMITTED): a transaction first takes a lock per session and
 # kind it writes, in one order, before any row lock, so they queue instead
@@ -91,80 +80,7 @@ _BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
 _OPEN = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
 
-# Serialises table creation between processes starting at once: CREATE TABLE
-# IF NOT EXISTS is not safe against a concurrent twin.
-_SCHEMA_LOCK = 0x5761_7967_7261_7068  # "Waygraph"
-
-_TABLES = (
-    "CREATE TABLE IF NOT EXISTS meta (name text PRIMARY KEY, value text NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS records (
-        key text PRIMARY KEY,
-        kind text NOT NULL,
-        data json NOT NULL,
-        version bigint NOT NULL,
-        session text,
-        status text,
-        plan text,
-        correlation_ids text[] NOT NULL,
-        last_seq bigint NOT NULL,
-        updated_at double precision NOT NULL,
-        latest integer NOT NULL DEFAULT 0
-    )""",
-    "CREATE INDEX IF NOT EXISTS records_session ON records (session)",
-    "CREATE INDEX IF NOT EXISTS records_status ON records (status)",
-    "CREATE INDEX IF NOT EXISTS records_plan ON records (plan)",
-    "CREATE INDEX IF NOT EXISTS records_kind ON records (kind)",
-    "CREATE INDEX IF NOT EXISTS records_updated_at ON records (updated_at)",
-    # The sessions table (session_rows): its newer-record probe reads only this.
-    "CREATE INDEX IF NOT EXISTS records_rows"
-    ' ON records (session, kind, updated_at, key COLLATE "C", status, plan)',
-    # Schema 4: the rows are the records flagged latest (rows.latest_sql);
-    # the counts per status read this index alone.
-    "CREATE INDEX IF NOT EXISTS records_latest ON records (latest, status, kind)",
-    """CREATE TABLE IF NOT EXISTS record_correlations (
-        correlation_id text NOT NULL,
-        key text NOT NULL,
-        PRIMARY KEY (correlation_id, key)
-    )""",
-    "CREATE INDEX IF NOT EXISTS record_correlations_key ON record_correlations (key)",
-    """CREATE TABLE IF NOT EXISTS events (
-        key text NOT NULL,
-        seq bigint NOT NULL,
-        data json NOT NULL,
-        PRIMARY KEY (key, seq)
-    )""",
-    """CREATE TABLE IF NOT EXISTS session_pointers (
-        session text PRIMARY KEY,
-        key text NOT NULL
-    )""",
-    # Schema 3: run statistics kept as counters (waygraph.store._stats_sql).
-    *tables("bigint", "text", "double precision", ""),
-    # Schema 5: the sessions table's rows per kind and status (store._counts_sql).
-    *counts_schema("postgres"),
-    # The connections LISTENing (PostgresStore.listen): commits notify only
-    # while one of them lives. Added without a schema bump, like records_rows:
-    # older waygraphs ignore the table and keep notifying on every commit.
-    """CREATE TABLE IF NOT EXISTS listeners (
-        channel text NOT NULL,
-        pid integer NOT NULL,
-        started timestamptz,
-        PRIMARY KEY (channel, pid)
-    )""",
-)
-
-# A listener's backend is alive when PostgreSQL knows its pid and, where the
-# role may see it, the same start time (a pid can be reused). The commit
-# statement (store._pg_commit) asks the same of every row of its channel.
-_ALIVE = (
-    "SELECT 1 FROM pg_stat_get_activity(listeners.pid) a"
-    " WHERE a.backend_start IS NULL OR a.backend_start = listeners.started"
-)
-_REGISTER = (
-    f"DELETE FROM listeners WHERE channel = %s AND NOT EXISTS ({_ALIVE})",
-    "INSERT INTO listeners (channel, pid, started)"
-    " SELECT %s, pid, backend_start FROM pg_stat_get_activity(pg_backend_pid())"
-    " ON CONFLICT (channel, pid) DO UPDATE SET started = excluded.started",
-)
+T = TypeVar("T")
 
 _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
 
@@ -175,6 +91,22 @@ def _prepare(conn: psycopg.Connection[Any]) -> None:
     for name, statement in PREPARES.items():
         if name not in have:
             conn.execute(statement)
+
+
+def _snapshot(
+    work: Callable[[psycopg.Connection[Any]], T],
+) -> Callable[[psycopg.Connection[Any]], T]:
+    """``work`` in one REPEATABLE READ transaction: every query it makes sees one snapshot."""
+
+    def run(conn: psycopg.Connection[Any]) -> T:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        try:
+            with conn.transaction():
+                return work(conn)
+        finally:
+            conn.isolation_level = None
+
+    return run
 
 
 def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
@@ -239,7 +171,7 @@ class PostgresStore(Store):
         # once with libpq's reason, instead of as a pool timeout later.
         with self._errors("connecting and creating the tables"):
             with psycopg.connect(conninfo, **kwargs) as conn:
-                self._ensure_schema(conn)
+                ensure_schema(conn, self.url, self.schema)
             self._pool: ConnectionPool = ConnectionPool(
                 conninfo,
                 kwargs=kwargs,
@@ -250,69 +182,6 @@ class PostgresStore(Store):
                 name="waygraph.store",
                 configure=_prepare,
             )
-
-    def _ensure_schema(self, conn: psycopg.Connection[Any]) -> None:
-        # records_rows and listeners came without a bump; tables made before
-        # them get them on open.
-        if self._schema_version(conn) == SCHEMA_VERSION and self._has_late_tables(conn):
-            return
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            if self.schema is not None:
-                conn.execute(
-                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
-                )
-                conn.execute(
-                    sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self.schema))
-                )
-            found = self._schema_version(conn)
-            if found is not None and found > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.url}: the tables have schema version {found}, newer than the "
-                    f"{SCHEMA_VERSION} this waygraph reads; upgrade waygraph"
-                )
-            if found is not None and found < 4:
-                exists = conn.execute("SELECT to_regclass('records')").fetchone()
-                if exists is not None and exists[0] is not None:
-                    conn.execute(
-                        "ALTER TABLE records ADD COLUMN IF NOT EXISTS latest integer"
-                        " NOT NULL DEFAULT 0"
-                    )
-                    conn.execute(_FILL_LATEST)
-            for statement in _TABLES:
-                conn.execute(statement)
-            if found is not None and found < 2:
-                for statement in _RENAME_KINDS:
-                    conn.execute(statement)
-            if found is not None and found < 3:
-                # Runs finished before schema 3 are counted once, here.
-                fill(*runners(conn), "%s")
-            if found is None or found < 5:
-                for statement in recount("postgres"):  # rows flagged until now, counted once
-                    conn.execute(statement)
-            conn.execute(
-                "INSERT INTO meta (name, value) VALUES ('schema_version', %s) "
-                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                (str(SCHEMA_VERSION),),
-            )
-
-    @staticmethod
-    def _has_late_tables(conn: psycopg.Connection[Any]) -> bool:
-        # Both sessions-table indexes (records_rows came after schema 1 without
-        # a bump) and the listeners table.
-        found = conn.execute(
-            "SELECT to_regclass('records_rows'), to_regclass('records_latest'),"
-            " to_regclass('listeners')"
-        ).fetchone()
-        return found is not None and None not in found
-
-    @staticmethod
-    def _schema_version(conn: psycopg.Connection[Any]) -> int | None:
-        exists = conn.execute("SELECT to_regclass('meta')").fetchone()
-        if exists is None or exists[0] is None:
-            return None
-        row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
-        return None if row is None else int(row[0])
 
     @contextmanager
     def _errors(self, doing: str) -> Iterator[None]:
@@ -327,11 +196,40 @@ class PostgresStore(Store):
         with self._clock_lock:
             return self._clock()
 
+    def _use(self, doing: str, work: Callable[[psycopg.Connection[Any]], T], *, read: bool) -> T:
+        """``work`` on a pooled connection; errors as StoreError naming ``doing``.
+
+        When the server dropped the connection (a restart, a failover, an
+        idle timeout), the pool's other idle connections are most likely
+        gone too: they are checked and replaced at once, so one call fails
+        rather than one per pooled connection. A read is then tried once
+        more; a commit is not, as it may have committed before the
+        connection went.
+        """
+        with self._errors(doing):
+            for attempt in (0, 1):
+                lost = False
+                try:
+                    with self._pool.connection() as conn:
+                        try:
+                            return work(conn)
+                        except psycopg.OperationalError:
+                            lost = conn.broken
+                            raise
+                except psycopg.OperationalError:
+                    if not lost:
+                        raise
+                    self._pool.check()
+                    if not read or attempt:
+                        raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
     # ------------------------------------------------------------ writes
 
     def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
         what = ", ".join(repr(c.key) for c in commits)
-        with self._errors(f"committing {what}"), self._pool.connection() as conn:
+
+        def write(conn: psycopg.Connection[Any]) -> list[int]:
             try:
                 return self._write(conn, commits)
             except psycopg.errors.InvalidSqlStatementName:
@@ -340,6 +238,8 @@ class PostgresStore(Store):
                 # nothing was written; prepare again and write once more.
                 _prepare(conn)
                 return self._write(conn, commits)
+
+        return self._use(f"committing {what}", write, read=False)
 
     def _write(self, conn: psycopg.Connection[Any], commits: Sequence[Commit]) -> list[int]:
         """Write ``commits`` in one transaction on ``conn``; their new versions.
@@ -438,7 +338,7 @@ class PostgresStore(Store):
             conn = psycopg.connect(self._conninfo, **self._connect_kwargs)
             try:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
-                for statement in _REGISTER:
+                for statement in REGISTER:
                     conn.execute(statement, (self.channel,))
             except psycopg.errors.InsufficientPrivilege as exc:
                 conn.close()
@@ -454,17 +354,19 @@ class PostgresStore(Store):
         return conn
 
     def clear_current(self, session: str) -> None:
-        with (
-            self._errors(f"clearing the pointer of session {session!r}"),
-            self._pool.connection() as conn,
-        ):
-            conn.execute("DELETE FROM session_pointers WHERE session = %s", (session,))
+        # Deleting twice is deleting once: it may be tried again like a read.
+        self._use(
+            f"clearing the pointer of session {session!r}",
+            lambda conn: conn.execute(
+                "DELETE FROM session_pointers WHERE session = %s", (session,)
+            ),
+            read=True,
+        )
 
     # ------------------------------------------------------------ reads
 
     def _fetch(self, doing: str, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self._errors(doing), self._pool.connection() as conn:
-            return conn.execute(query, params).fetchall()
+        return self._use(doing, lambda conn: conn.execute(query, params).fetchall(), read=True)
 
     def get(self, key: str) -> StoredRecord | None:
         rows = self._fetch(
@@ -533,19 +435,17 @@ class PostgresStore(Store):
         else:
             counts_query = f"SELECT status, COUNT(*) FROM ({rows}) AS rows GROUP BY status"
             counts_params = params
+
+        def read(conn: psycopg.Connection[Any]) -> tuple[list[Any], list[Any]]:
+            # The count's plan costs over jit_above_cost from a few thousand
+            # rows on, and compiling it took ~260 ms of ~800 at 100,000 runs
+            # (bench/scale.py): more than it saves.
+            conn.execute("SET LOCAL jit = off")
+            counts = conn.execute(counts_query, counts_params).fetchall() if count else []
+            return counts, conn.execute(page_sql, page_params).fetchall()
+
         # One snapshot for both queries, so the counts and the page agree.
-        with self._errors("listing sessions"), self._pool.connection() as conn:
-            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-            try:
-                with conn.transaction():
-                    # The count's plan costs over jit_above_cost from a few
-                    # thousand rows on, and compiling it took ~260 ms of ~800
-                    # at 100,000 runs (bench/scale.py): more than it saves.
-                    conn.execute("SET LOCAL jit = off")
-                    counts = conn.execute(counts_query, counts_params).fetchall() if count else []
-                    found = conn.execute(page_sql, page_params).fetchall()
-            finally:
-                conn.isolation_level = None
+        counts, found = self._use("listing sessions", _snapshot(read), read=True)
         if not count:
             return RowPage([_row_to_record(row) for row in found], None)
         by_status: dict[str | None, int] = {s: int(n) for s, n in counts}
@@ -555,15 +455,14 @@ class PostgresStore(Store):
     def run_tallies(
         self, *, plan: str | None = None, since_minute: int | None = None, step: int = 60
     ) -> Tallies:
-        with self._errors("reading the run statistics"), self._pool.connection() as conn:
-            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-            try:
-                with conn.transaction():  # one snapshot for every part
-                    return query_tallies(
-                        runners(conn)[0], "%s", plan=plan, since_minute=since_minute, step=step
-                    )
-            finally:
-                conn.isolation_level = None
+
+        def read(conn: psycopg.Connection[Any]) -> Tallies:
+            return query_tallies(
+                runners(conn)[0], "%s", plan=plan, since_minute=since_minute, step=step
+            )
+
+        # One snapshot for every part.
+        return self._use("reading the run statistics", _snapshot(read), read=True)
 
     def events(
         self, key: str, after_seq: int = 0, limit: int | None = None
