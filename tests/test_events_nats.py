@@ -279,6 +279,30 @@ async def test_a_failed_handler_gets_a_prompt_redelivery_not_one_after_ack_wait(
 
 
 @async_test()
+async def test_a_handler_slower_than_ack_wait_keeps_its_event_with_progress_acks(
+    nats_prefixes: tuple[str, str, str],
+) -> None:
+    url, stream_prefix, subject_prefix = nats_prefixes
+    make = bus_maker(url, stream_prefix, subject_prefix, ack_wait=1)
+    async with make() as first, make() as second:
+        taken: list[str] = []
+
+        async def slow(event: Envelope) -> None:
+            taken.append(event.id)
+            await asyncio.sleep(3.5)
+
+        # Two members: without progress acks the server would hand the event to the
+        # other one after each ack_wait (a redelivery to the same member is skipped).
+        for bus in (first, second):
+            await bus.subscribe(Topic.ACTION_REQUESTS, "job.slow", slow, queue_group="workers")
+        sent = first.envelope("job.slow")
+        await first.publish(sent, Topic.ACTION_REQUESTS)
+        await eventually(lambda: taken == [sent.id], timeout=5, what="the delivery")
+        await asyncio.sleep(4.5)
+    assert taken == [sent.id]
+
+
+@async_test()
 async def test_an_event_whose_worker_vanished_is_redelivered_to_another_member_after_ack_wait(
     nats_prefixes: tuple[str, str, str],
 ) -> None:
