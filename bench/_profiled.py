@@ -13,8 +13,8 @@ function's share of the samples, inclusive and own, as text.
 
 from __future__ import annotations
 
-import cProfile
 import collections
+import cProfile
 import runpy
 import signal
 import sys

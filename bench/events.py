@@ -1,7 +1,14 @@
 """Event-driven planners: plans per second and goal-to-response latency.
 
-Run: ``python bench/events.py [--plans 1000] [--json]``. Prints a markdown table
-(or, with ``--json``, the figures as one JSON object).
+Run: ``python bench/events.py [--plans 1000] [--only STACK] [--json]``. Prints a
+markdown table (or, with ``--json``, the figures as one JSON object).
+``--only "NATS + PostgreSQL, 3"`` (any start of a stack's name) runs that stack
+alone. ``WAYGRAPH_BENCH_GOAL_HANDLER=default``: the planner's default goal
+handler (``on_goal(..., state_machine=SM)``) instead of the benchmark's own,
+which does the same but, being the application's, costs a look-up first.
+``WAYGRAPH_BENCH_PROFILE=FILE`` runs the 3-process stack's planner under
+bench/_profiled.py: a cProfile of its main thread's CPU in FILE, or with FILE
+ending in ``.txt`` a sampled profile as text.
 
 Each stack runs the same three-state plan (``start`` -> ``working``, whose
 action is one request a worker answers -> ``done``, which finalizes and
@@ -26,7 +33,9 @@ just before the stack (bench/_ceilings.py): in-process + SQLite reaches 50%
 of SQLite's one-row commits/s / 8; NATS + PostgreSQL, 3 processes, 50% of
 min(PostgreSQL one-row commits/s from 8 connections / 8, JetStream
 acknowledged publishes/s with 8 in flight / 4). The in-process stacks also
-count the planner's store commits and bus publishes per plan.
+count the planner's store commits and bus publishes per plan; the 3-process
+stack reports the planner process's CPU per plan during the batch, and how
+much of it its main thread (the event loop) used.
 
 The NATS stacks use ``WAYGRAPH_NATS_URL`` (default nats://127.0.0.1:4222)
 and ``WAYGRAPH_DATABASE_URL`` (default
@@ -101,10 +110,15 @@ def build(bus: Bus, store: Any) -> tuple[Planner, Worker]:
     planner = Planner("bench-planner", bus=bus, store=store)
     worker = Worker("bench-worker", bus=bus)
 
-    @planner.on_goal("bench.goal")
-    async def on_goal(goal: Any, context: Any) -> None:
-        # Created and on its first state, with its request, in one commit.
-        await PlanContext.create_from_goal(goal, state_machine=SM, context=context, start=True)
+    if os.environ.get("WAYGRAPH_BENCH_GOAL_HANDLER") == "default":
+        # The planner's own handler does the same; it needs no look-up of the plan first.
+        planner.on_goal("bench.goal", state_machine=SM)
+    else:
+
+        @planner.on_goal("bench.goal")
+        async def on_goal(goal: Any, context: Any) -> None:
+            # Created and on its first state, with its request, in one commit.
+            await PlanContext.create_from_goal(goal, state_machine=SM, context=context, start=True)
 
     @planner.on_transition()
     async def advance(transition: Any, context: Any) -> None:

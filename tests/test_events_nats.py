@@ -393,6 +393,42 @@ async def test_a_malformed_message_is_dropped_and_the_subscription_goes_on(
     assert [e.type for e in got] == ["good"]
 
 
+@async_test()
+async def test_a_reconnect_sends_a_request_in_flight_again_at_once_and_cancels_nothing() -> None:
+    # No server needed: a request whose answer was due on the old connection
+    # never gets one, so the reconnect itself must interrupt it.
+    bus = NatsBus(stream_prefix="UNIT", subject_prefix="unit")
+    tries: list[int] = []
+
+    async def request() -> str:
+        tries.append(1)
+        if len(tries) == 1:
+            await asyncio.sleep(3600)  # sent on the connection that was lost
+        return "confirmed"
+
+    sending = asyncio.create_task(bus._retry(request, "a test request"))
+    await eventually(lambda: tries == [1], what="the first try")
+    await bus._on_reconnected()
+    assert await asyncio.wait_for(sending, 2) == "confirmed"
+    assert tries == [1, 1]
+    assert not bus._attempts and not bus._interrupted
+
+    async def never() -> str:
+        await asyncio.sleep(3600)
+        return "never"
+
+    # Cancelled from outside, a request is cancelled, with or without a reconnect too.
+    for reconnect_too in (False, True):
+        waiting = asyncio.create_task(bus._retry(never, "another test request"))
+        await asyncio.sleep(0.01)
+        waiting.cancel()
+        if reconnect_too:
+            await bus._on_reconnected()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    assert not bus._attempts and not bus._interrupted
+
+
 @async_test(timeout=60)
 async def test_queue_group_fanout_and_ask_survive_a_server_restart(
     private_nats: PrivateNatsServer,
