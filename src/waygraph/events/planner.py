@@ -8,7 +8,7 @@ document 002 writes them (a handler may also take fewer arguments, or name
   the handler gets a :class:`~waygraph.events.GoalContext` (the goal
   envelope) and usually creates a :class:`~waygraph.events.PlanContext` and
   calls ``execute_next()``. A goal delivered again after its plan started
-  is not passed on.
+  is not passed on (the default handler gets it: it then changes nothing).
 - ``@planner.on_transition()``: an event on ``action-requests`` or
   ``action-results`` whose correlation id belongs to one of this planner's
   plans and that the plan accepts (``plan.accepts(event)``: running, not a
