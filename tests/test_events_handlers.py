@@ -15,9 +15,26 @@ from waygraph.events import (
     InProcessBus,
     PlanContext,
     Planner,
+    StateAction,
+    StateConfig,
+    StateTransition,
     Topic,
     current_planner_context,
 )
+
+#: A state that sends its request and, when told to move on without an answer,
+#: follows its default_next: a second start must not be taken for that.
+WAIT_OR_SKIP = {
+    "start": StateConfig(state_name="start", default_next="work"),
+    "work": StateConfig(
+        state_name="work",
+        action=StateAction(event_type="job.requested", response_event="job.completed"),
+        transitions=[StateTransition(on_event="job.completed", to_state="done")],
+        default_next="skipped",
+    ),
+    "skipped": StateConfig(state_name="skipped", is_terminal=True),
+    "done": StateConfig(state_name="done", is_terminal=True),
+}
 
 
 @async_test(30)
@@ -69,3 +86,62 @@ def test_a_goal_context_is_the_goal_envelope() -> None:
     assert goal.to_wire() == event.to_wire()
     assert GoalContext.from_event(goal) is goal
     assert type(goal.event) is Envelope and goal.event == event
+
+
+@async_test(30)
+async def test_a_goal_started_twice_in_one_commit_leaves_the_started_plan_as_it_is() -> None:
+    bus = InProcessBus()
+    planner = Planner("p", bus=bus, store="memory://")
+    requests: list[Envelope] = []
+
+    async def spy(event: Envelope) -> None:
+        requests.append(event)
+
+    async with bus:
+        await bus.subscribe(Topic.ACTION_REQUESTS, "job.requested", spy)
+        goal = bus.envelope("job.goal", {}, correlation_id="twice")
+        start = PlanContext.create_from_goal
+        plan = await start(goal, state_machine=WAIT_OR_SKIP, context=planner.context, start=True)
+        again = await start(goal, state_machine=WAIT_OR_SKIP, context=planner.context, start=True)
+        await eventually(lambda: len(requests) == 1, what="the request")
+        stored = await PlanContext.restore(plan.plan_id, planner.context)
+    # The second start found the stored plan: it neither skipped past the request
+    # it waits for nor sent another.
+    assert again.plan_id == plan.plan_id
+    assert stored.current_state == again.current_state == "work"
+    assert stored.version == again.version == plan.version
+    assert len(requests) == 1
+
+
+@async_test(30)
+async def test_the_default_goal_handler_takes_a_goal_delivered_again_without_a_look_up() -> None:
+    bus = InProcessBus()
+    planner = Planner("p", bus=bus, store="memory://")
+    planner.on_goal("job.goal", state_machine=WAIT_OR_SKIP)
+    requests: list[Envelope] = []
+
+    async def spy(event: Envelope) -> None:
+        requests.append(event)
+
+    reads: list[str] = []
+    get = planner.store.get
+
+    def counted_get(key: str) -> Any:
+        reads.append(key)
+        return get(key)
+
+    planner.store.get = counted_get  # type: ignore[method-assign]
+    async with planner:
+        await bus.subscribe(Topic.ACTION_REQUESTS, "job.requested", spy)
+        goal = bus.envelope("job.goal", {}, correlation_id="twice")
+        # The same goal event twice, as a redelivery brings it; close() lets both finish.
+        await bus.publish(goal, Topic.ACTION_REQUESTS)
+        await eventually(lambda: len(requests) == 1, what="the request")
+        await bus.publish(goal, Topic.ACTION_REQUESTS)
+        await bus.close()
+        [record] = planner.store.list(kind="event")
+    assert record.data["current_state"] == "work" and len(requests) == 1
+    assert record.version == 1  # stored once, started, and not changed by the second delivery
+    # No look-up before the handler: the first delivery reads nothing, the second
+    # reads the plan once, after its insert found it stored.
+    assert reads == [record.key]

@@ -279,6 +279,30 @@ async def test_a_failed_handler_gets_a_prompt_redelivery_not_one_after_ack_wait(
 
 
 @async_test()
+async def test_a_handler_slower_than_ack_wait_keeps_its_event_with_progress_acks(
+    nats_prefixes: tuple[str, str, str],
+) -> None:
+    url, stream_prefix, subject_prefix = nats_prefixes
+    make = bus_maker(url, stream_prefix, subject_prefix, ack_wait=1)
+    async with make() as first, make() as second:
+        taken: list[str] = []
+
+        async def slow(event: Envelope) -> None:
+            taken.append(event.id)
+            await asyncio.sleep(3.5)
+
+        # Two members: without progress acks the server would hand the event to the
+        # other one after each ack_wait (a redelivery to the same member is skipped).
+        for bus in (first, second):
+            await bus.subscribe(Topic.ACTION_REQUESTS, "job.slow", slow, queue_group="workers")
+        sent = first.envelope("job.slow")
+        await first.publish(sent, Topic.ACTION_REQUESTS)
+        await eventually(lambda: taken == [sent.id], timeout=5, what="the delivery")
+        await asyncio.sleep(4.5)
+    assert taken == [sent.id]
+
+
+@async_test()
 async def test_an_event_whose_worker_vanished_is_redelivered_to_another_member_after_ack_wait(
     nats_prefixes: tuple[str, str, str],
 ) -> None:
@@ -367,6 +391,42 @@ async def test_a_malformed_message_is_dropped_and_the_subscription_goes_on(
         await eventually(lambda: len(got) == 1, what="the good event")
         await asyncio.sleep(0.3)
     assert [e.type for e in got] == ["good"]
+
+
+@async_test()
+async def test_a_reconnect_sends_a_request_in_flight_again_at_once_and_cancels_nothing() -> None:
+    # No server needed: a request whose answer was due on the old connection
+    # never gets one, so the reconnect itself must interrupt it.
+    bus = NatsBus(stream_prefix="UNIT", subject_prefix="unit")
+    tries: list[int] = []
+
+    async def request() -> str:
+        tries.append(1)
+        if len(tries) == 1:
+            await asyncio.sleep(3600)  # sent on the connection that was lost
+        return "confirmed"
+
+    sending = asyncio.create_task(bus._retry(request, "a test request"))
+    await eventually(lambda: tries == [1], what="the first try")
+    await bus._on_reconnected()
+    assert await asyncio.wait_for(sending, 2) == "confirmed"
+    assert tries == [1, 1]
+    assert not bus._attempts and not bus._interrupted
+
+    async def never() -> str:
+        await asyncio.sleep(3600)
+        return "never"
+
+    # Cancelled from outside, a request is cancelled, with or without a reconnect too.
+    for reconnect_too in (False, True):
+        waiting = asyncio.create_task(bus._retry(never, "another test request"))
+        await asyncio.sleep(0.01)
+        waiting.cancel()
+        if reconnect_too:
+            await bus._on_reconnected()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    assert not bus._attempts and not bus._interrupted
 
 
 @async_test(timeout=60)

@@ -141,7 +141,7 @@ class NatsSubscription:
         if envelope.id in self._running:
             return  # the first delivery is still being handled; its ack or nak settles it
         self._running.add(envelope.id)
-        keep_alive = asyncio.create_task(self._keep_alive(msg))
+        keep_alive = _KeepAlive(msg, max(self.bus.ack_wait / 3, 0.05))
         try:
             await self.handler(envelope)
         except asyncio.CancelledError:
@@ -177,13 +177,6 @@ class NatsSubscription:
             keep_alive.cancel()
             self._running.discard(envelope.id)
 
-    async def _keep_alive(self, msg: Msg) -> None:
-        # Progress acks keep a slow handler's event from being redelivered elsewhere.
-        interval = max(self.bus.ack_wait / 3, 0.05)
-        while True:
-            await asyncio.sleep(interval)
-            await _settle(msg.in_progress())
-
     def _remember(self, event_id: str) -> None:
         self._done[event_id] = None
         if len(self._done) > self.bus.dedup_window:
@@ -208,6 +201,41 @@ class NatsSubscription:
         with contextlib.suppress(ValueError):
             self.bus._subscriptions.remove(self)
         await self.forget()
+
+
+class _KeepAlive:
+    """Progress acks every ``interval`` seconds while a handler runs, so a slow
+    handler's event is not redelivered elsewhere.
+
+    A timer rather than a task per delivery: most handlers finish long before
+    the first progress ack is due, and a task costs its creation, a first step
+    and a cancellation on every message.
+    """
+
+    __slots__ = ("_interval", "_msg", "_sending", "_timer")
+
+    def __init__(self, msg: Msg, interval: float) -> None:
+        self._msg = msg
+        self._interval = interval
+        self._sending: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(
+            interval, self._due
+        )
+
+    def _due(self) -> None:
+        self._sending = asyncio.ensure_future(self._send())
+
+    async def _send(self) -> None:
+        await _settle(self._msg.in_progress())
+        if self._timer is not None:  # not cancelled meanwhile
+            self._timer = asyncio.get_running_loop().call_later(self._interval, self._due)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._sending is not None:
+            self._sending.cancel()
 
 
 def _delivered(msg: Msg) -> int:

@@ -191,11 +191,16 @@ class PlanRecords(_Model):
         """Store the new plan already on its first state, with its request, in one commit.
 
         A goal delivered again finds the stored plan (the insert conflicts),
-        reloads it and changes nothing: that plan started already.
+        reloads it and changes nothing when that plan started already (one
+        stored unstarted, by a handler that calls ``execute_next()`` next, is
+        started here, as that call would).
         """
 
         def apply(plan: Self) -> Moved | None:
             run = plan._run()
+            if plan._version != 0 and run.started:
+                # Advancing again would follow a default_next past the request it waits for.
+                return None
             moved = engine.advance(plan._plan(), run, new_event_id)
             if plan._version != 0:
                 return moved

@@ -93,6 +93,13 @@ class PlannerContext:
             if r.kind == KIND and (planner is None or r.data.get("planner") == planner)
         ]
 
+    async def plan_started(self, plan_id: str) -> bool:
+        """Whether the stored plan ``plan_id`` started (or was stored finished or pending)."""
+        found = await self.call(self.store.get, plan_id)
+        return found is not None and bool(
+            found.data.get("started") or found.data.get("status") != "running"
+        )
+
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a store method without blocking the event loop (in-memory stores run inline)."""
         if isinstance(self.store, MemoryStore | SQLiteStore):

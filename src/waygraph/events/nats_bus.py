@@ -209,8 +209,10 @@ class NatsBus(Bus):
         self._start_lock = asyncio.Lock()
         self._repair: asyncio.Task[None] | None = None
         self._connecting = False
-        # Set (and replaced) on every reconnect, so requests in flight retry at once.
-        self._reconnected = asyncio.Event()
+        # Tasks inside a request to the server (see _retry); a reconnect interrupts
+        # them, so requests sent on the old connection are sent again at once.
+        self._attempts: set[asyncio.Task[Any]] = set()
+        self._interrupted: set[asyncio.Task[Any]] = set()
         # When the connection was lost: consumers re-created after the server
         # lost its store start there, so nothing published since is missed.
         self._lost_at: datetime | None = None
@@ -401,9 +403,8 @@ class NatsBus(Bus):
             nc = self._nc
             while nc is not None and nc.is_reconnecting and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
-            reconnected = self._reconnected
             try:
-                return await _unless(attempt(), reconnected)
+                return await self._unless_reconnected(attempt)
             except _Reconnected:
                 # A request sent on the old connection gets no answer: send it again now.
                 log.debug("retrying %s on the new connection", what)
@@ -419,6 +420,29 @@ class NatsBus(Bus):
                 log.debug("retrying %s after %r", what, exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
+
+    async def _unless_reconnected(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Await ``attempt()``; :class:`_Reconnected` if the connection is re-established first.
+
+        The attempt runs in the calling task, which a reconnect cancels
+        (:meth:`_on_reconnected`): a helper task per request and a watcher
+        per reconnect event cost more than the publish itself.
+        """
+        task = asyncio.current_task()
+        assert task is not None
+        self._attempts.add(task)
+        try:
+            return await attempt()
+        except asyncio.CancelledError:
+            if task not in self._interrupted:
+                raise
+            self._interrupted.discard(task)
+            if task.uncancel() > 0:
+                raise  # cancelled from elsewhere too: that one wins
+            raise _Reconnected from None
+        finally:
+            self._attempts.discard(task)
+            self._interrupted.discard(task)
 
     # ------------------------------------------------------------- subscribe
 
@@ -470,8 +494,9 @@ class NatsBus(Bus):
 
     async def _on_reconnected(self) -> None:
         log.info("reconnected to NATS at %s", ", ".join(self.servers))
-        self._reconnected.set()
-        self._reconnected = asyncio.Event()
+        for task in self._attempts - self._interrupted:
+            self._interrupted.add(task)
+            task.cancel()
         if self._closed:
             return
         # A server that came back without its store has lost streams and
@@ -519,24 +544,6 @@ def _consumer_name(queue_group: str, event_type: str) -> str:
 
 class _Reconnected(Exception):
     """The connection was re-established while a request was waiting for its answer."""
-
-
-async def _unless(work: Awaitable[T], reconnected: asyncio.Event) -> T:
-    """Await ``work``; cancel it and raise :class:`_Reconnected` if ``reconnected`` fires first."""
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(reconnected.wait())
-    try:
-        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    finally:
-        watcher.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    raise _Reconnected
 
 
 async def _finish(tasks: list[asyncio.Task[None]], timeout: float) -> None:

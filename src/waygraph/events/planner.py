@@ -8,7 +8,7 @@ document 002 writes them (a handler may also take fewer arguments, or name
   the handler gets a :class:`~waygraph.events.GoalContext` (the goal
   envelope) and usually creates a :class:`~waygraph.events.PlanContext` and
   calls ``execute_next()``. A goal delivered again after its plan started
-  is not passed on.
+  is not passed on (the default handler gets it: it then changes nothing).
 - ``@planner.on_transition()``: an event on ``action-requests`` or
   ``action-results`` whose correlation id belongs to one of this planner's
   plans and that the plan accepts (``plan.accepts(event)``: running, not a
@@ -369,12 +369,12 @@ class Planner:
         return tracked
 
     def _goal_handler(self, handler: GoalHandler) -> Callable[[Envelope], Awaitable[None]]:
+        # An application's handler runs once per plan; the default one may run again safely.
+        look_first = handler is not run_state_machine
+
         @self._tracked
         async def on_goal(goal: Envelope) -> None:
-            record = await self.context.call(self.store.get, plan_id_for(goal))
-            if record is not None and (
-                record.data.get("started") or record.data.get("status") != "running"
-            ):
+            if look_first and await self.context.plan_started(plan_id_for(goal)):
                 log.debug("goal %s delivered again; its plan already started", goal.id)
                 return
             context = self.context
