@@ -29,6 +29,7 @@ from waygraph.events import InProcessBus, PlanContext, Planner
 from waygraph.model.record import current_nodes
 from waygraph.planning import PlanningAgent
 from waygraph.store import Store, open_store
+from waygraph.store.sqlite import SCHEMA_VERSION
 
 FIXTURES = Path(__file__).parent / "fixtures" / "records"
 OLD = json.loads((FIXTURES / "old-records.json").read_text(encoding="utf-8"))
@@ -181,5 +182,5 @@ def test_an_sqlite_file_of_schema_1_gets_the_new_kind_names_on_open(tmp_path: Pa
     finally:
         conn.close()
     assert kinds == ["dag", "dag", "event", "event", "guided", "guided", "plan"]
-    assert version == ("5",)
+    assert version == (str(SCHEMA_VERSION),)
     assert plans == {key: key for key in plans} and len(plans) == 2

@@ -199,19 +199,15 @@ def test_sqlite_file_is_wal_with_versioned_schema_and_indexes(tmp_path: Path) ->
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone() == (
-            "5",
+            "6",
         )
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         assert {"records", "events", "record_correlations", "session_pointers", "meta"} <= names
         assert {"stats_runs", "stats_nodes", "stats_lines", "stats_counted"} <= names
         assert {"row_counts", "row_counts_insert", "row_counts_update"} <= names
-        assert {
-            "records_session",
-            "records_status",
-            "records_plan",
-            "records_kind",
-            "record_correlations_key",
-        } <= names
+        assert {"records_status", "records_plan", "records_kind", "records_rows"} <= names
+        # Schema 6: no query needs them (records_rows starts with the session).
+        assert not {"records_session", "record_correlations_key"} & names
     finally:
         conn.close()
 

@@ -25,6 +25,7 @@ from waygraph.model.record import kind_names
 from waygraph.store import Store, Write, open_store
 from waygraph.store._counts_sql import FOLD_EVERY
 from waygraph.store.rows import rows_by_listing
+from waygraph.store.sqlite import SCHEMA_VERSION
 
 FIXTURES = Path(__file__).parent / "fixtures" / "records"
 
@@ -109,7 +110,7 @@ def test_a_schema_4_file_gets_its_counts_on_open(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "old.db")
     try:
         assert conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone() == (
-            "5",
+            str(SCHEMA_VERSION),
         )
         columns = [row[2] for row in conn.execute("PRAGMA index_info(records_rows)")]
         assert columns[-1] == "latest"  # a search reads this index alone

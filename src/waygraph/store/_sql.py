@@ -1,4 +1,4 @@
-"""What the SQL stores (SQLite, PostgreSQL) share: a list query's filters and a commit's writes.
+"""A list query's filters (both SQL stores) and the writes after a SQLite commit's record row.
 
 Example:
     >>> sql_filters("?", kind="dag", session=None, status="running", plan=None,
@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from waygraph.model.record import kind_names
@@ -57,39 +58,49 @@ def sql_filters(
 
 
 def commit_writes(
-    c: Commit, last_seq: int, mark: str, *, json_cast: str = ""
+    c: Commit, last_seq: int, mark: str, *, had: Sequence[str] = ()
 ) -> list[tuple[str, list[tuple[Any, ...]]]]:
-    """The writes that follow a commit's record row, for the SQL backends.
+    """The writes that follow a commit's record row (SQLite; PostgreSQL has its own).
 
     Returns ``(statement, rows)`` pairs to run with ``executemany`` in the
-    commit's transaction, in order: replace the correlation rows, append the
-    events (the last of which gets ``last_seq``), move the session pointer.
-    ``mark`` is the driver's parameter mark; ``json_cast`` is appended to the
-    event data's mark (PostgreSQL: ``::json``).
+    commit's transaction, in order: the correlation rows the record no longer
+    has deleted (``had``: the ids it had before, none for a new record) and
+    its new ones inserted, the events appended (the last of which gets
+    ``last_seq``), the session pointer moved. Correlation rows the record
+    keeps are not touched: rewriting an unchanged row still writes its page.
+    ``mark`` is the driver's parameter mark.
 
     Example:
         >>> from waygraph.store.base import normalise_commit
         >>> c = normalise_commit("k", {}, 1, [{"e": 1}], kind="guided", session=None,
-        ...                      status=None, plan=None, correlation_ids=["c"], make_current=False)
-        >>> [(statement.split()[0], rows) for statement, rows in commit_writes(c, 7, "?")]
-        [('DELETE', [('k',)]), ('INSERT', [('c', 'k')]), ('INSERT', [('k', 7, '{"e":1}')])]
+        ...                      status=None, plan=None, correlation_ids=["c", "d"],
+        ...                      make_current=False)
+        >>> [(s.split()[0], rows) for s, rows in commit_writes(c, 7, "?", had=["b", "c"])]
+        [('DELETE', [('b', 'k')]), ('INSERT', [('d', 'k')]), ('INSERT', [('k', 7, '{"e":1}')])]
     """
     key, n = c.key, len(c.events)
     writes: list[tuple[str, list[tuple[Any, ...]]]] = []
-    if c.expected_version != 0:
-        writes.append((f"DELETE FROM record_correlations WHERE key = {mark}", [(key,)]))
-    if c.correlation_ids:
+    gone = [cid for cid in had if cid not in c.correlation_ids]
+    if gone:
+        writes.append(
+            (
+                f"DELETE FROM record_correlations WHERE correlation_id = {mark} AND key = {mark}",
+                [(cid, key) for cid in gone],
+            )
+        )
+    added = [cid for cid in c.correlation_ids if cid not in had]
+    if added:
         writes.append(
             (
                 f"INSERT INTO record_correlations (correlation_id, key) VALUES ({mark}, {mark})",
-                [(cid, key) for cid in c.correlation_ids],
+                [(cid, key) for cid in added],
             )
         )
     if n:
         first = last_seq - n + 1
         writes.append(
             (
-                f"INSERT INTO events (key, seq, data) VALUES ({mark}, {mark}, {mark}{json_cast})",
+                f"INSERT INTO events (key, seq, data) VALUES ({mark}, {mark}, {mark})",
                 [(key, first + i, text) for i, text in enumerate(c.events)],
             )
         )

@@ -56,7 +56,7 @@ __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 #: Bumped whenever the tables change; ``meta.schema_version`` records it so a
 #: later waygraph can migrate old files and an old one refuses newer files.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Schema 2 renamed the run kinds (waygraph.model.record): records of
 #: schema 1 get the new names, and event runs their plan id in ``plan``, when
@@ -65,6 +65,16 @@ _RENAME_KINDS = (
     "UPDATE records SET kind = 'guided' WHERE kind = 'run'",
     "UPDATE records SET kind = 'event', plan = json_extract(data, '$.plan_id')"
     " WHERE kind = 'plan_context'",
+)
+
+#: Schema 6 drops two indexes no query needs, each one more page a commit
+#: writes: ``records_session`` (``records_rows`` starts with the session, so
+#: every query by session reads that one) and ``record_correlations_key``
+#: (a commit deletes the correlation rows a record lost by their primary
+#: key, from the ids its row kept, instead of every row of the record by key).
+_DROPPED_INDEXES = (
+    "DROP INDEX IF EXISTS records_session",
+    "DROP INDEX IF EXISTS record_correlations_key",
 )
 
 SYNCHRONOUS_MODES = ("normal", "full")
@@ -101,7 +111,6 @@ _SCHEMA = (
         updated_at REAL NOT NULL,
         latest INTEGER NOT NULL DEFAULT 0
     )""",
-    "CREATE INDEX IF NOT EXISTS records_session ON records (session)",
     "CREATE INDEX IF NOT EXISTS records_status ON records (status)",
     "CREATE INDEX IF NOT EXISTS records_plan ON records (plan)",
     "CREATE INDEX IF NOT EXISTS records_kind ON records (kind)",
@@ -115,7 +124,6 @@ _SCHEMA = (
         key TEXT NOT NULL,
         PRIMARY KEY (correlation_id, key)
     ) WITHOUT ROWID""",
-    "CREATE INDEX IF NOT EXISTS record_correlations_key ON record_correlations (key)",
     """CREATE TABLE IF NOT EXISTS events (
         key TEXT NOT NULL,
         seq INTEGER NOT NULL,
@@ -139,11 +147,17 @@ _INSERT = (
     " last_seq, updated_at, latest) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (key) DO NOTHING"
 )
-_UPDATE = (
-    "UPDATE records SET kind = ?, data = ?, version = version + 1, session = ?, status = ?,"
-    " plan = ?, correlation_ids = ?, last_seq = last_seq + ?, updated_at = ?"
-    " WHERE key = ? AND version = ? RETURNING version, last_seq, latest"
+#: What an update reads of the stored row first, under the write lock: the
+#: version to check, the indexed columns to compare, the counters to carry on.
+_READ_ROW = (
+    "SELECT rowid, version, kind, session, status, plan, correlation_ids, last_seq, latest"
+    " FROM records WHERE key = ?"
 )
+#: The columns an update writes only when their value changes: SQLite
+#: rewrites the index entries of every column an UPDATE's SET names, equal
+#: value or not, and each page they are on is one more page the commit
+#: writes to the WAL. (The correlation ids are not indexed; their rows are.)
+_CHANGING = ("kind", "session", "status", "plan", "correlation_ids")
 
 
 def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
@@ -261,6 +275,9 @@ class SQLiteStore(Store):
                 conn.execute(_FILL_LATEST)
             if found is not None and found < 5:
                 conn.execute("DROP INDEX IF EXISTS records_rows")  # made again with latest
+            if found is not None and found < 6:
+                for statement in _DROPPED_INDEXES:
+                    conn.execute(statement)
             for statement in _SCHEMA:
                 conn.execute(statement)
             if found is not None and found < 2:
@@ -359,25 +376,9 @@ class SQLiteStore(Store):
             if cur.rowcount == 0:
                 raise conflict(self.url, key, 0, self._version(conn, key))
             version, last_seq, latest = 1, n, alone
+            had: tuple[str, ...] = ()
         else:
-            rows = conn.execute(
-                _UPDATE,
-                (
-                    c.kind,
-                    c.data,
-                    c.session,
-                    c.status,
-                    c.plan,
-                    ids,
-                    n,
-                    now,
-                    key,
-                    c.expected_version,
-                ),
-            ).fetchall()
-            if not rows:
-                raise conflict(self.url, key, c.expected_version, self._version(conn, key))
-            version, last_seq, latest = rows[0]
+            version, last_seq, latest, had = self._update(conn, c, ids, now)
         # Committed last, the record is its session's row of its kind now.
         keep_latest(
             conn.execute,
@@ -388,10 +389,35 @@ class SQLiteStore(Store):
             kind=c.kind,
             flagged=bool(latest),
         )
-        for statement, params in commit_writes(c, last_seq, "?"):
+        for statement, params in commit_writes(c, last_seq, "?", had=had):
             conn.executemany(statement, params)
         times.append(now)
         return int(version)
+
+    def _update(
+        self, conn: sqlite3.Connection, c: Commit, ids: str, now: float
+    ) -> tuple[int, int, int, tuple[str, ...]]:
+        """Update a record at its expected version: (version, last_seq, latest, ids it had).
+
+        The stored row is read first (under the write lock, so nothing
+        changes in between) and only the indexed columns whose values
+        change are written (see ``_CHANGING``).
+        """
+        row = conn.execute(_READ_ROW, (c.key,)).fetchone()
+        if row is None or row[1] != c.expected_version:
+            raise conflict(self.url, c.key, c.expected_version, None if row is None else row[1])
+        rowid, old, stored, last_seq, latest = row[0], row[1], row[2:7], row[7], row[8]
+        values = (c.kind, c.session, c.status, c.plan, ids)
+        changed = [i for i, value in enumerate(values) if value != stored[i]]
+        sets = "".join(f", {_CHANGING[i]} = ?" for i in changed)
+        conn.execute(
+            f"UPDATE records SET data = ?, version = ?, last_seq = ?, updated_at = ?{sets}"
+            " WHERE rowid = ?",
+            (c.data, old + 1, last_seq + len(c.events), now, *(values[i] for i in changed), rowid),
+        )
+        # The ids the record had: their rows are the ones in record_correlations.
+        had = c.correlation_ids if stored[4] == ids else tuple(decode(stored[4]))
+        return old + 1, last_seq + len(c.events), latest, had
 
     @staticmethod
     def _version(conn: sqlite3.Connection, key: str) -> int | None:
