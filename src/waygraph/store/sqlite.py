@@ -34,9 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from waygraph.errors import ConfigError, StoreError
-from waygraph.store._counts_sql import counts_schema, counts_sql, recount
+from waygraph.store._checkpoint import Checkpointer
+from waygraph.store._counts_sql import counts_sql
 from waygraph.store._sql import commit_writes, sql_filters
-from waygraph.store._stats_sql import count_commits, fill, query_tallies, runners, tables
+from waygraph.store._sqlite_schema import MOVE_LATEST, SCHEMA_VERSION, ensure_schema
+from waygraph.store._stats_sql import count_commits, query_tallies, runners
 from waygraph.store.base import (
     Commit,
     MonotonicClock,
@@ -49,96 +51,12 @@ from waygraph.store.base import (
     paging,
     read_record,
 )
-from waygraph.store.rows import RowPage, check_rows, keep_latest, latest_sql, rows_sql
+from waygraph.store.rows import RowPage, check_rows, keep_latest, rows_sql
 from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
-#: Bumped whenever the tables change; ``meta.schema_version`` records it so a
-#: later waygraph can migrate old files and an old one refuses newer files.
-SCHEMA_VERSION = 6
-
-#: Schema 2 renamed the run kinds (waygraph.model.record): records of
-#: schema 1 get the new names, and event runs their plan id in ``plan``, when
-#: the file is opened; their data is migrated as it is read.
-_RENAME_KINDS = (
-    "UPDATE records SET kind = 'guided' WHERE kind = 'run'",
-    "UPDATE records SET kind = 'event', plan = json_extract(data, '$.plan_id')"
-    " WHERE kind = 'plan_context'",
-)
-
-#: Schema 6 drops two indexes no query needs, each one more page a commit
-#: writes: ``records_session`` (``records_rows`` starts with the session, so
-#: every query by session reads that one) and ``record_correlations_key``
-#: (a commit deletes the correlation rows a record lost by their primary
-#: key, from the ids its row kept, instead of every row of the record by key).
-_DROPPED_INDEXES = (
-    "DROP INDEX IF EXISTS records_session",
-    "DROP INDEX IF EXISTS record_correlations_key",
-)
-
 SYNCHRONOUS_MODES = ("normal", "full")
-
-#: The sessions table's index (``session_rows``): the newer-record probe and
-#: a search read it alone, never a record's data. Added to files of schema
-#: 1 on open without a version bump: older waygraphs keep reading them.
-#: Schema 5 adds ``latest``, so a search finds the rows in it too (schema 4
-#: looked each flagged record up: 18-38x slower at 10,000 runs).
-ROWS_INDEX = (
-    "CREATE INDEX IF NOT EXISTS records_rows"
-    " ON records (session, kind, updated_at, key, status, plan, latest)"
-)
-
-#: Schema 4: the sessions table's rows are the records flagged ``latest``
-#: (waygraph.store.rows.latest_sql). The counts per status read this index
-#: alone, in status order; it changes only when a row's status does or the
-#: flag moves, so a running run's turn leaves it as it is.
-LATEST_INDEX = "CREATE INDEX IF NOT EXISTS records_latest ON records (latest, status, kind)"
-_FILL_LATEST, _MOVE_LATEST = latest_sql("?")
-
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS records (
-        key TEXT PRIMARY KEY NOT NULL,
-        kind TEXT NOT NULL,
-        data TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        session TEXT,
-        status TEXT,
-        plan TEXT,
-        correlation_ids TEXT NOT NULL,
-        last_seq INTEGER NOT NULL,
-        updated_at REAL NOT NULL,
-        latest INTEGER NOT NULL DEFAULT 0
-    )""",
-    "CREATE INDEX IF NOT EXISTS records_status ON records (status)",
-    "CREATE INDEX IF NOT EXISTS records_plan ON records (plan)",
-    "CREATE INDEX IF NOT EXISTS records_kind ON records (kind)",
-    "CREATE INDEX IF NOT EXISTS records_updated_at ON records (updated_at)",
-    ROWS_INDEX,
-    LATEST_INDEX,
-    # WITHOUT ROWID: these rows are small and always found by their primary
-    # key, so the key index can hold the row itself.
-    """CREATE TABLE IF NOT EXISTS record_correlations (
-        correlation_id TEXT NOT NULL,
-        key TEXT NOT NULL,
-        PRIMARY KEY (correlation_id, key)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS events (
-        key TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        data TEXT NOT NULL,
-        PRIMARY KEY (key, seq)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS session_pointers (
-        session TEXT PRIMARY KEY NOT NULL,
-        key TEXT NOT NULL
-    ) WITHOUT ROWID""",
-    # Schema 3: run statistics kept as counters (waygraph.store._stats_sql).
-    *tables("INTEGER", "TEXT", "REAL", " WITHOUT ROWID"),
-    # Schema 5: the sessions table's rows per kind and status (store._counts_sql).
-    *counts_schema("sqlite"),
-)
 
 _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
 
@@ -228,6 +146,7 @@ class SQLiteStore(Store):
                     f"{self.url}: cannot create the folder for {self.path}: {exc}"
                 ) from exc
         self._pid = os.getpid()
+        self._checkpoints: Checkpointer | None = None
         self._connection = self._connect()
 
     # ------------------------------------------------------------ connection
@@ -250,78 +169,17 @@ class SQLiteStore(Store):
             try:
                 if not self._memory:
                     conn.execute("PRAGMA journal_mode = WAL")
+                    # A thread of the store's checkpoints (store._checkpoint).
+                    conn.execute("PRAGMA wal_autocheckpoint = 0")
+                    self._checkpoints = Checkpointer(
+                        self.path, synchronous=self._synchronous, timeout=self._timeout
+                    )
                 conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-                self._ensure_schema(conn)
+                ensure_schema(conn, self.url, self.path)
             except BaseException:
                 conn.close()
                 raise
         return conn
-
-    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
-        # The common case (an existing, current file) needs one read and no
-        # write lock, so opening many stores at once does not queue.
-        if self._schema_version(conn) == SCHEMA_VERSION and self._has_latest_index(conn):
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            found = self._schema_version(conn)
-            if found is not None and found > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.url}: {self.path} has schema version {found}, newer than the "
-                    f"{SCHEMA_VERSION} this waygraph reads; upgrade waygraph"
-                )
-            if found is not None and found < 4 and not self._has_latest_column(conn):
-                conn.execute("ALTER TABLE records ADD COLUMN latest INTEGER NOT NULL DEFAULT 0")
-                conn.execute(_FILL_LATEST)
-            if found is not None and found < 5:
-                conn.execute("DROP INDEX IF EXISTS records_rows")  # made again with latest
-            if found is not None and found < 6:
-                for statement in _DROPPED_INDEXES:
-                    conn.execute(statement)
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            if found is not None and found < 2:
-                for statement in _RENAME_KINDS:
-                    conn.execute(statement)
-            if found is not None and found < 3:
-                # Runs finished before schema 3 are counted once, here.
-                fill(*runners(conn), "?")
-            if found is None or found < 5:
-                for statement in recount("sqlite"):  # rows flagged until now, counted once
-                    conn.execute(statement)
-            conn.execute(
-                "INSERT INTO meta (name, value) VALUES ('schema_version', ?) "
-                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                (str(SCHEMA_VERSION),),
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-    @staticmethod
-    def _has_latest_index(conn: sqlite3.Connection) -> bool:
-        # Both sessions-table indexes (records_rows came after schema 1 without a bump).
-        (found,) = conn.execute(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index'"
-            " AND name IN ('records_rows', 'records_latest')"
-        ).fetchone()
-        return bool(found == 2)
-
-    @staticmethod
-    def _has_latest_column(conn: sqlite3.Connection) -> bool:
-        return any(row[1] == "latest" for row in conn.execute("PRAGMA table_info(records)"))
-
-    @staticmethod
-    def _schema_version(conn: sqlite3.Connection) -> int | None:
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return None
-            raise
-        return None if row is None else int(row[0])
 
     def _conn(self) -> sqlite3.Connection:
         """The connection; call with ``self._lock`` held."""
@@ -360,6 +218,8 @@ class SQLiteStore(Store):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            if self._checkpoints is not None:
+                self._checkpoints.committed(conn)
         return versions
 
     def _apply(self, conn: sqlite3.Connection, c: Commit, times: list[float]) -> int:
@@ -382,7 +242,7 @@ class SQLiteStore(Store):
         # Committed last, the record is its session's row of its kind now.
         keep_latest(
             conn.execute,
-            _MOVE_LATEST,
+            MOVE_LATEST,
             "?",
             key=key,
             session=c.session,
@@ -595,5 +455,7 @@ class SQLiteStore(Store):
                 return
             self._closed = True
             if self._pid == os.getpid():
+                if self._checkpoints is not None:
+                    self._checkpoints.close()
                 with self._errors("closing"):
                     self._connection.close()

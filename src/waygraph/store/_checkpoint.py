@@ -1,0 +1,126 @@
+"""SQLite WAL checkpoints in a thread of their own, off the commit path.
+
+In WAL mode every commit appends the pages it changed to the log; a
+checkpoint copies them into the database file and fsyncs it. SQLite's
+automatic checkpoint runs inside the commit that fills the log to 1,000
+pages, so every hundredth turn or so paid 3-6 ms (the copy and two fsyncs)
+while it held the store's lock (docs/benchmarks.md). Here the store's
+connection has ``wal_autocheckpoint`` off, and after every ``EVERY``
+commits a thread with a connection of its own runs a ``PASSIVE``
+checkpoint, which never waits for writers or readers. Durability is
+unchanged: a commit is as safe once it is in the log as before; only where
+the copy into the file happens moves.
+
+A log the thread cannot keep up with (it is starved, or fails) is bounded:
+once ``LAG`` commits have gone by without a finished checkpoint, the
+committing thread runs one itself, as SQLite would have.
+
+Example:
+    >>> import os, sqlite3, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.db")
+    >>> sqlite3.connect(path).execute("PRAGMA journal_mode = WAL").fetchone()
+    ('wal',)
+    >>> checkpoints = Checkpointer(path, synchronous="normal", timeout=1.0)
+    >>> checkpoints.committed(sqlite3.connect(path))  # the first of EVERY commits
+    >>> checkpoints.close()
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+
+__all__ = ["EVERY", "LAG", "Checkpointer"]
+
+log = logging.getLogger("waygraph.store")
+
+#: Commits between background checkpoints: at the 8-20 pages a commit writes,
+#: about the 1,000 pages SQLite's own automatic checkpoint waits for.
+EVERY = 100
+
+#: Commits after the last finished checkpoint at which the committing thread
+#: checkpoints itself (the thread has fallen behind, or fails).
+LAG = 20 * EVERY
+
+
+class Checkpointer:
+    """Checkpoints ``path``'s log every :data:`EVERY` commits, in a thread started on first need.
+
+    The store calls :meth:`committed` after each commit (under its own lock)
+    and :meth:`close` when it closes; a store forked into a child makes a new
+    one with its new connection. The thread is a daemon: a checkpoint cut
+    short by the interpreter's exit is one SQLite finishes later.
+    """
+
+    def __init__(self, path: str, *, synchronous: str, timeout: float) -> None:
+        self.path = path
+        self._synchronous = synchronous
+        self._timeout = timeout
+        self._commits = 0  # since the last wake
+        self._behind = 0  # since the last finished checkpoint
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._done = threading.Lock()  # guards _behind against the thread
+        self._thread: threading.Thread | None = None
+        self.checkpoints = 0  # finished, by the thread or inline (tests read it)
+
+    def committed(self, conn: sqlite3.Connection) -> None:
+        """One more commit on ``conn`` (the store's connection, its lock held)."""
+        self._commits += 1
+        with self._done:
+            self._behind += 1
+            behind = self._behind
+        if behind >= LAG:
+            # The thread fell behind: do what SQLite's own checkpoint would have.
+            self._checkpoint(conn)
+            return
+        if self._commits >= EVERY:
+            self._commits = 0
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="waygraph-checkpoint", daemon=True
+                )
+                self._thread.start()
+            self._wake.set()
+
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stop.is_set():
+                    return
+                try:
+                    if conn is None:
+                        conn = sqlite3.connect(
+                            self.path, timeout=self._timeout, isolation_level=None
+                        )
+                        # The checkpoint's fsyncs follow the store's durability mode.
+                        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+                    self._checkpoint(conn)
+                except sqlite3.Error as exc:
+                    # The next wake tries again; LAG bounds the log meanwhile.
+                    log.warning("%s: background checkpoint failed: %s", self.path, exc)
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        with self._done:
+            started_behind = self._behind
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        if not busy:
+            with self._done:
+                # Commits made while it ran may not be in it: they stay counted.
+                self._behind -= started_behind
+                self.checkpoints += 1
+
+    def close(self) -> None:
+        """Stop the thread (waiting for a checkpoint under way)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._thread = None

@@ -1,0 +1,104 @@
+"""SQLite checkpoints run in a thread of the store's, not inside a commit (store._checkpoint)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from waygraph.store import _checkpoint
+from waygraph.store.sqlite import SQLiteStore
+
+
+def _in_the_file(path: Path) -> int:
+    """Records in the database file itself, the log ignored: what checkpoints copied there."""
+    conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+    except sqlite3.OperationalError as exc:
+        assert "no such table" in str(exc)  # even the tables are still in the log
+        return 0
+    finally:
+        conn.close()
+
+
+def _checkpoint_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "waygraph-checkpoint"]
+
+
+def _wait_for(condition: object, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.02)
+
+
+def test_commits_never_checkpoint_and_a_thread_copies_the_log_into_the_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "wg.db"
+    store = SQLiteStore(path)
+    try:
+        conn = store._conn()
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+        for i in range(_checkpoint.EVERY - 1):
+            store.commit(f"k{i}", {"i": i}, 0, [{"type": "e"}])
+        assert store._checkpoints is not None and store._checkpoints.checkpoints == 0
+        assert _in_the_file(path) == 0  # all of it still in the log
+        store.commit("last", {}, 0, [])
+        _wait_for(lambda: store._checkpoints.checkpoints >= 1)  # type: ignore[union-attr]
+        assert _in_the_file(path) == _checkpoint.EVERY
+        assert len(_checkpoint_threads()) >= 1
+    finally:
+        store.close()
+    assert _checkpoint_threads() == []  # close joins it
+
+
+def test_a_thread_that_falls_behind_leaves_the_checkpoint_to_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_checkpoint, "EVERY", 10**9)  # the thread is never woken
+    monkeypatch.setattr(_checkpoint, "LAG", 30)
+    path = tmp_path / "wg.db"
+    store = SQLiteStore(path)
+    try:
+        for i in range(29):
+            store.commit(f"k{i}", {}, 0, [])
+        assert _in_the_file(path) == 0
+        store.commit("k29", {}, 0, [])  # the 30th: checkpointed inline, before it returns
+        assert _in_the_file(path) == 30
+        assert store._checkpoints is not None and store._checkpoints.checkpoints == 1
+        assert _checkpoint_threads() == []
+    finally:
+        store.close()
+
+
+def test_a_store_that_never_filled_a_batch_starts_no_thread(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "wg.db")
+    store.commit("k", {}, 0, [])
+    assert _checkpoint_threads() == []
+    store.close()
+    # What the log held reaches the file when the last connection closes, as before.
+    assert _in_the_file(tmp_path / "wg.db") == 1
+
+
+def test_a_failing_background_checkpoint_is_logged_and_commits_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(self: object, conn: sqlite3.Connection) -> None:
+        if threading.current_thread().name == "waygraph-checkpoint":
+            raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(_checkpoint.Checkpointer, "_checkpoint", refuse)
+    store = SQLiteStore(tmp_path / "wg.db")
+    try:
+        with caplog.at_level("WARNING", logger="waygraph.store"):
+            for i in range(_checkpoint.EVERY + 5):
+                store.commit(f"k{i}", {}, 0, [])
+            _wait_for(lambda: "background checkpoint failed" in caplog.text)
+        assert "background checkpoint failed: disk I/O error" in caplog.text
+        assert len(store.list(limit=1000)) == _checkpoint.EVERY + 5
+    finally:
+        store.close()
