@@ -1,19 +1,28 @@
-"""SQLite WAL checkpoints in a thread of their own, off the commit path.
+"""SQLite WAL checkpoints, their bulk in a thread of their own, off the commit path.
 
 In WAL mode every commit appends the pages it changed to the log; a
 checkpoint copies them into the database file and fsyncs it. SQLite's
 automatic checkpoint runs inside the commit that fills the log to 1,000
-pages, so every hundredth turn or so paid 3-6 ms (the copy and two fsyncs)
+pages, so every hundredth turn or so paid 3-6 ms (the copy and its fsyncs)
 while it held the store's lock (docs/benchmarks.md). Here the store's
-connection has ``wal_autocheckpoint`` off, and after every ``EVERY``
+connection has ``wal_autocheckpoint`` off, and after every :data:`EVERY`
 commits a thread with a connection of its own runs a ``PASSIVE``
 checkpoint, which never waits for writers or readers. Durability is
 unchanged: a commit is as safe once it is in the log as before; only where
 the copy into the file happens moves.
 
-A log the thread cannot keep up with (it is starved, or fails) is bounded:
-once ``LAG`` commits have gone by without a finished checkpoint, the
-committing thread runs one itself, as SQLite would have.
+The log starts over from its beginning only when a commit finds all of it
+copied, and under a steady stream of commits a background checkpoint never
+leaves it so: commits land while it copies (left alone, the log grew to
+85 MB in 3,000 commits). So once a background checkpoint finds the log past
+:data:`RESET_FRAMES`, the next commit copies the few frames left itself,
+under the store's lock, and the commit after it starts the log over. (A
+``FULL`` checkpoint in the thread instead held writers back through
+SQLite's busy handler, which sleeps in steps of milliseconds: 9-19 ms
+stalls.)
+
+Should the thread fall :data:`LAG` commits behind (starved, or failing), the
+committing thread checkpoints itself, as SQLite would have.
 
 Example:
     >>> import os, sqlite3, tempfile
@@ -31,7 +40,7 @@ import logging
 import sqlite3
 import threading
 
-__all__ = ["EVERY", "LAG", "Checkpointer"]
+__all__ = ["EVERY", "LAG", "RESET_FRAMES", "Checkpointer"]
 
 log = logging.getLogger("waygraph.store")
 
@@ -42,6 +51,10 @@ EVERY = 100
 #: Commits after the last finished checkpoint at which the committing thread
 #: checkpoints itself (the thread has fallen behind, or fails).
 LAG = 20 * EVERY
+
+#: Frames in the log past which the commit after a background checkpoint
+#: copies what that checkpoint left, so the log can start over.
+RESET_FRAMES = 1000
 
 
 class Checkpointer:
@@ -59,9 +72,10 @@ class Checkpointer:
         self._timeout = timeout
         self._commits = 0  # since the last wake
         self._behind = 0  # since the last finished checkpoint
+        self._finish = False  # the thread asks the next commit to copy the rest
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._done = threading.Lock()  # guards _behind against the thread
+        self._done = threading.Lock()  # guards _behind and _finish against the thread
         self._thread: threading.Thread | None = None
         self.checkpoints = 0  # finished, by the thread or inline (tests read it)
 
@@ -70,9 +84,11 @@ class Checkpointer:
         self._commits += 1
         with self._done:
             self._behind += 1
-            behind = self._behind
-        if behind >= LAG:
-            # The thread fell behind: do what SQLite's own checkpoint would have.
+            inline = self._behind >= LAG or self._finish
+            self._finish = False
+        if inline:
+            # Few frames are left after a background checkpoint; a thread
+            # LAG commits behind left them all, as SQLite's own would have.
             self._checkpoint(conn)
             return
         if self._commits >= EVERY:
@@ -99,23 +115,28 @@ class Checkpointer:
                         )
                         # The checkpoint's fsyncs follow the store's durability mode.
                         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-                    self._checkpoint(conn)
-                except sqlite3.Error as exc:
+                    frames = self._checkpoint(conn)
+                    if frames > RESET_FRAMES:
+                        with self._done:
+                            self._finish = True
+                except Exception as exc:
                     # The next wake tries again; LAG bounds the log meanwhile.
                     log.warning("%s: background checkpoint failed: %s", self.path, exc)
         finally:
             if conn is not None:
                 conn.close()
 
-    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+    def _checkpoint(self, conn: sqlite3.Connection) -> int:
+        """A PASSIVE checkpoint on ``conn``; the frames the log held when it began."""
         with self._done:
             started_behind = self._behind
-        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        busy, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
         if not busy:
             with self._done:
                 # Commits made while it ran may not be in it: they stay counted.
                 self._behind -= started_behind
                 self.checkpoints += 1
+        return int(frames)
 
     def close(self) -> None:
         """Stop the thread (waiting for a checkpoint under way)."""
