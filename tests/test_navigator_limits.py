@@ -59,7 +59,8 @@ def _writer(url: str, lib: str, session: str, worker: int, count: int, results: 
 def _contend(url: str, lib: str, *, processes: bool) -> tuple[int, dict[str, Any]]:
     # A session of its own: the PostgreSQL schema is shared by the whole test run.
     session = f"shared-{'processes' if processes else 'threads'}"
-    Navigator(lib, store=url, strict=True).turn(session, user_message="hold on")
+    with Navigator(lib, store=url, strict=True) as starter:
+        starter.turn(session, user_message="hold on")
     if processes:
         ctx = multiprocessing.get_context("spawn")
         results: Any = ctx.Queue()
@@ -80,7 +81,10 @@ def _contend(url: str, lib: str, *, processes: bool) -> tuple[int, dict[str, Any
     errors = sum(results.get(timeout=120) for _ in workers)
     for w in workers:
         w.join(60)
-    state = Navigator(lib, store=url).state(session)
+    # Closed: a PostgreSQL pool left to the garbage collector is joined from
+    # one of its own threads ("cannot join current thread").
+    with Navigator(lib, store=url) as reader:
+        state = reader.state(session)
     assert state is not None
     return errors, state
 
