@@ -25,10 +25,12 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -181,9 +183,18 @@ def _active() -> Any:
 
 
 def _global_configured() -> bool:
-    from opentelemetry import trace
+    # Asked twice a turn: the module is looked up once (an import statement
+    # costs about a microsecond), and a provider once set stays set.
+    global _provider_set
+    if _provider_set:
+        return True
+    trace = sys.modules.get("opentelemetry.trace") or importlib.import_module("opentelemetry.trace")
+    _provider_set = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    return _provider_set
 
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+#: OpenTelemetry lets a global tracer provider be set once, for good.
+_provider_set = False
 
 
 # ---------------------------------------------------------------- turns
