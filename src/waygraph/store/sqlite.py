@@ -219,7 +219,7 @@ class SQLiteStore(Store):
                     conn.execute("ROLLBACK")
                 raise
             if self._checkpoints is not None:
-                self._checkpoints.committed(conn)
+                self._checkpoints.committed(conn, len(commits))
         return versions
 
     def _apply(self, conn: sqlite3.Connection, c: Commit, times: list[float]) -> int:
