@@ -6,7 +6,7 @@ automatic checkpoint runs inside the commit that fills the log to 1,000
 pages, so every hundredth turn or so paid 3-6 ms (the copy and its fsyncs)
 while it held the store's lock (docs/benchmarks.md). Here the store's
 connection has ``wal_autocheckpoint`` off, and after every :data:`EVERY`
-commits a thread with a connection of its own runs a ``PASSIVE``
+records written a thread with a connection of its own runs a ``PASSIVE``
 checkpoint, which never waits for writers or readers. Durability is
 unchanged: a commit is as safe once it is in the log as before; only where
 the copy into the file happens moves.
@@ -30,7 +30,7 @@ Example:
     >>> sqlite3.connect(path).execute("PRAGMA journal_mode = WAL").fetchone()
     ('wal',)
     >>> checkpoints = Checkpointer(path, synchronous="normal", timeout=1.0)
-    >>> checkpoints.committed(sqlite3.connect(path))  # the first of EVERY commits
+    >>> checkpoints.committed(sqlite3.connect(path))  # the first of EVERY records
     >>> checkpoints.close()
 """
 
