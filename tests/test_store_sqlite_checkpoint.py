@@ -132,3 +132,18 @@ def test_a_bulk_write_counts_by_its_records(tmp_path: Path) -> None:
         assert _in_the_file(path) == _checkpoint.EVERY
     finally:
         store.close()
+
+
+def test_a_store_dropped_unclosed_takes_its_thread_along(tmp_path: Path) -> None:
+    import gc
+
+    store = SQLiteStore(tmp_path / "wg.db")
+    for i in range(_checkpoint.EVERY):
+        store.commit(f"k{i}", {}, 0, [])
+    assert store._checkpoints is not None
+    thread = store._checkpoints._thread
+    assert thread is not None and thread.is_alive()
+    del store
+    gc.collect()
+    thread.join(timeout=10)
+    assert not thread.is_alive()

@@ -146,10 +146,14 @@ class Checkpointer:
                 self.checkpoints += 1
         return int(frames)
 
-    def close(self) -> None:
-        """Stop the thread (waiting for a checkpoint under way)."""
+    def stop(self) -> None:
+        """Tell the thread to end after the checkpoint under way, without waiting for it."""
         self._stop.set()
         self._wake.set()
+
+    def close(self) -> None:
+        """Stop the thread (waiting for a checkpoint under way)."""
+        self.stop()
         if self._thread is not None:
             self._thread.join()
         self._thread = None

@@ -28,6 +28,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -174,6 +175,10 @@ class SQLiteStore(Store):
                     self._checkpoints = Checkpointer(
                         self.path, synchronous=self._synchronous, timeout=self._timeout
                     )
+                    # A store dropped unclosed must not leave its thread (and the
+                    # thread's connection) behind: stop it, not join (the
+                    # collector may run on that very thread).
+                    weakref.finalize(self, self._checkpoints.stop)
                 conn.execute(f"PRAGMA synchronous = {self._synchronous}")
                 ensure_schema(conn, self.url, self.path)
             except BaseException:
