@@ -102,6 +102,7 @@ def test_after_the_server_drops_every_connection_one_call_fails_not_one_per_conn
         # A read is tried again on a fresh connection: nothing to see for the caller.
         stored = store.get("k")
         assert stored is not None and stored.version == 1
+        _fill_the_pool(store)  # the replacements the read's check asked for, all idle
         _drop_again(conninfo, name)
         # A commit is not (it may have landed before the connection went): it
         # fails once, and the dead connections beside it are replaced.
@@ -115,6 +116,7 @@ def test_after_the_server_drops_every_connection_one_call_fails_not_one_per_conn
 
 def _fill_the_pool(store: Any) -> None:
     """Hold every pooled connection at once, so each has been opened and is idle after."""
+    store._pool.wait()  # the pool opens its connections in the background
     conns = [store._pool.getconn() for _ in range(4)]
     for conn in conns:
         store._pool.putconn(conn)
@@ -128,3 +130,36 @@ def _drop_again(conninfo: str, name: str) -> None:
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
             (name,),
         )
+
+
+def test_records_session_is_dropped_and_queries_by_session_read_records_rows(
+    postgres_own_url: str,
+) -> None:
+    # An update is never HOT (it changes the indexed updated_at), so every
+    # index of records gets an entry per update: records_session was one
+    # more for nothing, since records_rows starts with the session.
+    import psycopg
+
+    from waygraph.store.postgres import split_schema
+
+    open_store(postgres_own_url).close()
+    conninfo, schema = split_schema(postgres_own_url)
+    with psycopg.connect(conninfo, autocommit=True, options=f"-c search_path={schema}") as conn:
+        conn.execute("CREATE INDEX records_session ON records (session)")  # as stores had it
+        store = open_store(postgres_own_url)
+        try:
+            assert conn.execute("SELECT to_regclass('records_session')").fetchone() == (None,)
+            for i in range(50):
+                store.commit(f"k{i}", {}, 0, [], session=f"s{i % 5}")
+            conn.execute("ANALYZE records")
+            conn.execute("SET enable_seqscan = off")
+            plan = " ".join(
+                row[0]
+                for row in conn.execute(
+                    "EXPLAIN SELECT key FROM records WHERE session = 's1'"
+                ).fetchall()
+            )
+            assert "records_rows" in plan
+            assert [r.key for r in store.list(session="s1", limit=100)] != []
+        finally:
+            store.close()

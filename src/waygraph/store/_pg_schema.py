@@ -51,7 +51,10 @@ _TABLES = (
         updated_at double precision NOT NULL,
         latest integer NOT NULL DEFAULT 0
     )""",
-    "CREATE INDEX IF NOT EXISTS records_session ON records (session)",
+    # records_session is gone: records_rows starts with the session, so every
+    # query by session reads that one, and an update (never a HOT update: it
+    # changes the indexed updated_at) wrote an entry into it for nothing.
+    "DROP INDEX IF EXISTS records_session",
     "CREATE INDEX IF NOT EXISTS records_status ON records (status)",
     "CREATE INDEX IF NOT EXISTS records_plan ON records (plan)",
     "CREATE INDEX IF NOT EXISTS records_kind ON records (kind)",
@@ -155,11 +158,12 @@ def ensure_schema(conn: psycopg.Connection[Any], url: str, schema: str | None) -
 
 
 def _has_late_tables(conn: psycopg.Connection[Any]) -> bool:
-    # Both sessions-table indexes (records_rows came after schema 1 without
-    # a bump) and the listeners table.
+    # Changes made without a bump: both sessions-table indexes (records_rows
+    # came after schema 1), the listeners table, records_session dropped.
     found = conn.execute(
         "SELECT to_regclass('records_rows'), to_regclass('records_latest'),"
-        " to_regclass('listeners')"
+        " to_regclass('listeners'),"
+        " CASE WHEN to_regclass('records_session') IS NULL THEN 'dropped' END"
     ).fetchone()
     return found is not None and None not in found
 
