@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -32,6 +33,15 @@ def _raw_listener(url: str) -> Any:
     return conn
 
 
+def _wait_until_gone(conn: Any, pid: int) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is None:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"backend {pid} still runs 10 s after its connection closed")
+
+
 def _heard(conn: Any) -> list[str]:
     return [n.payload for n in conn.notifies(timeout=0.4, stop_after=1)]
 
@@ -49,7 +59,9 @@ def test_commits_notify_only_while_a_registered_listener_lives(url: str) -> None
         assert _heard(listener) == [notice]
         assert _heard(raw) == [notice]  # a notice goes to every LISTEN on the channel
 
+        pid = listener.execute("SELECT pg_backend_pid()").fetchone()[0]
         listener.close()
+        _wait_until_gone(raw, pid)  # a backend ends a moment after its client leaves
         store.commit("k", {"n": 2}, 2, [], session="s")
         assert _heard(raw) == []  # its connection is gone: notices stop with it
     finally:
