@@ -380,6 +380,28 @@ class StoreContract:
         with pytest.raises(ValueError):
             store.session_rows(offset=-1)
 
+    def test_a_record_moved_to_another_session_or_kind_keeps_one_row_per_group(
+        self, store: Store
+    ) -> None:
+        """A record recommitted under another session or kind leaves its old group its next row."""
+
+        def rows() -> tuple[list[str], int | None, dict[str | None, int]]:
+            page = store.session_rows()
+            return sorted(r.key for r in page.records), page.total, page.counts
+
+        store.commit("a1", {}, 0, [], session="s1", status="completed")
+        store.commit("a2", {}, 0, [], session="s1", status="running")  # s1's row
+        store.commit("b1", {}, 0, [], session="s2", status="escalated")  # s2's row
+        assert rows() == (["a2", "b1"], 2, {"running": 1, "escalated": 1})
+        store.commit("a2", {}, 1, [], session="s2", status="running")  # newest in s2 now
+        assert rows() == (["a1", "a2"], 2, {"completed": 1, "running": 1})
+        store.commit("a2", {}, 2, [], session="s2", kind="event", status="running")
+        assert rows() == (["a1", "a2", "b1"], 3, {"completed": 1, "running": 1, "escalated": 1})
+        store.commit("a2", {}, 3, [], session=None, kind="event", status="running")
+        assert rows() == (["a1", "a2", "b1"], 3, {"completed": 1, "running": 1, "escalated": 1})
+        store.commit("a2", {}, 4, [], session="s1", status="running")  # back, newest in s1
+        assert rows() == (["a2", "b1"], 2, {"running": 1, "escalated": 1})
+
     def test_list_puts_the_latest_update_first(self, store: Store) -> None:
         self._populate(store)
         store.commit("r1", {"touched": True}, 1, [], session="s1", status="completed")

@@ -101,15 +101,29 @@ CREATE = (
 
 # FOR UPDATE: a concurrent writer of the key makes this wait, then find
 # another version (empty: Conflict); the flag read is the row's current one.
+# A record moved to another session or kind: its flag was its old group's
+# row, so `was` is 0 (the new group's row moves to it) and the old group's
+# newest other record gets the flag (`refilled`; the statement's snapshot
+# still shows the record in its old group, hence `key <>`). The commit holds
+# the new group's lock, not the old one's (it learns the old group only
+# here): a move racing another commit in its old group may leave that group
+# two rows until its next new record. waygraph itself never moves a record.
 UPDATE = (
-    "WITH old AS (SELECT latest FROM records"
+    "WITH old AS (SELECT latest, session, kind FROM records"
     " WHERE key = %(key)s::text AND version = %(expected)s::bigint FOR UPDATE),"
     " w AS (UPDATE records SET kind = %(kind)s::text, data = %(data)s::json,"
     " version = records.version + 1, session = %(session)s::text, status = %(status)s::text,"
     " plan = %(plan)s::text, correlation_ids = %(ids)s::text[],"
     " last_seq = records.last_seq + %(n)s::bigint, updated_at = %(now)s::double precision,"
     " latest = 1 FROM old WHERE records.key = %(key)s::text"
-    " RETURNING records.version, records.last_seq, old.latest AS was)" + _REST
+    " RETURNING records.version, records.last_seq,"
+    " CASE WHEN old.session IS NOT DISTINCT FROM %(session)s::text"
+    " AND old.kind = %(kind)s::text THEN old.latest ELSE 0 END AS was,"
+    " old.latest AS old_latest, old.session AS old_session, old.kind AS old_kind),"
+    " refilled AS (UPDATE records SET latest = 1 WHERE key = ("
+    "SELECT r.key FROM records r, w WHERE w.was = 0 AND w.old_latest <> 0"
+    " AND r.session = w.old_session AND r.kind = w.old_kind AND r.key <> %(key)s::text"
+    ' ORDER BY r.updated_at DESC, r.key COLLATE "C" ASC LIMIT 1))' + _REST
 )
 
 

@@ -79,6 +79,14 @@ _READ_ROW = (
 _CHANGING = ("kind", "session", "status", "plan", "correlation_ids")
 
 
+#: A group (session, kind) whose flagged record moved away: its newest
+#: remaining record is its row now (the order ``latest_sql`` flags by).
+_REFILL_LATEST = (
+    "UPDATE records SET latest = 1 WHERE key = (SELECT key FROM records"
+    " WHERE session = ? AND kind = ? ORDER BY updated_at DESC, key ASC LIMIT 1)"
+)
+
+
 def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
     key, kind, data, version, session, status, plan, correlation_ids, updated_at = row
     return read_record(
@@ -282,6 +290,11 @@ class SQLiteStore(Store):
         )
         # The ids the record had: their rows are the ones in record_correlations.
         had = c.correlation_ids if stored[4] == ids else tuple(decode(stored[4]))
+        if (stored[0], stored[1]) != (c.kind, c.session):
+            # Moved to another session or kind: its flag was its old group's row.
+            if latest and stored[1] is not None:
+                conn.execute(_REFILL_LATEST, (stored[1], stored[0]))
+            latest = 0  # and the new group's row moves to it (keep_latest)
         return old + 1, last_seq + len(c.events), latest, had
 
     @staticmethod
