@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -44,10 +43,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import Report, add_json_flag
+from _trees import interleaved
 
 DATABASE_URL = os.environ.get("WAYGRAPH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 THREADS = 8
-HERE_SRC = str(Path(__file__).resolve().parent.parent / "src")
 
 
 def _record(key: str, step: int) -> dict[str, Any]:
@@ -183,18 +182,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(args.child, args.seconds)))
         return 0
     report = Report("pg_commits", json_out=args.json)
-    trees = {"this checkout": HERE_SRC, **{src: src for src in args.against}}
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
-    for _ in range(args.rounds):
-        for name, src in trees.items():  # interleaved: the load hits every tree alike
-            out = subprocess.run(
-                [sys.executable, __file__, "--child", src, "--seconds", str(args.seconds)],
-                env={**os.environ, "PYTHONPATH": src},
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            runs[name].append(json.loads(out.splitlines()[-1]))
+    seconds = str(args.seconds)
+    runs = interleaved(
+        __file__,
+        args.against,
+        rounds=args.rounds,
+        child_args=lambda src: ["--child", src, "--seconds", seconds],
+    )
     for name, found in runs.items():
         report.figure(name, {k: [round(r[k], 1) for r in found] for k in found[0]})
     with report.tables():

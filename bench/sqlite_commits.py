@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,8 +43,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import Report, add_json_flag
+from _trees import interleaved
 
-HERE_SRC = str(Path(__file__).resolve().parent.parent / "src")
 PLANS, RUNS = 2000, 300
 
 
@@ -220,24 +218,15 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child()))
         return 0
     report = Report("sqlite_commits", json_out=args.json)
-    trees = {"this checkout": HERE_SRC, **{src: src for src in args.against}}
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
-    for _ in range(args.rounds):
-        for name, src in trees.items():  # interleaved: the load hits every tree alike
-            out = subprocess.run(
-                [sys.executable, __file__, "--child"],
-                env={**os.environ, "PYTHONPATH": src},
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            runs[name].append(json.loads(out.splitlines()[-1]))
+    runs = interleaved(
+        __file__, args.against, rounds=args.rounds, child_args=lambda src: ["--child"]
+    )
     for name, found in runs.items():
         report.figure(name, {k: [round(r[k], 1) for r in found] for k in found[0]})
     with report.tables():
         print(f"SQLite store commits, {args.rounds} rounds, interleaved\n")
-        print("| measure | " + " | ".join(trees) + " |")
-        print("| --- |" + " ---: |" * len(trees))
+        print("| measure | " + " | ".join(runs) + " |")
+        print("| --- |" + " ---: |" * len(runs))
         for key in next(iter(runs.values()))[0]:
             cells = [", ".join(f"{r[key]:,.1f}" for r in found) for found in runs.values()]
             print(f"| {key} | " + " | ".join(cells) + " |")
