@@ -14,8 +14,9 @@ import psycopg
 from psycopg import sql
 
 from waygraph.errors import StoreError
-from waygraph.store._counts_sql import counts_schema, recount
-from waygraph.store._stats_sql import fill, runners, tables
+from waygraph.store._counts_sql import counts_schema
+from waygraph.store._sql import migrate_data
+from waygraph.store._stats_sql import tables
 from waygraph.store.rows import latest_sql
 
 __all__ = ["REGISTER", "SCHEMA_VERSION", "ensure_schema"]
@@ -141,19 +142,8 @@ def ensure_schema(conn: psycopg.Connection[Any], url: str, schema: str | None) -
                 conn.execute(_FILL_LATEST)
         for statement in _TABLES:
             conn.execute(statement)
-        if found is not None and found < 2:
-            for statement in _RENAME_KINDS:
-                conn.execute(statement)
-        if found is not None and found < 3:
-            # Runs finished before schema 3 are counted once, here.
-            fill(*runners(conn), "%s")
-        if found is None or found < 5:
-            for statement in recount("postgres"):  # rows flagged until now, counted once
-                conn.execute(statement)
-        conn.execute(
-            "INSERT INTO meta (name, value) VALUES ('schema_version', %s) "
-            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-            (str(SCHEMA_VERSION),),
+        migrate_data(
+            conn, found, SCHEMA_VERSION, renames=_RENAME_KINDS, dialect="postgres", mark="%s"
         )
 
 

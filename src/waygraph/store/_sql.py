@@ -12,9 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from waygraph.model.record import kind_names
+from waygraph.store._counts_sql import Dialect, recount
+from waygraph.store._stats_sql import fill, runners
 from waygraph.store.base import Commit
 
-__all__ = ["commit_writes", "sql_filters"]
+__all__ = ["commit_writes", "migrate_data", "sql_filters"]
 
 
 def sql_filters(
@@ -113,3 +115,35 @@ def commit_writes(
             )
         )
     return writes
+
+
+def migrate_data(
+    conn: Any,
+    found: int | None,
+    version: int,
+    *,
+    renames: Sequence[str],
+    dialect: Dialect,
+    mark: str,
+) -> None:
+    """The data steps of opening tables of schema ``found`` (None: new), once they all exist.
+
+    Both SQL stores run them inside their schema transaction: schema 2's
+    kind names (``renames``), schema 3's counted runs, schema 5's kept row
+    counts, then ``meta.schema_version`` set to ``version``. ``conn`` is the
+    driver's connection (``execute(sql, params)``), ``mark`` its placeholder.
+    """
+    if found is not None and found < 2:
+        for statement in renames:
+            conn.execute(statement)
+    if found is not None and found < 3:
+        # Runs finished before schema 3 are counted once, here.
+        fill(*runners(conn), mark)
+    if found is None or found < 5:
+        for statement in recount(dialect):  # rows flagged until now, counted once
+            conn.execute(statement)
+    conn.execute(
+        f"INSERT INTO meta (name, value) VALUES ('schema_version', {mark}) "
+        "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        (str(version),),
+    )

@@ -13,8 +13,9 @@ from __future__ import annotations
 import sqlite3
 
 from waygraph.errors import StoreError
-from waygraph.store._counts_sql import counts_schema, recount
-from waygraph.store._stats_sql import fill, runners, tables
+from waygraph.store._counts_sql import counts_schema
+from waygraph.store._sql import migrate_data
+from waygraph.store._stats_sql import tables
 from waygraph.store.rows import latest_sql
 
 __all__ = ["LATEST_INDEX", "MOVE_LATEST", "ROWS_INDEX", "SCHEMA_VERSION", "ensure_schema"]
@@ -128,20 +129,7 @@ def ensure_schema(conn: sqlite3.Connection, url: str, path: str) -> None:
                 conn.execute(statement)
         for statement in _SCHEMA:
             conn.execute(statement)
-        if found is not None and found < 2:
-            for statement in _RENAME_KINDS:
-                conn.execute(statement)
-        if found is not None and found < 3:
-            # Runs finished before schema 3 are counted once, here.
-            fill(*runners(conn), "?")
-        if found is None or found < 5:
-            for statement in recount("sqlite"):  # rows flagged until now, counted once
-                conn.execute(statement)
-        conn.execute(
-            "INSERT INTO meta (name, value) VALUES ('schema_version', ?) "
-            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-            (str(SCHEMA_VERSION),),
-        )
+        migrate_data(conn, found, SCHEMA_VERSION, renames=_RENAME_KINDS, dialect="sqlite", mark="?")
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
