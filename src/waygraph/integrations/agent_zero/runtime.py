@@ -101,6 +101,10 @@ PACE_LEVEL_ATTR = "_org_pace_level"
 @dataclass(frozen=True, slots=True)
 class _Setup:
     root: Path
+    #: The config file's path as text: the key of :data:`_setups` and of the
+    #: library errors reported (a ``Path`` hashes and compares in Python code,
+    #: and every hook looks its setup up).
+    key: str
     config: AgentZeroConfig
     navigator: Navigator
     stamp: tuple[int, int]
@@ -119,19 +123,19 @@ class _Quiet(Exception):
 
 
 _lock = threading.Lock()
-_setups: dict[Path, _Setup] = {}
-_failures: dict[Path, _Failure] = {}
+_setups: dict[str, _Setup] = {}
+_failures: dict[str, _Failure] = {}
 #: Per session, the user message that already activated a plan, so a plan
 #: that ends in the same monologue is not started again by the same message.
 _consumed: dict[str, Any] = {}
 #: Per config, the library error last written to an agent's log (reported once).
-_library_errors: dict[Path, str | None] = {}
+_library_errors: dict[str, str | None] = {}
 #: Not any library error: a root no agent's log has heard about yet.
 _UNSEEN = object()
-#: Hook file -> (its config file, that path as text, when its stat was last
-#: looked at): the walk up to it is several stats, so it is done once; a
-#: config that is gone or changed is looked for again.
-_config_of: dict[str, tuple[Path, str, float]] = {}
+#: Hook file -> (its config file as text, when its stat was last looked at):
+#: the walk up to it is several stats, so it is done once; a config that is
+#: gone or changed is looked for again.
+_config_of: dict[str, tuple[str, float]] = {}
 
 
 def reset() -> None:
@@ -429,12 +433,12 @@ def _plan_for(setup: _Setup, record: dict[str, Any]) -> Plan | None:
 def _report_library_error(setup: _Setup, agent: Any) -> None:
     """A library that stopped loading is said once in the agent's log, and its repair too."""
     error = setup.navigator.library_error
-    if _library_errors.get(setup.root, _UNSEEN) == error:
+    if _library_errors.get(setup.key, _UNSEEN) == error:
         return  # the usual case, without the lock
     with _lock:
-        if _library_errors.get(setup.root) == error:
+        if _library_errors.get(setup.key) == error:
             return
-        _library_errors[setup.root] = error
+        _library_errors[setup.key] = error
     if error is not None:
         _agent_log(
             agent,
@@ -527,7 +531,7 @@ def _known_setup(hook_file: str) -> _Setup | None:
     found = _config_of.get(hook_file)
     if found is None:
         return None
-    key, path, checked = found
+    key, checked = found
     cached = _setups.get(key)
     if cached is None:
         return None
@@ -535,12 +539,12 @@ def _known_setup(hook_file: str) -> _Setup | None:
     if now < checked + CONFIG_CHECK_SECONDS:
         return cached
     try:
-        stat = os.stat(path)
+        stat = os.stat(key)
     except OSError:
         return None
     if cached.stamp != (stat.st_mtime_ns, stat.st_size):
         return None
-    _config_of[hook_file] = (key, path, now)
+    _config_of[hook_file] = (key, now)
     return cached
 
 
@@ -552,13 +556,14 @@ def _setup_for(hook_file: Path) -> _Setup:
     except ConfigError as exc:
         # Remember the failure under the hook file, so it is reported once.
         key, stamp, missing = hook_file, None, exc
+    name = str(key)
     with _lock:
         if missing is None and hook_file.is_absolute():  # a relative one moves with the cwd
-            _config_of[str(hook_file)] = (key, str(key), time.monotonic())
-        cached = _setups.get(key)
+            _config_of[str(hook_file)] = (name, time.monotonic())
+        cached = _setups.get(name)
         if cached is not None and cached.stamp == stamp:
             return cached
-        failure = _failures.get(key)
+        failure = _failures.get(name)
         if failure is not None and failure.stamp == stamp and time.monotonic() < failure.retry_at:
             raise _Quiet()
         try:
@@ -566,10 +571,10 @@ def _setup_for(hook_file: Path) -> _Setup:
                 raise missing or ConfigError(f"{key}: cannot read the waygraph config")
             setup = _build(key, stamp)
         except Exception:
-            _failures[key] = _Failure(stamp, time.monotonic() + RETRY_SECONDS)
+            _failures[name] = _Failure(stamp, time.monotonic() + RETRY_SECONDS)
             raise
-        _failures.pop(key, None)
-        _setups[key] = setup
+        _failures.pop(name, None)
+        _setups[name] = setup
         return setup
 
 
@@ -585,4 +590,4 @@ def _build(config_path: Path, stamp: tuple[int, int]) -> _Setup:
         confine=config.confine,
         tools_run_elsewhere=config.tools_run_elsewhere,
     )
-    return _Setup(root=root, config=config, navigator=navigator, stamp=stamp)
+    return _Setup(root=root, key=str(config_path), config=config, navigator=navigator, stamp=stamp)
