@@ -26,7 +26,7 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +96,11 @@ class MemoryStore(Store):
         self._rows: dict[str, _Row] = {}
         self._events: dict[str, list[dict[str, Any]]] = {}
         self._pointers: dict[str, str] = {}
+        # Keys by session and by correlation id, so a filtered list() reads
+        # the records it returns, not every record (an event planner lists
+        # by correlation id several times a plan; a scan made that O(stored)).
+        self._by_session: dict[str, set[str]] = {}
+        self._by_correlation: dict[str, set[str]] = {}
         self._closed = False
 
     def _check_open(self) -> None:
@@ -124,6 +129,8 @@ class MemoryStore(Store):
                 version = c.expected_version + 1
                 # Rows are replaced, never mutated: a reader holding the old row
                 # (taken under the lock, parsed outside it) still sees one version.
+                old = self._rows.get(c.key)
+                self._index(c.key, old, c.session, c.correlation_ids)
                 self._rows[c.key] = _Row(
                     kind=c.kind,
                     data=c.data,
@@ -141,6 +148,23 @@ class MemoryStore(Store):
                 versions.append(version)
             return versions
 
+    def _index(
+        self, key: str, old: _Row | None, session: str | None, ids: tuple[str, ...]
+    ) -> None:
+        """Keep the indexes of ``key`` right for its new session and correlation ids."""
+        old_session = None if old is None else old.session
+        if old_session != session:
+            if old_session is not None:
+                _drop(self._by_session, old_session, key)
+            if session is not None:
+                self._by_session.setdefault(session, set()).add(key)
+        old_ids = () if old is None else old.correlation_ids
+        if old_ids != ids:
+            for cid in old_ids:
+                _drop(self._by_correlation, cid, key)
+            for cid in ids:
+                self._by_correlation.setdefault(cid, set()).add(key)
+
     def list(
         self,
         *,
@@ -154,10 +178,16 @@ class MemoryStore(Store):
         _, limit = paging(0, limit)
         with self._lock:
             self._check_open()
+            if correlation_id is not None:
+                keys: Iterable[str] = self._by_correlation.get(correlation_id, ())
+            elif session is not None:
+                keys = self._by_session.get(session, ())
+            else:
+                keys = self._rows
             rows = [
                 (key, row)
-                for key, row in self._rows.items()
-                if kind_matches(kind, row.kind)
+                for key in keys
+                if kind_matches(kind, (row := self._rows[key]).kind)
                 and (session is None or row.session == session)
                 and (status is None or row.status == status)
                 and (plan is None or row.plan == plan)
@@ -197,9 +227,17 @@ class MemoryStore(Store):
         with self._lock:
             self._check_open()
             names = set(self._pointers)
-            names.update(row.session for row in self._rows.values() if row.session is not None)
+            names.update(self._by_session)
         return sorted(names)
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
+
+
+def _drop(index: dict[str, set[str]], name: str, key: str) -> None:
+    keys = index.get(name)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del index[name]
