@@ -23,6 +23,9 @@ another.
 
 Stacks:
 - ``in-process + SQLite``: InProcessBus, plans in a SQLite file;
+- ``in-process + memory://``: the same with plans in ``memory://``, no store
+  I/O at all: the bound of the in-process target (what the event layer in
+  one process allows), reported, not a target;
 - ``NATS + PostgreSQL, 1 process``: the client, planner and worker in this
   process on NatsBus, plans in PostgreSQL;
 - ``NATS + PostgreSQL, 3 processes``: planner and worker as ``waygraph
@@ -234,6 +237,16 @@ async def measure_in_process(
 # --------------------------------------------------------------------- stacks
 
 
+async def inprocess_memory(plans: int) -> dict[str, Any]:
+    """The bound of the in-process target: the same stack with no store I/O at all."""
+    bus = InProcessBus(source="bench")
+    await bus.start()
+    try:
+        return await measure_in_process(bus, bus, "memory://", plans, "in-process + memory://")
+    finally:
+        await bus.close()
+
+
 async def inprocess_sqlite(plans: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         bus = InProcessBus(source="bench")
@@ -407,11 +420,15 @@ COMMITS_PER_PLAN = 8  # the budget of store commits a plan may cost
 MESSAGES_PER_PLAN = 4  # goal, request, answer, response
 
 
-async def measure_ceilings(stack: str) -> dict[str, float]:
+async def measure_ceilings(stack: str, known: dict[str, float]) -> dict[str, float]:
     """The ceilings ``stack``'s target is set against (bench/_ceilings.py), measured
     just before it runs, so a burst of other work on the machine hits both alike."""
     if stack == "in-process + SQLite":
         return {"sqlite_commits_per_s": sqlite_commits()}
+    if stack == "in-process + memory://":
+        # A bound read against the SQLite stack's bracket (measured with that
+        # stack, just before; alone, here).
+        return {} if "sqlite_commits_per_s" in known else {"sqlite_commits_per_s": sqlite_commits()}
     if stack == "NATS + PostgreSQL, 3 processes":
         return {
             "postgres_commits_per_s": await asyncio.to_thread(postgres_commits, DATABASE_URL),
@@ -437,6 +454,16 @@ def set_targets(report: Report, rows: list[dict[str, Any]], ceilings: dict[str, 
             f"in-process + SQLite: {got:.0f} plans/s = {got / sqlite_floor:.2f} x "
             f"(SQLite {ceilings['sqlite_commits_per_s']:.0f} commits/s / {COMMITS_PER_PLAN} "
             f"= {sqlite_floor:.0f}); needed {SHARE:.2f}"
+        )
+    bound = by_stack.get("in-process + memory://")
+    if bound is not None:
+        sqlite_floor = ceilings["sqlite_commits_per_s"] / COMMITS_PER_PLAN
+        share = bound["plans_per_s"] / sqlite_floor
+        report.extra["bounds"] = {"in-process + memory:// / the SQLite bracket": round(share, 3)}
+        lines.append(
+            f"bound, in-process + memory:// (no store I/O at all): {bound['plans_per_s']:.0f} "
+            f"plans/s = {share:.2f} x the in-process bracket ({sqlite_floor:.0f}): what the "
+            "event layer in one process allows, whatever the store"
         )
     stack = by_stack.get("NATS + PostgreSQL, 3 processes")
     if stack is not None:
@@ -469,7 +496,8 @@ async def main(plans: int, json_out: bool = False, only: str = "") -> int:
         f"{platform.python_implementation()} {platform.python_version()}, {platform.system()}\n"
     )
     runs: list[tuple[str, Callable[[int], Awaitable[dict[str, Any]]]]] = [
-        ("in-process + SQLite", inprocess_sqlite)
+        ("in-process + SQLite", inprocess_sqlite),
+        ("in-process + memory://", inprocess_memory),
     ]
     why = reachable(NATS_URL, 4222) or reachable(DATABASE_URL, 5432)
     if why is None:
@@ -482,7 +510,7 @@ async def main(plans: int, json_out: bool = False, only: str = "") -> int:
     rows = []
     ceilings: dict[str, float] = {}
     for stack, run in runs:
-        ceilings.update(await measure_ceilings(stack))
+        ceilings.update(await measure_ceilings(stack, ceilings))
         rows.append(await run(plans))
         print(f"  done: {stack}", file=sys.stderr)
     for r in rows:
