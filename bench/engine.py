@@ -140,6 +140,7 @@ def navigator_run(
         assert guidance.run is not None and guidance.run["status"] == "completed"
         return time.perf_counter() - start, turns
 
+    work.navigator = nav  # type: ignore[attr-defined]  # for tests of this script
     return work
 
 

@@ -57,6 +57,8 @@ def test_json_report_has_figures_and_targets(
         rows[f"waygraph Navigator.turn, memory://, {workload}"] = 90.0
         rows[f"floor: raw SQLite transaction (NORMAL), {workload}"] = 200.0
         rows[f"waygraph Navigator.turn, sqlite (NORMAL), {workload}"] = 300.0
+        rows[f"bound: Navigator.turn, a store that keeps nothing, {workload}"] = 60.0
+        rows[f"bound: advance + render + the run record, {workload}"] = 55.0
     monkeypatch.setattr(bench, "measure", lambda tmp: (rows, ["burr"]))
     assert bench.main(["--json"]) == 1  # the sqlite ratio, 1.5x, misses 1.3x
     report = json.loads(capsys.readouterr().out)
@@ -72,3 +74,19 @@ def test_json_report_has_figures_and_targets(
     # The shape every bench script reports in (bench/_report.py).
     assert all({"name", "ratio", "needed", "met", "compare"} <= set(t) for t in report["targets"])
     assert "sqlite turn <= 1.3x the raw SQLite floor, retry loop" in report["missed"]
+    # Target 1's bounds, as ratios to the pure floor of the same workload.
+    bounds = report["bounds"]
+    assert bounds["Navigator.turn, a store that keeps nothing / the pure floor, linear"] == 1.2
+    assert bounds["advance + render + the run record / the pure floor, retry loop"] == 1.1
+
+
+def test_the_store_that_keeps_nothing_runs_the_same_turns_and_keeps_nothing() -> None:
+    for workload, (_, _, outputs) in bench.NAV_WORKLOADS.items():
+        work = bench.navigator_run("memory://", workload, sessions=2, keep=False)
+        _, turns = work()
+        assert turns == 2 * len(outputs), workload
+        # The turns' writes were handed to the store and none was kept (the
+        # plan's version, stored when its first run starts, is).
+        kept = work.navigator.store.list()
+        assert [r.kind for r in kept] == ["plan"], workload
+        assert work.navigator.store.sessions() == [], workload
