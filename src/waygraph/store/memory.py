@@ -117,19 +117,19 @@ class MemoryStore(Store):
         with self._lock:
             self._check_open()
             # Every version is checked before anything changes: all or none.
-            for c in commits:
-                old = self._rows.get(c.key)
+            olds = [self._rows.get(c.key) for c in commits]
+            for c, old in zip(commits, olds, strict=True):
                 actual = None if old is None else old.version
                 if (c.expected_version == 0 and old is not None) or (
                     c.expected_version != 0 and actual != c.expected_version
                 ):
                     raise conflict(self.url, c.key, c.expected_version, actual)
             versions = []
-            for c in commits:
+            # A key appears once in a commit (commit_all checks): each old row is as read above.
+            for c, old in zip(commits, olds, strict=True):
                 version = c.expected_version + 1
                 # Rows are replaced, never mutated: a reader holding the old row
                 # (taken under the lock, parsed outside it) still sees one version.
-                old = self._rows.get(c.key)
                 self._index(c.key, old, c.session, c.correlation_ids)
                 self._rows[c.key] = _Row(
                     kind=c.kind,
@@ -148,9 +148,7 @@ class MemoryStore(Store):
                 versions.append(version)
             return versions
 
-    def _index(
-        self, key: str, old: _Row | None, session: str | None, ids: tuple[str, ...]
-    ) -> None:
+    def _index(self, key: str, old: _Row | None, session: str | None, ids: tuple[str, ...]) -> None:
         """Keep the indexes of ``key`` right for its new session and correlation ids."""
         old_session = None if old is None else old.session
         if old_session != session:
