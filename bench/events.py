@@ -29,7 +29,10 @@ Stacks:
 - ``NATS + PostgreSQL, 1 process``: the client, planner and worker in this
   process on NatsBus, plans in PostgreSQL;
 - ``NATS + PostgreSQL, 3 processes``: planner and worker as ``waygraph
-  planner`` / ``waygraph worker`` subprocesses, only the client here.
+  planner`` / ``waygraph worker`` subprocesses, only the client here;
+- ``NATS + memory://, 3 processes``: the same with the planner's plans in
+  ``memory://``: the bound of the NATS target (what the bus and the event
+  layer allow, whatever the store), reported, not a target.
 
 Targets (issue 19, target 4), against ceilings measured in the same run
 just before the stack (bench/_ceilings.py): in-process + SQLite reaches 50%
@@ -37,8 +40,12 @@ of SQLite's one-row commits/s / 8; NATS + PostgreSQL, 3 processes, 50% of
 min(PostgreSQL one-row commits/s from 8 connections / 8, JetStream
 acknowledged publishes/s with 8 in flight / 4). The in-process stacks also
 count the planner's store commits and bus publishes per plan; the 3-process
-stack reports the planner process's CPU per plan during the batch, and how
-much of it its main thread (the event loop) used.
+stacks report the planner process's CPU per plan during the batch, how
+much of it its main thread (the event loop) used, and the CPU per plan of
+the worker, the client, the NATS server, the PostgreSQL server and the whole
+machine (bench/_cpu.py). From those, a budget line: at the target's rate the
+machine's CPUs allow so many ms of CPU a plan, the other processes took so
+many, and what is left is all the planner may use.
 
 The NATS stacks use ``WAYGRAPH_NATS_URL`` (default nats://127.0.0.1:4222)
 and ``WAYGRAPH_DATABASE_URL`` (default
@@ -51,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import platform
 import socket
@@ -71,6 +77,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _ceilings import jetstream_publishes, postgres_commits, sqlite_commits  # noqa: E402
+from _cpu import Snapshot, pids_named, process_seconds  # noqa: E402
+from _events_reading import set_targets, table  # noqa: E402
 from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph.events import (  # noqa: E402
@@ -318,11 +326,14 @@ async def nats_one_process(plans: int) -> dict[str, Any]:
         await stack.cleanup()
 
 
-async def nats_three_processes(plans: int) -> dict[str, Any]:
+async def nats_three_processes(plans: int, memory: bool = False) -> dict[str, Any]:
+    """Planner and worker in processes of their own; with ``memory``, the planner's
+    plans in ``memory://`` (the bound: what the bus and the event layer allow)."""
     stack = NatsPostgres()
+    store_url = "memory://" if memory else stack.store_url
     target = f"{Path(__file__).resolve()}:build"
     procs = [
-        await _spawn("planner", target, "--bus", stack.bus_url, "--store", stack.store_url),
+        await _spawn("planner", target, "--bus", stack.bus_url, "--store", store_url),
         await _spawn("worker", target, "--bus", stack.bus_url),
     ]
     client = stack.bus("bench-client")
@@ -331,16 +342,30 @@ async def nats_three_processes(plans: int) -> dict[str, Any]:
             await _ready(proc)
         await client.start()
         await run_batch(client, WARMUP, 10**6)
-        cpu, loop_cpu = _cpu_seconds(procs[0].pid), _cpu_seconds(procs[0].pid, main=True)
+        planner = procs[0].pid
+        cpu = Snapshot(
+            {
+                "planner": [planner],
+                "worker": [procs[1].pid],
+                "client": [os.getpid()],
+                "NATS server": pids_named("nats-server"),
+                "PostgreSQL server": pids_named("postgres"),
+            }
+        )
+        loop_cpu = process_seconds(planner, main=True)
         wall, latencies = await run_batch(client, plans, 0)
-        cpu = _cpu_seconds(procs[0].pid) - cpu
-        loop_cpu = _cpu_seconds(procs[0].pid, main=True) - loop_cpu
+        loop_cpu = process_seconds(planner, main=True) - loop_cpu
+        by_process = cpu.per_unit_ms(plans)
         alone = await run_one_at_a_time(client)
-        found = row("NATS + PostgreSQL, 3 processes", plans, wall, latencies, alone)
+        name = f"NATS + {'memory://' if memory else 'PostgreSQL'}, 3 processes"
+        found = row(name, plans, wall, latencies, alone)
         # The planner is the busy process: its CPU per plan is what to compare,
         # and how much of it its event loop's thread spends (the rest: the store's threads).
-        found["planner_cpu_ms_per_plan"] = cpu / plans * 1e3
+        found["planner_cpu_ms_per_plan"] = by_process["planner"]
         found["planner_loop_cpu_ms_per_plan"] = loop_cpu / plans * 1e3
+        # And what the rest of the machine spent on the same plans: the budget a
+        # rate of plans leaves the planner (set_targets).
+        found["cpu_ms_per_plan"] = by_process
         return found
     finally:
         await client.close()
@@ -351,15 +376,9 @@ async def nats_three_processes(plans: int) -> dict[str, Any]:
         await stack.cleanup()
 
 
-def _cpu_seconds(pid: int, main: bool = False) -> float:
-    """User + system CPU seconds of a process so far, or of its main thread only
-    (Linux /proc; NaN elsewhere)."""
-    path = f"/proc/{pid}/task/{pid}/stat" if main else f"/proc/{pid}/stat"
-    try:
-        fields = Path(path).read_text().rpartition(") ")[2].split()
-    except OSError:
-        return math.nan
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+async def nats_memory_three_processes(plans: int) -> dict[str, Any]:
+    """The bound of the NATS target: the same 3 processes, the planner's store ``memory://``."""
+    return await nats_three_processes(plans, memory=True)
 
 
 async def _spawn(*args: str) -> asyncio.subprocess.Process:
@@ -394,32 +413,6 @@ async def _ready(proc: asyncio.subprocess.Process) -> None:
 # ----------------------------------------------------------------------- main
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    lines = [
-        "| stack | plans at once | wall s | plans/s | p50 ms | p99 ms | one at a time, p50 ms "
-        "| commits/plan | publishes/plan | planner CPU ms/plan (its event loop) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for r in rows:
-        commits = f"{r['commits_per_plan']:.2f}" if "commits_per_plan" in r else "-"
-        publishes = f"{r['publishes_per_plan']:.2f}" if "publishes_per_plan" in r else "-"
-        cpu = "-"
-        if "planner_cpu_ms_per_plan" in r:
-            cpu = f"{r['planner_cpu_ms_per_plan']:.2f} ({r['planner_loop_cpu_ms_per_plan']:.2f})"
-        lines.append(
-            f"| {r['stack']} | {r['plans']} | {r['wall_s']:.2f} | {r['plans_per_s']:.0f} "
-            f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['alone_ms']:.1f} "
-            f"| {commits} | {publishes} | {cpu} |"
-        )
-    return "\n".join(lines)
-
-
-#: Issue 19, target 4: a share of what the machine's store and bus allow per plan.
-SHARE = 0.5
-COMMITS_PER_PLAN = 8  # the budget of store commits a plan may cost
-MESSAGES_PER_PLAN = 4  # goal, request, answer, response
-
-
 async def measure_ceilings(stack: str, known: dict[str, float]) -> dict[str, float]:
     """The ceilings ``stack``'s target is set against (bench/_ceilings.py), measured
     just before it runs, so a burst of other work on the machine hits both alike."""
@@ -429,64 +422,14 @@ async def measure_ceilings(stack: str, known: dict[str, float]) -> dict[str, flo
         # A bound read against the SQLite stack's bracket (measured with that
         # stack, just before; alone, here).
         return {} if "sqlite_commits_per_s" in known else {"sqlite_commits_per_s": sqlite_commits()}
-    if stack == "NATS + PostgreSQL, 3 processes":
+    if stack.startswith("NATS + ") and stack.endswith(", 3 processes"):
+        if "postgres_commits_per_s" in known:
+            return {}  # the memory:// bound, read against the PostgreSQL stack's bracket
         return {
             "postgres_commits_per_s": await asyncio.to_thread(postgres_commits, DATABASE_URL),
             "jetstream_publishes_per_s": await jetstream_publishes(NATS_URL.partition("?")[0]),
         }
     return {}
-
-
-def set_targets(report: Report, rows: list[dict[str, Any]], ceilings: dict[str, float]) -> str:
-    """Register the two targets; the lines that explain them."""
-    by_stack = {r["stack"]: r for r in rows}
-    lines = []
-    if "in-process + SQLite" in by_stack:
-        sqlite_floor = ceilings["sqlite_commits_per_s"] / COMMITS_PER_PLAN
-        got = by_stack["in-process + SQLite"]["plans_per_s"]
-        report.target(
-            f"in-process + SQLite >= {SHARE:.0%} of SQLite commits/s / {COMMITS_PER_PLAN}",
-            got / sqlite_floor,
-            SHARE,
-            compare=">=",
-        )
-        lines.append(
-            f"in-process + SQLite: {got:.0f} plans/s = {got / sqlite_floor:.2f} x "
-            f"(SQLite {ceilings['sqlite_commits_per_s']:.0f} commits/s / {COMMITS_PER_PLAN} "
-            f"= {sqlite_floor:.0f}); needed {SHARE:.2f}"
-        )
-    bound = by_stack.get("in-process + memory://")
-    if bound is not None:
-        sqlite_floor = ceilings["sqlite_commits_per_s"] / COMMITS_PER_PLAN
-        share = bound["plans_per_s"] / sqlite_floor
-        report.extra["bounds"] = {"in-process + memory:// / the SQLite bracket": round(share, 3)}
-        lines.append(
-            f"bound, in-process + memory:// (no store I/O at all): {bound['plans_per_s']:.0f} "
-            f"plans/s = {share:.2f} x the in-process bracket ({sqlite_floor:.0f}): what the "
-            "event layer in one process allows, whatever the store"
-        )
-    stack = by_stack.get("NATS + PostgreSQL, 3 processes")
-    if stack is not None:
-        pg = ceilings["postgres_commits_per_s"] / COMMITS_PER_PLAN
-        js = ceilings["jetstream_publishes_per_s"] / MESSAGES_PER_PLAN
-        floor = min(pg, js)
-        got = stack["plans_per_s"]
-        report.target(
-            f"NATS + PostgreSQL, 3 processes >= {SHARE:.0%} of min(PostgreSQL commits/s / "
-            f"{COMMITS_PER_PLAN}, JetStream publishes/s / {MESSAGES_PER_PLAN})",
-            got / floor,
-            SHARE,
-            compare=">=",
-        )
-        lines.append(
-            f"NATS + PostgreSQL, 3 processes: {got:.0f} plans/s = {got / floor:.2f} x "
-            f"min(PostgreSQL {ceilings['postgres_commits_per_s']:.0f} commits/s / "
-            f"{COMMITS_PER_PLAN} = {pg:.0f}, JetStream "
-            f"{ceilings['jetstream_publishes_per_s']:.0f} publishes/s / "
-            f"{MESSAGES_PER_PLAN} = {js:.0f}); needed {SHARE:.2f}; "
-            f"p99 goal-to-answer {stack['p99_ms']:.0f} ms"
-        )
-    return "\n".join(lines)
 
 
 async def main(plans: int, json_out: bool = False, only: str = "") -> int:
@@ -504,6 +447,7 @@ async def main(plans: int, json_out: bool = False, only: str = "") -> int:
         runs += [
             ("NATS + PostgreSQL, 1 process", nats_one_process),
             ("NATS + PostgreSQL, 3 processes", nats_three_processes),
+            ("NATS + memory://, 3 processes", nats_memory_three_processes),
         ]
     if only:
         runs = [(stack, run) for stack, run in runs if stack.startswith(only)]

@@ -1,0 +1,142 @@
+"""bench/events.py's reading: its table, its targets and what bounds them.
+
+The targets (issue 19, target 4) are set against ceilings measured in the
+same run (bench/_ceilings.py); the bounds are the same stacks with the store
+taken away, and the CPU budget a target rate leaves the planner once the
+other processes of the machine have taken theirs (bench/_cpu.py).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from _cpu import budget
+from _report import Report
+
+__all__ = ["COMMITS_PER_PLAN", "MESSAGES_PER_PLAN", "SHARE", "set_targets", "table"]
+
+#: Issue 19, target 4: a share of what the machine's store and bus allow per plan.
+SHARE = 0.5
+COMMITS_PER_PLAN = 8  # the budget of store commits a plan may cost
+MESSAGES_PER_PLAN = 4  # goal, request, answer, response
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| stack | plans at once | wall s | plans/s | p50 ms | p99 ms | one at a time, p50 ms "
+        "| commits/plan | publishes/plan | planner CPU ms/plan (its event loop) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        commits = f"{r['commits_per_plan']:.2f}" if "commits_per_plan" in r else "-"
+        publishes = f"{r['publishes_per_plan']:.2f}" if "publishes_per_plan" in r else "-"
+        cpu = "-"
+        if "planner_cpu_ms_per_plan" in r:
+            cpu = f"{r['planner_cpu_ms_per_plan']:.2f} ({r['planner_loop_cpu_ms_per_plan']:.2f})"
+        lines.append(
+            f"| {r['stack']} | {r['plans']} | {r['wall_s']:.2f} | {r['plans_per_s']:.0f} "
+            f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | {r['alone_ms']:.1f} "
+            f"| {commits} | {publishes} | {cpu} |"
+        )
+    return "\n".join(lines)
+
+
+def set_targets(report: Report, rows: list[dict[str, Any]], ceilings: dict[str, float]) -> str:
+    """Register the two targets; the lines that explain them."""
+    by_stack = {r["stack"]: r for r in rows}
+    lines = []
+    if "in-process + SQLite" in by_stack:
+        sqlite_floor = ceilings["sqlite_commits_per_s"] / COMMITS_PER_PLAN
+        got = by_stack["in-process + SQLite"]["plans_per_s"]
+        report.target(
+            f"in-process + SQLite >= {SHARE:.0%} of SQLite commits/s / {COMMITS_PER_PLAN}",
+            got / sqlite_floor,
+            SHARE,
+            compare=">=",
+        )
+        lines.append(
+            f"in-process + SQLite: {got:.0f} plans/s = {got / sqlite_floor:.2f} x "
+            f"(SQLite {ceilings['sqlite_commits_per_s']:.0f} commits/s / {COMMITS_PER_PLAN} "
+            f"= {sqlite_floor:.0f}); needed {SHARE:.2f}"
+        )
+    bound = by_stack.get("in-process + memory://")
+    if bound is not None:
+        sqlite_floor = ceilings["sqlite_commits_per_s"] / COMMITS_PER_PLAN
+        share = bound["plans_per_s"] / sqlite_floor
+        bounds = report.extra.setdefault("bounds", {})
+        bounds["in-process + memory:// / the SQLite bracket"] = round(share, 3)
+        lines.append(
+            f"bound, in-process + memory:// (no store I/O at all): {bound['plans_per_s']:.0f} "
+            f"plans/s = {share:.2f} x the in-process bracket ({sqlite_floor:.0f}): what the "
+            "event layer in one process allows, whatever the store"
+        )
+    stack = by_stack.get("NATS + PostgreSQL, 3 processes")
+    if stack is not None:
+        pg = ceilings["postgres_commits_per_s"] / COMMITS_PER_PLAN
+        js = ceilings["jetstream_publishes_per_s"] / MESSAGES_PER_PLAN
+        floor = min(pg, js)
+        got = stack["plans_per_s"]
+        report.target(
+            f"NATS + PostgreSQL, 3 processes >= {SHARE:.0%} of min(PostgreSQL commits/s / "
+            f"{COMMITS_PER_PLAN}, JetStream publishes/s / {MESSAGES_PER_PLAN})",
+            got / floor,
+            SHARE,
+            compare=">=",
+        )
+        lines.append(
+            f"NATS + PostgreSQL, 3 processes: {got:.0f} plans/s = {got / floor:.2f} x "
+            f"min(PostgreSQL {ceilings['postgres_commits_per_s']:.0f} commits/s / "
+            f"{COMMITS_PER_PLAN} = {pg:.0f}, JetStream "
+            f"{ceilings['jetstream_publishes_per_s']:.0f} publishes/s / "
+            f"{MESSAGES_PER_PLAN} = {js:.0f}); needed {SHARE:.2f}; "
+            f"p99 goal-to-answer {stack['p99_ms']:.0f} ms"
+        )
+    lines += nats_bounds(report, by_stack, ceilings)
+    return "\n".join(lines)
+
+
+def nats_bounds(
+    report: Report, by_stack: dict[str, dict[str, Any]], ceilings: dict[str, float]
+) -> list[str]:
+    """What stands between the NATS stacks and their target: the rate the planner
+    reaches with no store, and the CPU the other processes leave it per plan."""
+    if "postgres_commits_per_s" not in ceilings:
+        return []
+    floor = min(
+        ceilings["postgres_commits_per_s"] / COMMITS_PER_PLAN,
+        ceilings["jetstream_publishes_per_s"] / MESSAGES_PER_PLAN,
+    )
+    lines = []
+    bound = by_stack.get("NATS + memory://, 3 processes")
+    if bound is not None:
+        share = bound["plans_per_s"] / floor
+        report.extra.setdefault("bounds", {})["NATS + memory:// / the NATS bracket"] = round(
+            share, 3
+        )
+        lines.append(
+            f"bound, NATS + memory://, 3 processes (the planner's store keeps nothing): "
+            f"{bound['plans_per_s']:.0f} plans/s = {share:.2f} x the bracket ({floor:.0f}): "
+            "what the bus and the event layer allow, whatever the store"
+        )
+    for name in ("NATS + PostgreSQL, 3 processes", "NATS + memory://, 3 processes"):
+        cpu = by_stack.get(name, {}).get("cpu_ms_per_plan")
+        if not cpu:
+            continue
+        others = {k: v for k, v in cpu.items() if k not in ("planner", "machine")}
+        b = budget(SHARE * floor, os.cpu_count() or 1, sum(others.values()))
+        report.extra.setdefault("budgets", {})[name] = {
+            "plans_per_s": round(b.plans_per_s, 1),
+            "allowed_ms": round(b.allowed_ms, 3),
+            "others_ms": round(b.others_ms, 3),
+            "planner_budget_ms": round(b.planner_ms, 3),
+            "planner_ms": round(cpu["planner"], 3),
+        }
+        spent = ", ".join(f"the {k} {v:.2f}" for k, v in others.items())
+        lines.append(
+            f"budget, {name}: at {SHARE:.2f} x the bracket ({b.plans_per_s:.0f} plans/s) "
+            f"{b.cpus} CPUs allow {b.allowed_ms:.2f} ms of CPU a plan; {spent} ms took "
+            f"{b.others_ms:.2f}, leaving the planner {b.planner_ms:.2f} (it took "
+            f"{cpu['planner']:.2f}; the whole machine {cpu['machine']:.2f})"
+        )
+    return lines
