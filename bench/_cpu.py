@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,26 +74,36 @@ def pids_named(*names: str) -> list[int]:
 class Snapshot:
     """CPU seconds of named groups of processes and of the machine, read twice.
 
-    A process that ends between the reads counts what it used up to the first.
+    A group is a list of pids, or a function that finds them (a server's
+    processes, :func:`pids_named`): that is asked again at the second read,
+    and a process that appeared in between (a connection a pool opened
+    meanwhile) counts all it used. A process that ended in between counts
+    nothing after the first read.
     """
 
-    def __init__(self, groups: dict[str, Iterable[int]]) -> None:
-        self.groups = {name: list(pids) for name, pids in groups.items()}
-        self.before = self._read()
+    def __init__(self, groups: dict[str, Iterable[int] | Callable[[], list[int]]]) -> None:
+        self.groups = groups
+        self.before = {name: self._seconds(self._pids(name)) for name in groups}
+        self.before_machine = machine_seconds()
 
-    def _read(self) -> dict[str, float]:
-        seen = {
-            name: sum(s for s in (process_seconds(p) for p in pids) if not math.isnan(s))
-            for name, pids in self.groups.items()
-        }
-        seen["machine"] = machine_seconds()
-        return seen
+    def _pids(self, name: str) -> dict[int, None]:
+        group = self.groups[name]
+        return dict.fromkeys(group() if callable(group) else group)
+
+    @staticmethod
+    def _seconds(pids: Iterable[int]) -> dict[int, float]:
+        return {p: s for p in pids if not math.isnan(s := process_seconds(p))}
 
     def per_unit_ms(self, units: int) -> dict[str, float]:
         """Milliseconds of CPU per unit of work (a plan) since this snapshot, by group,
         with the whole machine's under ``machine``."""
-        after = self._read()
-        return {name: (after[name] - self.before[name]) / units * 1e3 for name in after}
+        spent = {}
+        for name, before in self.before.items():
+            after = self._seconds({**dict.fromkeys(before), **self._pids(name)})
+            used = sum(s - before.get(p, 0.0) for p, s in after.items())
+            spent[name] = used / units * 1e3
+        spent["machine"] = (machine_seconds() - self.before_machine) / units * 1e3
+        return spent
 
 
 @dataclass(frozen=True)

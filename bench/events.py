@@ -348,8 +348,8 @@ async def nats_three_processes(plans: int, memory: bool = False) -> dict[str, An
                 "planner": [planner],
                 "worker": [procs[1].pid],
                 "client": [os.getpid()],
-                "NATS server": pids_named("nats-server"),
-                "PostgreSQL server": pids_named("postgres"),
+                "NATS server": lambda: pids_named("nats-server"),
+                "PostgreSQL server": lambda: pids_named("postgres"),
             }
         )
         loop_cpu = process_seconds(planner, main=True)

@@ -70,6 +70,24 @@ def test_a_server_is_found_by_its_command_name() -> None:
         proc.wait()
 
 
+@linux
+def test_a_process_that_appears_after_the_first_read_counts_all_it_used() -> None:
+    # A server's connection opened during the batch is one such process.
+    found: list[int] = []
+    snap = _cpu.Snapshot({"server": lambda: list(found)})
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    child = subprocess.Popen([sys.executable, "-c", burn + "time.sleep(30)"])
+    try:
+        found.append(child.pid)
+        deadline = time.monotonic() + 20
+        while _cpu.process_seconds(child.pid) < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert snap.per_unit_ms(1)["server"] >= 280
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_the_budget_is_the_machines_cpu_at_the_rate_less_the_others() -> None:
     b = _cpu.budget(plans_per_s=800, cpus=2, others_ms=2.0)
     assert b.allowed_ms == pytest.approx(2.5)
