@@ -5,14 +5,15 @@ the worker, the client (the benchmark itself), the NATS server and the
 PostgreSQL server each take a share of the machine's CPUs, and a target set
 in plans per second is also a budget of CPU per plan for all of them.
 :func:`budget` says what that budget leaves the planner once the others have
-taken theirs.
+taken theirs (and never more than one CPU: a planner process runs one event
+loop).
 
 Linux only (``/proc``); elsewhere every figure is NaN and the budget too.
 
 Example:
     >>> b = budget(plans_per_s=500, cpus=2, others_ms=1.5)
-    >>> b.allowed_ms, b.planner_ms
-    (4.0, 2.5)
+    >>> b.allowed_ms, b.one_cpu_ms, b.planner_ms
+    (4.0, 2.0, 2.0)
 """
 
 from __future__ import annotations
@@ -108,17 +109,22 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Budget:
-    """The CPU a unit of work may cost at a rate, and what the others leave the planner."""
+    """The CPU a unit of work may cost at a rate, and what that leaves the planner."""
 
     plans_per_s: float
     cpus: int
     allowed_ms: float  # all the machine's CPUs per plan at that rate
     others_ms: float  # what everything but the planner used per plan
-    planner_ms: float  # allowed_ms - others_ms (negative: no planner could do it)
+    one_cpu_ms: float  # one CPU per plan at that rate: all one event loop can use
+    planner_ms: float  # the smaller of allowed_ms - others_ms and one_cpu_ms
 
 
 def budget(plans_per_s: float, cpus: int, others_ms: float) -> Budget:
-    """The machine CPU a plan may cost at ``plans_per_s`` on ``cpus`` CPUs, and the
-    share left to the planner when the other processes take ``others_ms`` a plan."""
-    allowed = cpus / plans_per_s * 1e3 if plans_per_s > 0 else math.inf
-    return Budget(plans_per_s, cpus, allowed, others_ms, allowed - others_ms)
+    """The machine CPU a plan may cost at ``plans_per_s`` on ``cpus`` CPUs, and what
+    is left to one planner process when the other processes take ``others_ms`` a
+    plan: the rest of the machine, but never more than one CPU (one event loop,
+    one GIL). Negative: no planner could keep that rate."""
+    if plans_per_s <= 0:
+        return Budget(plans_per_s, cpus, math.inf, others_ms, math.inf, math.inf)
+    allowed, one_cpu = cpus / plans_per_s * 1e3, 1e3 / plans_per_s
+    return Budget(plans_per_s, cpus, allowed, others_ms, one_cpu, min(allowed - others_ms, one_cpu))

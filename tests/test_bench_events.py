@@ -96,6 +96,14 @@ def test_the_budget_is_the_machines_cpu_at_the_rate_less_the_others() -> None:
     assert _cpu.budget(0, 2, 1.0).allowed_ms == math.inf
 
 
+def test_the_planner_gets_at_most_one_cpu_whatever_the_others_leave() -> None:
+    # 500 plans/s on 4 CPUs: 8 ms a plan in all, 6 left, but one event loop has 2.
+    b = _cpu.budget(plans_per_s=500, cpus=4, others_ms=2.0)
+    assert b.allowed_ms == pytest.approx(8.0)
+    assert b.one_cpu_ms == pytest.approx(2.0)
+    assert b.planner_ms == pytest.approx(2.0)
+
+
 def stack(name: str, plans_per_s: float, cpu: dict[str, float] | None) -> dict[str, Any]:
     row: dict[str, Any] = {"stack": name, "plans_per_s": plans_per_s, "p99_ms": 900.0}
     if cpu is not None:
@@ -128,7 +136,8 @@ def test_the_nats_bound_and_budgets_are_reported_and_set_no_target() -> None:
         "plans_per_s": 1000.0,
         "allowed_ms": pytest.approx(allowed),
         "others_ms": pytest.approx(2.0),
-        "planner_budget_ms": pytest.approx(allowed - 2.0),
+        "one_cpu_ms": pytest.approx(1.0),
+        "planner_budget_ms": pytest.approx(min(allowed - 2.0, 1.0)),
         "planner_ms": 3.0,
     }
     assert budgets["NATS + memory://, 3 processes"]["others_ms"] == pytest.approx(1.0)
