@@ -122,6 +122,15 @@ def test_references_are_not_type_checked_before_the_step_runs():
     assert tool.check_parameters({"a": "$s1"}) != []  # not a step: just a bad string
 
 
+def test_a_resolved_value_that_looks_like_a_reference_is_checked_as_text_when_called():
+    # After substitution a tool's output may hold "${...}" text; binding
+    # checks it like any value and names the parameter (it used to skip the
+    # check and let pydantic's own message out).
+    with pytest.raises(ValueError, match=r"^add: parameter 'a': Input should be a valid integer"):
+        Tool(add).bind({"a": "${s1}"})
+    assert Tool(add).bind({"a": "3", "b": 4}) == {"a": 3, "b": 4}
+
+
 def test_extra_keywords_are_accepted_only_by_tools_that_take_them():
     assert Tool(search).check_parameters({"query": {"text": "x"}, "lang": "en"}) == []
 

