@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 __all__ = ["find_references", "rename_reference", "substitute"]
@@ -37,6 +37,8 @@ def _bare_id(candidate: str, known: Collection[str]) -> str | None:
 
 def _scan(text: str, known: Collection[str], on_ref: Callable[[str, str], str]) -> str:
     """Rewrite every reference in ``text`` with ``on_ref(step_id, original)``."""
+    if "$" not in text:  # most parameters: no regex pass at all
+        return text
 
     def replace(match: re.Match[str]) -> str:
         braced, bare = match.group(1), match.group(2)
@@ -73,8 +75,21 @@ def find_references(value: Any, known: Collection[str]) -> set[str]:
         found.add(step_id)
         return original
 
-    _walk(value, lambda text: _scan(text, known, note))
+    for text in _texts(value):
+        _scan(text, known, note)
     return found
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string in ``value`` (what :func:`_walk` visits, without building a copy)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _texts(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _texts(v)
 
 
 def _as_text(value: Any) -> str:
@@ -98,6 +113,8 @@ def substitute(value: Any, results: Mapping[str, Any], known: Collection[str]) -
         return "" if found is None else _as_text(found)
 
     def on_text(text: str) -> Any:
+        if "$" not in text:
+            return text
         whole = _REF.fullmatch(text)
         if whole is not None:
             if whole.group(1) is not None:
