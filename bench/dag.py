@@ -35,7 +35,8 @@ the timing.
 Targets (unbounded runs): makespan / real critical path at most 1.05, and
 scheduler overhead per step under 1% of a 10 ms tool call, both as
 (makespan - real critical path) / steps in the 10 ms runs and in the
-zero-latency run.
+zero-latency run; and the zero-latency cost per step of a 500-step plan at
+most 1.25x that of a 100-step plan (both run whatever ``--sizes`` says).
 """
 
 from __future__ import annotations
@@ -44,11 +45,10 @@ import argparse
 import asyncio
 import gc
 import operator
-import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -57,158 +57,35 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _dag_shapes import (  # noqa: E402
+    Dag,
+    critical_path,
+    list_schedule,
+    random_dag,
+)
 from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph.planning import Plan, PlanningAgent, PlanningPattern, PlanStep, Tool  # noqa: E402
 
 SIZES = (50, 100, 200, 500)
-MAX_WIDTH = 12
-EXTRA_DEPS = 2  # besides the one from the layer before
-LOOKBACK = 3  # layers an extra dependency may reach back
 BOUNDED = 8  # the bounded machine's max_parallel
 SEQUENTIAL_UP_TO = 100  # measured sequential runs cost the sum of latencies
 TOOL_MS = 10.0  # the reference tool call the overhead target is a share of
 RATIO_TARGET = 1.05
 OVERHEAD_TARGET = 0.01
+# A step's bookkeeping must not grow with the plan: the zero-latency cost per
+# step at FLAT[1] steps is at most FLAT_TARGET x that at FLAT[0] (1.46-1.49x
+# when the immutable run copied its statuses key by key, 2026-11-26). Not the
+# smallest plan: at 50 steps the run's fixed costs make the figure noisy.
+FLAT = (100, 500)
+FLAT_TARGET = 1.25
 LATENCIES: dict[str, tuple[float, float]] = {
     "10 ms": (0.010, 0.010),
     "5-20 ms": (0.005, 0.020),
 }
 
 
-# ---------------------------------------------------------------- the DAGs
-
-
-@dataclass(frozen=True)
-class Dag:
-    """A step DAG: ids in a topological order, dependencies and latencies by id."""
-
-    ids: tuple[str, ...]
-    deps: Mapping[str, tuple[str, ...]]
-    latency: Mapping[str, float]
-    layers: int
-    max_width: int
-
-    @property
-    def work(self) -> float:
-        """Total tool time: what sequential execution takes at best."""
-        return sum(self.latency.values())
-
-
-def random_dag(steps: int, *, seed: int, latency: tuple[float, float] = (0.01, 0.01)) -> Dag:
-    """A layered random DAG of ``steps`` steps; the same seed gives the same DAG.
-
-    Example:
-        >>> dag = random_dag(20, seed=1)
-        >>> len(dag.ids), abs(critical_path(dag.deps, dag.latency) - dag.layers * 0.01) < 1e-9
-        (20, True)
-    """
-    if steps < 1:
-        raise ValueError(f"a DAG needs at least one step, not {steps}")
-    shape = random.Random(seed)
-    layers: list[list[str]] = []
-    deps: dict[str, tuple[str, ...]] = {}
-    while len(deps) < steps:
-        width = min(shape.randint(1, MAX_WIDTH), steps - len(deps))
-        layer = [f"s{len(deps) + k}" for k in range(width)]
-        for sid in layer:
-            chosen: list[str] = []
-            if layers:
-                chosen.append(shape.choice(layers[-1]))
-                earlier = [d for lay in layers[-LOOKBACK:] for d in lay if d not in chosen]
-                chosen += shape.sample(earlier, min(len(earlier), shape.randint(0, EXTRA_DEPS)))
-            deps[sid] = tuple(chosen)
-        layers.append(layer)
-    # Latencies come from their own stream, so both latency sets share one shape.
-    lo, hi = latency
-    draw = random.Random(f"{seed}-latency")
-    lat = {sid: round(draw.uniform(lo, hi), 6) for sid in deps}
-    return Dag(tuple(deps), deps, lat, len(layers), max(len(lay) for lay in layers))
-
-
-def topological_order(deps: Mapping[str, Iterable[str]]) -> list[str]:
-    """Ids with every dependency before its dependents; ValueError on a cycle or unknown id."""
-    pending = {sid: set(ds) for sid, ds in deps.items()}
-    for sid, ds in pending.items():
-        unknown = ds - pending.keys()
-        if unknown:
-            raise ValueError(f"step {sid!r} depends on unknown steps {sorted(unknown)}")
-    dependents: dict[str, list[str]] = {sid: [] for sid in pending}
-    for sid, ds in pending.items():
-        for d in ds:
-            dependents[d].append(sid)
-    order = [sid for sid, ds in pending.items() if not ds]
-    for sid in order:  # grows while it is walked
-        for nxt in dependents[sid]:
-            pending[nxt].discard(sid)
-            if not pending[nxt]:
-                order.append(nxt)
-    if len(order) < len(pending):
-        raise ValueError(f"dependencies form a cycle among {sorted(pending.keys() - set(order))}")
-    return order
-
-
-def critical_path(deps: Mapping[str, Iterable[str]], duration: Mapping[str, float]) -> float:
-    """The longest chain of durations through the DAG: the fastest any schedule can finish.
-
-    Example:
-        >>> critical_path({"a": (), "b": ("a",), "c": ("a",)}, {"a": 1, "b": 2, "c": 5})
-        6
-    """
-    finish: dict[str, float] = {}
-    for sid in topological_order(deps):
-        finish[sid] = max((finish[d] for d in deps[sid]), default=0) + duration[sid]
-    return max(finish.values(), default=0)
-
-
-def chain_below(deps: Mapping[str, Iterable[str]]) -> dict[str, int]:
-    """For each step, the number of steps in the longest chain that waits for it.
-
-    Example:
-        >>> chain_below({"a": (), "b": ("a",), "c": ("b",), "d": ()})
-        {'a': 2, 'b': 1, 'c': 0, 'd': 0}
-    """
-    below = dict.fromkeys(deps, 0)
-    for sid in reversed(topological_order(deps)):
-        for dep in deps[sid]:
-            below[dep] = max(below[dep], below[sid] + 1)
-    return below
-
-
-def list_schedule(
-    dag_ids: Iterable[str],
-    deps: Mapping[str, Iterable[str]],
-    duration: Mapping[str, float],
-    limit: int,
-) -> float:
-    """Makespan of a zero-overhead scheduler with waygraph's parallel-mode policy: whenever
-    a slot frees, start the ready steps with the longest chain behind them first (plan
-    order among equals), at most ``limit`` at a time.
-
-    Example:
-        >>> list_schedule("abc", {"a": (), "b": (), "c": ()}, {"a": 1, "b": 1, "c": 1}, 2)
-        2
-    """
-    below = chain_below(deps)
-    order = sorted(dag_ids, key=lambda sid: -below[sid])  # stable: plan order among equals
-    waiting = {sid: set(deps[sid]) for sid in order}
-    running: list[tuple[float, str]] = []  # (finish time, id)
-    now: float = 0
-    while waiting or running:
-        for sid in [s for s in order if s in waiting and not waiting[s]]:
-            if len(running) >= limit:
-                break
-            del waiting[sid]
-            running.append((now + duration[sid], sid))
-        if not running:
-            raise ValueError("dependencies form a cycle or name unknown steps")
-        running.sort()
-        now = running[0][0]
-        while running and running[0][0] == now:
-            _, done = running.pop(0)
-            for ds in waiting.values():
-                ds.discard(done)
-    return now
+# The DAGs and their bounds: bench/_dag_shapes.py.
 
 
 def to_plan(dag: Dag, *, zero: bool = False) -> Plan:
@@ -434,8 +311,12 @@ async def measure(
         for size in sizes:
             rows.append(await measure_dag(name, latency, size, repeat, with_langgraph))
             print(f"  measured {name}, {size} steps", file=sys.stderr)
-    # Zero-latency runs are short: at least three, so one hiccup does not decide the median.
-    zero = {size: await measure_zero(size, max(repeat, 3), with_langgraph) for size in sizes}
+    # Zero-latency runs are short: at least five, so one hiccup does not decide the
+    # median; and always the FLAT sizes, for the flatness target.
+    zero = {
+        size: await measure_zero(size, max(repeat, 5), with_langgraph and size in sizes)
+        for size in sorted({*sizes, *FLAT})
+    }
     return rows, zero
 
 
@@ -597,6 +478,19 @@ def report_overhead(rows: list[Row], zero: dict[int, dict[str, float]], lg: bool
     return targets
 
 
+def report_flat(zero: dict[int, dict[str, float]]) -> list[Target]:
+    """The flatness target: a step costs no more in a big plan than in a small one."""
+    small, big = FLAT
+    ratio = zero[big]["waygraph"] / zero[small]["waygraph"]
+    print(
+        f"\nZero latency, {big} steps against {small}: "
+        f"{zero[big]['waygraph'] * 1e6:,.0f} / {zero[small]['waygraph'] * 1e6:,.0f} µs a step "
+        f"= {ratio:.2f}x"
+    )
+    what = f"zero-latency cost per step at {big} steps <= {FLAT_TARGET}x at {small} steps"
+    return [(what, f"{ratio:.2f}x", ratio <= FLAT_TARGET, ratio, FLAT_TARGET, "<=")]
+
+
 def report(rows: list[Row], zero: dict[int, dict[str, float]], lg: bool) -> list[Target]:
     """Print every table; return the targets."""
     report_dags(rows)
@@ -604,6 +498,7 @@ def report(rows: list[Row], zero: dict[int, dict[str, float]], lg: bool) -> list
     report_speedup(rows, lg)
     report_bounded(rows, lg)
     targets += report_overhead(rows, zero, lg)
+    targets += report_flat(zero)
     print("\n### Targets\n")
     table(
         ["target", "figure", "met"],
