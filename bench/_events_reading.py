@@ -42,6 +42,11 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def sqlite_bracket(ceilings: dict[str, float]) -> float:
+    """The in-process target's bracket in plans/s: SQLite's one-row commits / 8."""
+    return ceilings["sqlite_commits_per_s"] / COMMITS_PER_PLAN
+
+
 def nats_bracket(ceilings: dict[str, float]) -> tuple[float, float, float]:
     """The NATS target's bracket in plans/s: PostgreSQL's share, JetStream's, and the
     smaller, which is the bracket."""
@@ -55,7 +60,7 @@ def set_targets(report: Report, rows: list[dict[str, Any]], ceilings: dict[str, 
     by_stack = {r["stack"]: r for r in rows}
     lines = []
     if "in-process + SQLite" in by_stack:
-        sqlite_floor = ceilings["sqlite_commits_per_s"] / COMMITS_PER_PLAN
+        sqlite_floor = sqlite_bracket(ceilings)
         got = by_stack["in-process + SQLite"]["plans_per_s"]
         report.target(
             f"in-process + SQLite >= {SHARE:.0%} of SQLite commits/s / {COMMITS_PER_PLAN}",
@@ -70,7 +75,7 @@ def set_targets(report: Report, rows: list[dict[str, Any]], ceilings: dict[str, 
         )
     bound = by_stack.get("in-process + memory://")
     if bound is not None:
-        sqlite_floor = ceilings["sqlite_commits_per_s"] / COMMITS_PER_PLAN
+        sqlite_floor = sqlite_bracket(ceilings)
         share = bound["plans_per_s"] / sqlite_floor
         bounds = report.extra.setdefault("bounds", {})
         bounds["in-process + memory:// / the SQLite bracket"] = round(share, 3)
