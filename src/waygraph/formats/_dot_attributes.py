@@ -16,6 +16,8 @@ TYPE_OF_SHAPE: dict[str, str] = {
     "diamond": "decision",
     "octagon": "escalate",
     "cylinder": "checkpoint",
+    # Attractor's human gate.
+    "hexagon": "human",
 }
 #: Shape written for each node type.
 SHAPE_OF_TYPE: dict[str, str] = {
@@ -25,6 +27,7 @@ SHAPE_OF_TYPE: dict[str, str] = {
     "escalate": "octagon",
     "exit": "Msquare",
     "checkpoint": "cylinder",
+    "human": "hexagon",
 }
 NODE_ATTRIBUTES: tuple[str, ...] = (
     "shape",

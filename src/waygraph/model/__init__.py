@@ -49,12 +49,20 @@ __all__ = [
     "register_verify_type",
 ]
 
-NodeType = Literal["start", "task", "decision", "escalate", "exit", "checkpoint"]
+NodeType = Literal["start", "task", "decision", "escalate", "exit", "checkpoint", "human"]
 Condition = Literal["on_success", "on_fail", "on_retry", "on_exhaust", "always"]
 OnFail = Literal["warn", "block", "skip", "abort"]
 CompareOp = Literal["==", "!=", ">", ">=", "<", "<=", "in", "not in", "contains"]
 
-NODE_TYPES: tuple[str, ...] = ("start", "task", "decision", "escalate", "exit", "checkpoint")
+NODE_TYPES: tuple[str, ...] = (
+    "start",
+    "task",
+    "decision",
+    "escalate",
+    "exit",
+    "checkpoint",
+    "human",
+)
 CONDITIONS: tuple[str, ...] = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
 ON_FAIL_ACTIONS: tuple[str, ...] = ("warn", "block", "skip", "abort")
 
@@ -70,7 +78,8 @@ BUILTIN_VERIFY_TYPES: dict[str, str] = {
     "file_exists": "the file `value` exists (relative paths: under the workspace)",
     "command": "waygraph runs `run` in the workspace and `expect` judges it (a gate)",
     "any_output": "the tool produced non-empty output",
-    "manual": "a person confirms (passes on the next result, or on `value` when given)",
+    "manual": "a person confirms: their answer contains `value` (any answer but a refusal "
+    "when there is none); tool output and the model's words never pass it",
     "all": "every check in `checks` passes",
     "any": "at least one check in `checks` passes",
     "not": "the single check in `checks` fails",
@@ -118,6 +127,10 @@ class Verify(_Frozen):
     run: str | None = None
     timeout: float | None = Field(default=None, gt=0)
     expect: Verify | None = None
+    #: A regular expression the command that produced the evidence must
+    #: match (searched in the command the host reports); evidence from any
+    #: other command, or with no command reported, is unknown.
+    command_matches: str | None = None
 
     @field_validator("type")
     @classmethod
@@ -142,6 +155,8 @@ class Node(_Frozen):
     ``tool`` is a hint for the model: the result of whichever tool ran is
     verified. ``max_retries`` is how many extra attempts a failing task gets;
     ``None`` means unbounded (linear warn/block steps hold until they pass).
+    A ``human`` node is a question for a person: ``prompt`` is the question
+    and the labels of its outgoing edges are the choices.
     """
 
     id: str = ""
@@ -151,6 +166,7 @@ class Node(_Frozen):
     action: str | None = None
     tool: str | None = None
     tool_hint: str | None = None
+    prompt: str | None = None
     verify: Verify | None = None
     max_retries: int | None = Field(default=0, ge=0)
     join: Literal["any", "all"] = "any"
@@ -169,6 +185,11 @@ class Node(_Frozen):
     def title(self) -> str:
         """``id — name`` as shown to the model (just the id when unnamed)."""
         return f"{self.id} — {self.name}" if self.name and self.name != self.id else self.id
+
+    @property
+    def question(self) -> str:
+        """What a ``human`` node asks the person: its prompt, else its action, name or id."""
+        return self.prompt or self.action or self.description or self.name or self.id
 
     @property
     def exit_status(self) -> str:
@@ -296,6 +317,9 @@ class GraphBuilder:
 
     def decision(self, node_id: str, **fields: Any) -> GraphBuilder:
         return self.node(node_id, "decision", **fields)
+
+    def human(self, node_id: str, **fields: Any) -> GraphBuilder:
+        return self.node(node_id, "human", **fields)
 
     def checkpoint(self, node_id: str, **fields: Any) -> GraphBuilder:
         return self.node(node_id, "checkpoint", **fields)
