@@ -22,6 +22,7 @@ from waygraph.sessions._files import list_session_plans, load_session_plan, read
 from waygraph.sessions._graph import session_view, to_plan
 from waygraph.sessions._planner import SessionPlanner
 from waygraph.sessions._render import (
+    answer_message,
     limit_message,
     progress_summary,
     render_summary,
@@ -38,6 +39,7 @@ from waygraph.sessions._rules import (
 
 __all__ = [
     "SessionPlanner",
+    "answer_message",
     "detect_language",
     "detect_step_completion",
     "extract_step_declarations",

@@ -124,6 +124,12 @@ def _validate(data: Any) -> dict[str, Any]:
     # Files written by hand or by older versions may lack the bookkeeping fields.
     data.setdefault("resumed_at_iteration", 0)
     data.setdefault("failure_reason", None)
+    # Only "user" means anything; a hand-edited value must not leave a plan
+    # waiting on someone who never answers.
+    if data.get("awaiting") != "user":
+        data["awaiting"] = None
+    if not isinstance(data.get("question"), str):
+        data["question"] = None
     return data
 
 
@@ -271,6 +277,7 @@ def _summary(plan: dict[str, Any], path: Path, *, archived: bool) -> dict[str, A
         "steps_total": len(steps),
         "current_step": current["description"] if current else None,
         "iteration_count": plan["iteration_count"],
+        "awaiting": plan["awaiting"],
         "updated_at": plan.get("updated_at"),
         "path": str(path),
         "archived": archived,
@@ -283,7 +290,8 @@ def list_session_plans(
     """One summary dict per plan file under ``<workspace>/.sessions``, newest first.
 
     Keys: session_id, folder, plan_id, goal, status, steps_done, steps_total,
-    current_step, iteration_count, updated_at, path, archived. Archived plans
+    current_step, iteration_count, awaiting (``"user"`` while the model's
+    question waits for an answer, else None), updated_at, path, archived. Archived plans
     (``plan-<id>.json``) are listed only with ``include_archived``. Corrupt or
     unreadable files are skipped with a warning.
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from waygraph.errors import ConfigError
+from waygraph.questions import asks_user as _asks_user
 from waygraph.sessions import _files, _render, _rules
 from waygraph.sessions._records import SessionRecords
 from waygraph.store import Store, open_store
@@ -43,6 +44,17 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds")
 
 
+def _asks(flag: object, text: str) -> bool:
+    # The host's word wins; None (or a value that is not a yes or no) leaves
+    # it to the reply's last sentence.
+    if flag is None:
+        return _asks_user(text)
+    if isinstance(flag, bool | int):
+        return bool(flag)
+    log.warning("asks_user must be True, False or None, got %r; deciding by the reply", flag)
+    return _asks_user(text)
+
+
 def _tool_call_count(tool_calls: int | Sequence[object] | None) -> int:
     # Hosts hold either a count or the list of calls; both mean the same.
     if tool_calls is None:
@@ -63,6 +75,9 @@ class _Memory:
         self.goal: OrderedDict[str, str] = OrderedDict()
         self.language: OrderedDict[str, str] = OrderedDict()
         self.fresh: OrderedDict[str, bool] = OrderedDict()
+        # The model asked the user before any plan recorded the request: the
+        # next message is the answer, not a new goal.
+        self.asked: OrderedDict[str, bool] = OrderedDict()
 
     def put(self, table: OrderedDict[str, Any], key: str, value: Any) -> None:
         table[key] = value
@@ -147,7 +162,10 @@ class SessionPlanner:
 
         A continue intent on a paused plan resumes it and comes back with the
         progress summary in front; a correction ("not done yet") reopens the
-        step completed last. Anything else passes through unchanged.
+        step completed last. On a plan waiting on the user (the model asked a
+        question), the message is the answer: the same plan goes on, with a
+        fresh budget, and the message comes back with the summary and the
+        question in front. Anything else passes through unchanged.
 
         Example:
             >>> import tempfile
@@ -165,13 +183,24 @@ class SessionPlanner:
                 return text
 
     def after_model_reply(
-        self, session_id: str, text: str, tool_calls: int | Sequence[object] | None
+        self,
+        session_id: str,
+        text: str,
+        tool_calls: int | Sequence[object] | None,
+        *,
+        asks_user: bool | None = None,
     ) -> None:
         """Call after every model reply with its text and how many tool calls it made.
 
         Creates the plan on the first reply that calls a tool, appends
         ``[Step]`` lines, checks the current step for completion, records
         ``[Progress]`` and ``[Failed]``, and completes the plan on a reply
+        without tool calls, unless that reply asks the user something: then
+        the plan stays running and waits on the user (``awaiting`` is
+        ``"user"``) until the next user message answers. ``asks_user``: True
+        or False when the host knows whether the reply asks the user; None
+        (the default) decides by :func:`waygraph.questions.asks_user` (the
+        last sentence ends with ``?`` or ``？``). It matters only for replies
         without tool calls.
 
         Example:
@@ -180,13 +209,18 @@ class SessionPlanner:
             >>> planner.after_model_reply("s", "Hi! How can I help?", 0)
             >>> planner.plan("s") is None
             True
+            >>> planner.after_model_reply("s", "[Step] Export\\n[Step] Convert", 1)
+            >>> planner.after_model_reply("s", "Markdown or HTML?", 0)
+            >>> planner.plan("s")["status"], planner.plan("s")["awaiting"]
+            ('running', 'user')
         """
         session_id = str(session_id)
         text = "" if text is None else str(text)
         calls = _tool_call_count(tool_calls)
         with self._lock:
             try:
-                self._after_model_reply(session_id, text, calls, self._clock())
+                asks = calls == 0 and _asks(asks_user, text)
+                self._after_model_reply(session_id, text, calls, asks, self._clock())
             except Exception as exc:
                 self._degrade("after_model_reply", session_id, exc)
 
@@ -196,6 +230,8 @@ class SessionPlanner:
         Pauses the running plan (fails it when unattended) and returns "Task in
         progress (k/n steps completed). Type 'continue' to resume." (document
         001's "任务执行中（k/n 步已完成）。输入'继续'以恢复执行。" in Chinese).
+        A plan waiting on the user's answer is not paused (the answer, not
+        "continue", carries it on): the message says it waits for the answer.
 
         Example:
             >>> import tempfile
@@ -247,6 +283,8 @@ class SessionPlanner:
             return text
         status = plan["status"]
         language = self._user_language(session_id, plan)
+        if plan.get("awaiting") == _rules.AWAITING_USER and status in ("running", "pending"):
+            return self._answer(slot, plan, text, language, now)
         if _rules.is_correction(text) and status in ("running", "pending", "paused", "completed"):
             reopened = _rules.reopen(plan, now=_iso(now))
             if reopened is not None:
@@ -265,7 +303,22 @@ class SessionPlanner:
             self._memory.put(self._memory.fresh, session_id, True)
         return text
 
-    def _after_model_reply(self, session_id: str, text: str, calls: int, now: datetime) -> None:
+    def _answer(
+        self, slot: _files.Slot, plan: dict[str, Any], text: str, language: str, now: datetime
+    ) -> str:
+        # The user answering is someone at the keyboard again: the plan goes
+        # on with a fresh budget, as after "continue".
+        answered = _rules.resume(plan, now=_iso(now))
+        if _rules.is_correction(text):
+            answered = _rules.reopen(answered, now=_iso(now)) or answered
+        self._save(slot, answered, now)
+        shown = dict(answered, question=plan.get("question"))
+        shown["resumed_at_iteration"] = plan.get("resumed_at_iteration", 0)
+        return _render.answer_message(shown, text, language, self.max_iterations)
+
+    def _after_model_reply(
+        self, session_id: str, text: str, calls: int, asks: bool, now: datetime
+    ) -> None:
         slot = self._locate(session_id)
         plan = slot.plan
         archive = None
@@ -273,6 +326,8 @@ class SessionPlanner:
             plan["status"] in _rules.FINISHED and self._memory.fresh.get(session_id)
         ):
             if calls == 0:
+                if asks:
+                    self._memory.put(self._memory.asked, session_id, True)
                 return
             archive = plan
             plan = _rules.new_plan(
@@ -284,12 +339,16 @@ class SessionPlanner:
         elif plan["status"] not in ("running", "pending"):
             # Paused plans wait for "continue"; finished ones for a new message.
             return
-        plan = _rules.apply_reply(plan, text, calls, now=_iso(now))
+        plan = _rules.apply_reply(plan, text, calls, now=_iso(now), asks_user=asks)
         used = plan["iteration_count"] - plan["resumed_at_iteration"]
-        if plan["status"] == "running" and used >= self.max_iterations:
+        # A plan waiting on the user's answer is not paused: the answer, not
+        # "continue", is what carries it on, and it brings a fresh budget.
+        waiting = plan.get("awaiting") == _rules.AWAITING_USER
+        if plan["status"] == "running" and used >= self.max_iterations and not waiting:
             plan = self._stop(plan, now)
         self._save(slot, plan, now, archive=archive)
         self._memory.fresh.pop(session_id, None)
+        self._memory.asked.pop(session_id, None)
 
     def _on_iteration_limit(self, session_id: str, now: datetime) -> str:
         slot = self._locate(session_id)
@@ -297,6 +356,9 @@ class SessionPlanner:
         language = self._user_language(session_id, plan)
         if plan is None:
             return _render.limit_message(None, language)
+        waiting = plan.get("awaiting") == _rules.AWAITING_USER
+        if waiting and plan["status"] in ("running", "pending") and not self.unattended:
+            return _render.waiting_message(plan, language)
         if plan["status"] in ("running", "pending"):
             plan = self._stop(plan, now)
             try:
@@ -327,8 +389,14 @@ class SessionPlanner:
         language = _rules.detect_language(text)
         if language is not None:
             self._memory.put(self._memory.language, session_id, language)
-        # "continue" and "not done yet" are not goals; keep the real request.
-        if text.strip() and not (_rules.is_continue_intent(text) or _rules.is_correction(text)):
+        # "continue", "not done yet" and the answer to the model's question
+        # are not goals; keep the real request.
+        answer = self._memory.asked.pop(session_id, False)
+        if (
+            text.strip()
+            and not answer
+            and not (_rules.is_continue_intent(text) or _rules.is_correction(text))
+        ):
             self._memory.put(self._memory.goal, session_id, text.strip())
 
     def _goal(self, session_id: str, reply: str) -> str:

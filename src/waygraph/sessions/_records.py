@@ -11,11 +11,14 @@ record"), so a session plan shows in ``waygraph sessions list``/``show``/
 - ``visited``: each step entered so far with its outcome and status;
 - ``path``: the steps entered, in order; ``status``: the plan's status;
 - ``total_nodes``/``completed_nodes``: steps declared and steps completed;
-- the rest of plan.json as it is (``goal``, ``steps``, ``iteration_count``, ...),
-  so :func:`waygraph.sessions.to_plan` draws the record as it draws the file.
+- the rest of plan.json as it is (``goal``, ``steps``, ``iteration_count``,
+  ``awaiting`` and ``question`` while the model's question waits for the
+  user, ...), so :func:`waygraph.sessions.to_plan` draws the record as it
+  draws the file.
 
 The events say what changed between two writes (:func:`changes`): the plan
-started, steps declared, entered, completed, failed or reopened, the plan
+started, steps declared, entered, completed, failed or reopened, the model
+asked the user a question (``question_asked``, with an excerpt), the plan
 paused, resumed, completed or failed. Each write restates the whole record
 and its events are computed against the record last stored, so a write the
 store missed (it was down) is made up by the next one.
@@ -130,6 +133,19 @@ def changes(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> list[
                 event["completed_by"] = step.get("completed_by")
             settled.append(event)
     ordered = declared + settled + entered
+    asked = after.get("awaiting") == "user" and (
+        before.get("awaiting") != "user" or before.get("question") != after.get("question")
+    )
+    if asked:
+        where = after.get("current_node") or (after.get("path") or [None])[-1]
+        question = after.get("question")
+        ordered.append(
+            {
+                "type": "question_asked",
+                "node": where,
+                "excerpt": question[:_RESULT_CHARS] if isinstance(question, str) else None,
+            }
+        )
     status = after.get("status")
     if status != before.get("status", "running"):
         where = after.get("current_node") or (after.get("path") or [None])[-1]

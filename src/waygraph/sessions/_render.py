@@ -25,6 +25,7 @@ from typing import Any, TypedDict
 from waygraph.sessions._rules import current_step, steps_done
 
 __all__ = [
+    "answer_message",
     "context_block",
     "finished_message",
     "limit_message",
@@ -32,6 +33,7 @@ __all__ = [
     "render_summary",
     "resume_message",
     "step_instructions",
+    "waiting_message",
 ]
 
 HEADER = "[waygraph]"
@@ -79,6 +81,10 @@ class _Texts(TypedDict):
     summary_history: str
     summary_marks: dict[str, str]
     resume_wrapper: str
+    awaiting: str
+    awaiting_line: str
+    waiting: str
+    answer_wrapper: str
 
 
 _TEXT: dict[str, _Texts] = {
@@ -149,6 +155,17 @@ _TEXT: dict[str, _Texts] = {
             "failed": " (failed)",
         },
         "resume_wrapper": "[Resuming task] {summary}\n\nUser instruction: {message}",
+        "awaiting": (
+            "{h} You asked the user a question and the plan waits for the answer: "
+            "“{question}” Make no tool calls and do not go on with the steps until the "
+            "user replies; then continue this plan with their answer."
+        ),
+        "awaiting_line": "Waiting for the user's answer to: {question}",
+        "waiting": "Task waiting for your answer ({done}/{total} steps completed): {question}",
+        "answer_wrapper": (
+            "[Continuing task] {summary}\n\nYou asked the user: {question}\n"
+            "User's answer: {message}"
+        ),
     },
     "zh": {
         "status": {
@@ -210,6 +227,13 @@ _TEXT: dict[str, _Texts] = {
         "summary_history": "历史步骤:",
         "summary_marks": {"running": " (进行中)", "pending": " (待执行)", "failed": " (失败)"},
         "resume_wrapper": "[恢复任务] {summary}\n\n用户指令: {message}",
+        "awaiting": (
+            "{h} 你向用户提了一个问题，计划正在等待回答：“{question}”"
+            "在用户回复之前不要调用工具，也不要继续执行步骤；收到回答后按回答继续这个计划。"
+        ),
+        "awaiting_line": "等待用户回答：{question}",
+        "waiting": "任务等待你的回答（{done}/{total} 步已完成）：{question}",
+        "answer_wrapper": "[继续任务] {summary}\n\n你向用户提问: {question}\n用户回答: {message}",
     },
 }
 
@@ -268,6 +292,8 @@ def render_summary(plan: dict[str, Any], language: str = "en") -> str:
         lines.append(t["failure"].format(reason=plan.get("failure_reason") or t["no_reason"]))
     else:
         lines.append(_current_line(plan, t))
+    if _awaits_user(plan):
+        lines.append(t["awaiting_line"].format(question=_question(plan)))
     lines.extend(_step_line(i, s) for i, s in enumerate(plan.get("steps", [])))
     return "\n".join(lines)
 
@@ -374,6 +400,41 @@ def resume_message(
     return _t(language)["resume_wrapper"].format(summary=summary, message=message)
 
 
+def answer_message(
+    plan: dict[str, Any],
+    message: str,
+    language: str = "en",
+    max_iterations: int | None = None,
+) -> str:
+    """The user's answer to the model's question, handed back with the plan.
+
+    ``[Continuing task] <summary>\\n\\nYou asked the user: <question>\\nUser's
+    answer: <message>`` (``[继续任务] ... 你向用户提问: ... 用户回答: ...`` in
+    Chinese): the progress summary, the question the plan waited on, then
+    what the user wrote, so the model goes on with the same plan.
+
+    Example:
+        >>> plan = {"goal": "Ship it", "steps": [], "iteration_count": 2,
+        ...         "question": "Which branch?"}
+        >>> print("\\n".join(answer_message(plan, "main").splitlines()[-2:]))
+        You asked the user: Which branch?
+        User's answer: main
+    """
+    summary = progress_summary(plan, language, max_iterations)
+    return _t(language)["answer_wrapper"].format(
+        summary=summary, question=_question(plan), message=message
+    )
+
+
+def _awaits_user(plan: dict[str, Any]) -> bool:
+    return plan.get("awaiting") == "user"
+
+
+def _question(plan: dict[str, Any]) -> str:
+    question = plan.get("question")
+    return question if isinstance(question, str) and question else "…"
+
+
 def step_instructions(language: str = "en") -> str:
     """How the model declares steps and reports progress, for the system prompt.
 
@@ -393,6 +454,7 @@ def context_block(plan: dict[str, Any], language: str = "en") -> str | None:
     Document 001's "System Prompt Addition" first (goal, current step k/n,
     its progress, how to declare steps), then waygraph's lines: the steps
     around the current one and how to report progress, completion and failure.
+    While the plan waits on the user's answer, a line saying so comes first.
     """
     t = _t(language)
     status = plan.get("status")
@@ -417,6 +479,8 @@ def context_block(plan: dict[str, Any], language: str = "en") -> str | None:
         if isinstance(step.get("progress"), dict):
             progress = t["doc_step_progress"].format(**step["progress"])
     lines = [t["doc_block"].format(goal=plan["goal"], current=current, progress=progress), ""]
+    if _awaits_user(plan):
+        lines[:0] = [t["awaiting"].format(h=HEADER, question=_question(plan)), ""]
     steps = plan.get("steps", [])
     if steps and not (len(steps) == 1 and steps[0].get("implicit")):
         lines.append(t["done_line"].format(done=done, total=total))
@@ -440,6 +504,13 @@ def limit_message(plan: dict[str, Any] | None, language: str = "en") -> str:
     if plan is None:
         return t["limit_no_plan"]
     return t["limit"].format(done=steps_done(plan), total=len(plan.get("steps", [])))
+
+
+def waiting_message(plan: dict[str, Any], language: str = "en") -> str:
+    """What to tell the user when the loop stopped while the plan waits on their answer."""
+    t = _t(language)
+    done, total = steps_done(plan), len(plan.get("steps", []))
+    return t["waiting"].format(done=done, total=total, question=_question(plan))
 
 
 def finished_message(plan: dict[str, Any], language: str = "en") -> str:

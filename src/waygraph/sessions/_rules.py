@@ -10,6 +10,9 @@ Example:
     >>> plan = apply_reply(plan, "[Step] Reproduce it\\n[Step] Fix it", 1, now="...")
     >>> [(s["description"], s["status"]) for s in plan["steps"]]
     [('Reproduce it', 'running'), ('Fix it', 'pending')]
+    >>> asked = apply_reply(plan, "Which browser fails?", 0, now="...", asks_user=True)
+    >>> asked["status"], asked["awaiting"], asked["question"]
+    ('running', 'user', 'Which browser fails?')
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 from waygraph.model import FINISHED
 
 __all__ = [
+    "AWAITING_USER",
     "FINISHED",
     "PLAN_STATUSES",
     "RESULT_CHARS",
@@ -53,6 +57,8 @@ TRANSITION_MIN_ITERATIONS = 2
 STEP_TIMEOUT_ITERATIONS = 10
 #: Step results keep about this many characters of the step's last reply.
 RESULT_CHARS = 200
+#: plan["awaiting"] while the model's question waits for the user's answer.
+AWAITING_USER = "user"
 
 # A [Step] line may sit in a bulleted or numbered list and may carry its own
 # number ("[Step 2] ..."), because models format plans that way unprompted.
@@ -185,6 +191,12 @@ def _trim(text: str, limit: int = RESULT_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+def _tail(text: str, limit: int = RESULT_CHARS) -> str:
+    # A question sits at the end of its reply: keep the end, not the start.
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else "…" + flat[-(limit - 1) :].lstrip()
+
+
 def _normal(description: str) -> str:
     return " ".join(description.casefold().split())
 
@@ -225,23 +237,35 @@ def new_plan(session_id: str, goal: str, *, now: str, plan_id: str) -> PlanData:
         # fresh max_iterations while iteration_count keeps the lifetime total.
         "resumed_at_iteration": 0,
         "failure_reason": None,
+        # "user" while the model's question waits for an answer; ``question``
+        # keeps the end of that reply so the answer can be put in context.
+        "awaiting": None,
+        "question": None,
     }
 
 
-def apply_reply(plan: PlanData, text: str, tool_calls: int, *, now: str) -> PlanData:
+def apply_reply(
+    plan: PlanData, text: str, tool_calls: int, *, now: str, asks_user: bool = False
+) -> PlanData:
     """Record one model reply (one iteration) in a running plan.
 
     Order: declared steps are added; a plan without a running step starts its
     next pending one (or an implicit step for the whole goal); the reply
     counts as an iteration of that step; ``[Progress]`` updates it;
-    ``[Failed]`` fails it and the plan; a reply without tool calls completes
-    it and the plan; otherwise the step completes on a marker, a transition
-    word (from its second iteration), or its tenth iteration.
+    ``[Failed]`` fails it and the plan; a reply without tool calls that asks
+    the user (``asks_user``) leaves the plan running and waiting on the user
+    (``awaiting`` is ``"user"``, ``question`` the end of the reply), its step
+    completed only by an explicit marker; any other reply without tool calls
+    completes the step and the plan; otherwise the step completes on a
+    marker, a transition word (from its second iteration), or its tenth
+    iteration.
     """
     plan = copy.deepcopy(plan)
     plan["status"] = "running"  # a "pending" plan written by another tool starts here
     plan["iteration_count"] += 1
     plan["updated_at"] = now
+    # Whatever the model says next, it is no longer waiting on an earlier question.
+    _clear_question(plan)
     prose = _prose(text)
     _add_steps(plan, extract_step_declarations(text))
     if current_step(plan) is None:
@@ -259,6 +283,15 @@ def apply_reply(plan: PlanData, text: str, tool_calls: int, *, now: str) -> Plan
     failed = _FAILED.search(text)
     if failed:
         return fail(plan, failed.group(1).strip(), now=now)
+    if tool_calls <= 0 and asks_user:
+        # A question is not the end: the plan waits for the answer. "Now" or
+        # "next" in a question is what the model would do after the answer,
+        # so only an explicit marker completes the step here.
+        if step is not None and _DONE_MARKER.search(prose):
+            _complete(plan, step, prose or text, "marker", now)
+        plan["awaiting"] = AWAITING_USER
+        plan["question"] = _tail(prose) or _tail(text) or None
+        return plan
     if tool_calls <= 0:
         if step is not None:
             _complete(plan, step, prose or text, "final", now)
@@ -357,9 +390,15 @@ def _complete(plan: PlanData, step: dict[str, Any], text: str, how: str, now: st
     _start_next(plan, now)
 
 
+def _clear_question(plan: PlanData) -> None:
+    plan["awaiting"] = None
+    plan["question"] = None
+
+
 def fail(plan: PlanData, reason: str, *, now: str) -> PlanData:
     """Fail the plan and its running step, keeping everything else as it was."""
     plan = copy.deepcopy(plan)
+    _clear_question(plan)  # a failed plan waits for nobody
     step = current_step(plan)
     if step is not None:
         step["status"] = "failed"
@@ -382,9 +421,11 @@ def pause(plan: PlanData, *, now: str) -> PlanData:
 
 
 def resume(plan: PlanData, *, now: str) -> PlanData:
-    """Set a paused (or completed, for a correction) plan running with a fresh budget."""
+    """Set a paused plan (a completed one, for a correction; one waiting on the
+    user, for the answer) running with a fresh budget, waiting on nobody."""
     plan = copy.deepcopy(plan)
     plan["status"] = "running"
+    _clear_question(plan)
     plan["resumed_at_iteration"] = plan["iteration_count"]
     plan["updated_at"] = now
     return plan
