@@ -491,9 +491,11 @@ def test_every_code_has_a_case():
     # Tested below, and the next_plan checks in tests/test_chaining.py.
     library_level = {"bad-match-mode", "unknown-next-plan", "next-plan-loop"}
     cli_level = {"load-error", "duplicate-plan", "no-plans"}  # reported by `waygraph check`
+    from tests.test_check_human import COVERED as human_nodes  # human nodes
     from tests.test_check_kinds import COVERED as other_kinds  # state machines, generated plans
 
     covered = {case.values[0] for case in CASES} | library_level | cli_level | other_kinds
+    covered |= human_nodes
     assert covered == set(CODES)
 
 

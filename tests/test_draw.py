@@ -94,7 +94,8 @@ def test_mermaid_shapes_follow_node_types():
     assert node_line(text, "n_start") == 'n_start(["start"])'
     assert node_line(text, "n_reproduce") == 'n_reproduce["reproduce<br/>Run the failing test"]'
     assert node_line(text, "n_triage") == 'n_triage{"triage<br/>Which failure?"}'
-    assert node_line(text, "n_stuck") == 'n_stuck{{"stuck<br/>Give up"}}'
+    # A flag: the hexagon is the human node's (tests/test_check_human.py).
+    assert node_line(text, "n_stuck") == 'n_stuck>"stuck<br/>Give up"]'
     assert node_line(text, "n_done") == 'n_done((("done")))'
     assert node_line(text, "n_saved") == 'n_saved[("saved<br/>Save point")]'
 

@@ -1,7 +1,9 @@
 """The route checks of ``waygraph check``: where edges lead, and whether runs can finish.
 
 Edges that can never be taken, nodes no run reaches, traps no run leaves,
-and loops of success edges. A mixin of :class:`waygraph.check._PlanChecker`
+and loops of success edges. A ``human`` node routes like a decision with
+``when`` edges: a person's answer may pick any of its labelled edges, and
+never an unlabelled one. A mixin of :class:`waygraph.check._PlanChecker`
 (the other checks are there).
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from waygraph._choices import answer_keys
 from waygraph.engine import first_edge
 from waygraph.model import Edge, Node
 
@@ -56,6 +59,9 @@ class RouteChecks:
         kind = node.type
         if kind in ENDS:
             return  # already an error per edge
+        if kind == "human":
+            self.check_human_edges(node_id)
+            return
         edges = self.guided_out(node_id)
         if not edges:
             return
@@ -138,6 +144,31 @@ class RouteChecks:
                     field="condition",
                 )
 
+    def check_human_edges(self, node_id: str) -> None:
+        """Edges out of a human node that no answer picks (they have no label).
+
+        Any choice may be picked, so none of them is unused; with no choice at
+        all, ``human-without-choices`` already says it.
+        """
+        edges = self.guided_out(node_id)
+        if not any(_is_choice(e) for e in edges):
+            return
+        for edge in edges:
+            if not _is_choice(edge):
+                self.add(
+                    "unused-edge",
+                    f"never followed: a person at human node {node_id!r} picks an edge by "
+                    "its label, and this one has none; label it with the answer that "
+                    "follows it, or remove it",
+                    edge=edge,
+                    field="label",
+                )
+
+    def _leads(self, edge: Edge) -> bool:
+        """Whether a run can go along ``edge``: out of a human node only a choice does."""
+        source = self.nodes.get(edge.from_)
+        return source is None or source.type != "human" or _is_choice(edge)
+
     # -------------------------------------------------------------- shape
 
     def check_shape(self) -> None:
@@ -153,7 +184,7 @@ class RouteChecks:
             if nodes[current].type in ENDS:
                 continue  # the run stops here; its edges are errors already
             for edge in index.out.get(current, ()):
-                if edge.to in nodes and edge.to not in reached:
+                if edge.to in nodes and edge.to not in reached and self._leads(edge):
                     reached.add(edge.to)
                     todo.append(edge.to)
         ends = [nid for nid in reached if nodes[nid].type in ENDS]
@@ -163,6 +194,8 @@ class RouteChecks:
             current = todo.pop()
             for edge in index.inc.get(current, ()):
                 src = edge.from_
+                if not self._leads(edge):
+                    continue
                 if src in reached and src not in finishing and nodes[src].type not in ENDS:
                     finishing.add(src)
                     todo.append(src)
@@ -241,6 +274,8 @@ class RouteChecks:
             edges = self.guided_out(nid)
             if node.type == "decision" and any(e.when is not None for e in edges):
                 continue  # routes on predicates: a loop back is a deliberate branch
+            if node.type == "human":
+                continue  # a person picks the way on: a loop back is their choice
             at = _first(edges, SUCCESS)
             if at is not None and edges[at].to in nodes:
                 succ[nid] = edges[at].to
@@ -265,6 +300,11 @@ class RouteChecks:
                 )
             for nid in walk:
                 state[nid] = 2
+
+
+def _is_choice(edge: Edge) -> bool:
+    """Whether an answer can pick ``edge`` out of a human node (its label is a choice)."""
+    return bool(edge.label and answer_keys(edge.label))
 
 
 def _first(edges: Sequence[Edge], conditions: tuple[str, ...]) -> int | None:

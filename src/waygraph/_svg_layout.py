@@ -129,7 +129,7 @@ class Route:
 def _shape_size(kind: str, text_w: float, text_h: float) -> tuple[float, float]:
     if kind == "decision":
         return text_w + text_h * 1.2 + 34, text_h + 30
-    if kind == "escalate":
+    if kind in ("escalate", "human"):
         return text_w + 44, text_h + 20
     if kind == "exit":
         return text_w * 1.2 + 34, text_h + 26

@@ -34,18 +34,17 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-import regex
-
 from waygraph._check_codes import CODES, Level
+from waygraph._check_human import HumanChecks
 from waygraph._check_kinds import check_generated_plan, check_state_machine
+from waygraph._check_predicates import PredicateChecks
 from waygraph._check_routes import ENDS, RouteChecks, names
 from waygraph.errors import PlanFormatError
-from waygraph.model import NODE_TYPES, Edge, Node, Verify
-from waygraph.patterns import FLAGS, MATCH_TIMEOUT, compile_pattern, nested_quantifier
+from waygraph.model import NODE_TYPES, Edge, Node
 
 if TYPE_CHECKING:
     from waygraph.library import Library
@@ -186,13 +185,6 @@ def _chain_problems(library: Library) -> list[Problem]:
 
 # ---------------------------------------------------------------- internals
 
-_REGEX_FLAGS = FLAGS
-_TEXT_VALUE_TYPES = {
-    "output_contains": "the text the output must contain",
-    "output_not_contains": "the text the output must not contain",
-    "regex": "the pattern to search the output for",
-    "file_exists": "the path, relative to the workspace",
-}
 #: Fields the engine reads only on some node types (defaults: None, or 0 for max_retries).
 _FIELD_USERS: dict[str, tuple[str, ...]] = {
     "verify": ("task", "decision", "exit"),
@@ -202,6 +194,7 @@ _FIELD_USERS: dict[str, tuple[str, ...]] = {
     "pace_level": ("escalate",),
     "next_plan": ("exit",),
     "next_plan_when": ("exit",),
+    "prompt": ("human",),
 }
 #: Per node type, the fields of _FIELD_USERS it ignores (checked on every node).
 _IGNORED_FIELDS: dict[str, tuple[str, ...]] = {
@@ -214,7 +207,7 @@ def _problem(code: str, message: str, **where: Any) -> Problem:
     return Problem(code, CODES[code][0], message, **where)
 
 
-class _PlanChecker(RouteChecks):
+class _PlanChecker(PredicateChecks, HumanChecks, RouteChecks):
     """One pass over one plan; collects problems in ``self.problems``."""
 
     def __init__(self, plan: Plan, file: str | None) -> None:
@@ -401,15 +394,19 @@ class _PlanChecker(RouteChecks):
                 node=nid,
                 field="reason",
             )
+        elif kind == "human":
+            self.check_human(node)
         for name in _IGNORED_FIELDS[kind]:
             value = getattr(node, name)
             if value is None or (name == "max_retries" and value == 0):
                 continue
             used_by = " and ".join(_FIELD_USERS[name])
+            # A person's answer is the whole outcome of a human node: nothing to verify or retry.
+            why = ": a person's answer routes it, by its edges' labels" if kind == "human" else ""
             self.add(
                 "ignored-field",
-                f"{name} has no effect on {_a(kind)} node (only {used_by} nodes use it); "
-                "remove it or change the node's type",
+                f"{name} has no effect on {_a(kind)} node{why} (only {used_by} nodes use "
+                "it); remove it or change the node's type",
                 node=nid,
                 field=name,
             )
@@ -425,128 +422,6 @@ class _PlanChecker(RouteChecks):
                 f"is skipped when it fails; remove `required: false` to {node.on_fail} instead",
                 node=nid,
                 field="on_fail",
-            )
-
-    def check_predicate(
-        self, root: Verify, path: str, *, node: str | None = None, edge: Edge | None = None
-    ) -> None:
-        """Check ``root`` and every nested check (iteratively: nesting depth is the user's)."""
-        stack: list[tuple[Verify, str]] = [(root, path)]
-
-        def report(code: str, message: str, field: str) -> None:
-            self.add(code, message, node=node, edge=edge, field=field)
-
-        while stack:
-            v, at = stack.pop()
-            kind, value = v.type, v.value
-            if kind in _TEXT_VALUE_TYPES:
-                # file_exists strips its path; the text checks take the value as written.
-                text = value.strip() if kind == "file_exists" and isinstance(value, str) else value
-                if not isinstance(value, str) or not text:
-                    got = "is missing" if value is None else f"is {value!r}"
-                    report(
-                        "verify-needs-value",
-                        f"{kind} needs a non-empty string `value` ({_TEXT_VALUE_TYPES[kind]}); "
-                        f"it {got}",
-                        f"{at}.value",
-                    )
-                elif kind == "regex":
-                    self.check_regex(value, v.flags, at, report)
-            elif kind == "exit_code":
-                if isinstance(value, bool) or not isinstance(value, int):
-                    got = "is missing" if value is None else f"is {value!r}"
-                    report(
-                        "verify-needs-value",
-                        "exit_code needs an integer `value` (the expected exit code, written "
-                        f"without quotes); it {got}",
-                        f"{at}.value",
-                    )
-            elif kind in ("all", "any", "not"):
-                children = v.checks or ()
-                if kind == "not" and len(children) != 1:
-                    report(
-                        "verify-needs-checks",
-                        f"not needs exactly one check in `checks`; it has {len(children)} "
-                        "(wrap several in all or any)",
-                        f"{at}.checks",
-                    )
-                elif kind != "not" and not children:
-                    result = "passes" if kind == "all" else "fails"
-                    report(
-                        "verify-needs-checks",
-                        f"{kind} needs at least one check in `checks`; empty, it always {result}",
-                        f"{at}.checks",
-                    )
-                # Reversed so children are reported in file order.
-                for i in range(len(children) - 1, -1, -1):
-                    stack.append((children[i], f"{at}.checks.{i}"))
-            elif kind == "compare":
-                missing = [name for name in ("field", "op") if not getattr(v, name)]
-                if missing:
-                    report(
-                        "verify-needs-field",
-                        "compare needs `field` (a path in the event data, e.g. data.count) "
-                        "and `op` (==, !=, >, >=, <, <=, in, not in, contains); "
-                        f"{' and '.join(missing)} missing",
-                        f"{at}.{missing[0]}",
-                    )
-            elif kind == "command":
-                run = v.run.strip() if isinstance(v.run, str) else ""
-                if not run:
-                    report(
-                        "verify-needs-run",
-                        "a command gate needs `run`, the command waygraph runs in the "
-                        "workspace (for example `pytest -q`)",
-                        f"{at}.run",
-                    )
-                else:
-                    report(
-                        "command-gate",
-                        f"this plan runs `{run}` on the user's machine when the check is "
-                        "reached; it runs only where the user allowed commands "
-                        "(allow_commands=True, --allow-commands), elsewhere the check is "
-                        "unknown and the run waits",
-                        f"{at}.run",
-                    )
-                if v.expect is not None:
-                    stack.append((v.expect, f"{at}.expect"))
-            elif kind == "truthy" and not v.field:
-                report(
-                    "verify-needs-field",
-                    "truthy needs `field`, the path in the event data that must be set "
-                    "(e.g. data.approved)",
-                    f"{at}.field",
-                )
-
-    def check_regex(
-        self, pattern: str, flags: str | None, at: str, report: Callable[[str, str, str], None]
-    ) -> None:
-        bad = sorted({letter for letter in flags or "" if letter not in _REGEX_FLAGS})
-        if bad:
-            report(
-                "bad-regex-flags",
-                f"unknown regex flag(s) {''.join(bad)!r} in {flags!r}; use only i (ignore "
-                "case), m (multiline), s (dot matches newline), x (verbose)",
-                f"{at}.flags",
-            )
-            return
-        try:
-            compile_pattern(pattern, flags)
-        except regex.error as exc:
-            # types-regex leaves out the pos and msg that regex.error sets (like re.error).
-            pos: int | None = exc.pos  # type: ignore[attr-defined]
-            msg: str = exc.msg  # type: ignore[attr-defined]
-            where = f" at position {pos}" if pos is not None else ""
-            report("bad-regex", f"the regex does not compile: {msg}{where}", f"{at}.value")
-            return
-        if nested_quantifier(pattern):
-            report(
-                "regex-backtracking",
-                "the regex repeats a group that itself repeats (like (a+)+), which can take "
-                "exponential time on output that almost matches; waygraph stops such a match "
-                f"after {MATCH_TIMEOUT:g}s and the check is then unknown. Make the inner part "
-                "match one way only (for example (a+)+ -> a+)",
-                f"{at}.value",
             )
 
     # -------------------------------------------------------------- edges

@@ -1,8 +1,9 @@
 """Drawing plans: Mermaid and DOT text, and SVG/PNG through Graphviz.
 
 Node shapes say the node type (Mermaid): start a stadium, task a rectangle,
-decision a rhombus, escalate a hexagon, exit a double circle, checkpoint a
-cylinder. Failure edges (``on_fail``, ``on_retry``, ``on_exhaust``) are dashed.
+decision a rhombus, escalate a flag, exit a double circle, checkpoint a
+cylinder, human a hexagon (with its question; its edges' labels are the
+choices). Failure edges (``on_fail``, ``on_retry``, ``on_exhaust``) are dashed.
 Linear plans are drawn top-down as their steps.
 
 Given a run record (``state``: ``current_node``, ``visited``, ``path``, as
@@ -69,9 +70,12 @@ MERMAID_SHAPES: dict[str, tuple[str, str]] = {
     "start": ("([", "])"),
     "task": ("[", "]"),
     "decision": ("{", "}"),
-    "escalate": ("{{", "}}"),
+    # A flag: the run is handed to a person. The hexagon is the human node's,
+    # as in DOT (hexagon: human; escalate is DOT's octagon, which Mermaid lacks).
+    "escalate": (">", "]"),
     "exit": ("(((", ")))"),
     "checkpoint": ("[(", ")]"),
+    "human": ("{{", "}}"),
 }
 
 #: Fill, border and text colours of each status, shared by Mermaid and DOT.
@@ -117,6 +121,8 @@ _NOT_AN_ID = re.compile(r"[^A-Za-z0-9_]")
 def predicate_label(verify: Verify | None) -> str:
     """A short text for a predicate, as drawn on nodes and edges.
 
+    A check with ``command_matches`` says so: ``exit == 0 from command /pytest/``.
+
     Example:
         >>> predicate_label(Verify(type="all", checks=(Verify(type="exit_code_zero"),
         ...                 Verify(type="output_not_contains", value="error"))))
@@ -124,6 +130,16 @@ def predicate_label(verify: Verify | None) -> str:
     """
     if verify is None:
         return ""
+    text = _predicate_text(verify)
+    if verify.command_matches is not None:
+        # Grouped checks are bracketed so the command reads as applying to the whole group.
+        grouped = verify.type in ("all", "any") and len(verify.checks or ()) > 1
+        text = f"({text})" if grouped else text
+        text += f" from command /{verify.command_matches}/"
+    return text
+
+
+def _predicate_text(verify: Verify) -> str:
     t, value = verify.type, verify.value
     children = verify.checks or ()
     simple = {
@@ -265,6 +281,9 @@ def _node_label(plan: Plan, node: Node, index: dict[str, int]) -> str:
     # "done" named "Done" says nothing twice.
     if node.name and node.name.casefold() != node.id.casefold():
         lines.append(node.name)
+    # A human node is its question; one that falls back to the name or id is already shown.
+    if node.type == "human" and node.question not in (node.id, node.name):
+        lines.append(node.question)
     # skip and abort show as edges; block is the one failure mode with no edge
     # (and an optional step is skipped whatever its on_fail says).
     if plan.linear and node.on_fail == "block" and node.required is not False:

@@ -16,11 +16,12 @@ so this module lays a plan out itself, in the Sugiyama style:
    exactly by pool-adjacent-violators), alternating down and up sweeps.
 
 The drawing uses node shapes per type (start a stadium, task a rounded box,
-decision a diamond, escalate a hexagon, exit a double ellipse, checkpoint a
-cylinder), CSS classes for styling (``node t-<type>``, a status class
-``done``/``failed``/``current``/``pending`` when a run record is given,
-``edge`` with ``failure``, ``back`` and ``followed``), the attempt count on
-visited nodes, and a ``<style>`` of its own so the file looks right anywhere.
+decision a diamond, escalate an octagon, exit a double ellipse, checkpoint a
+cylinder, human a hexagon showing its question), CSS classes for styling
+(``node t-<type>``, a status class ``done``/``failed``/``current``/``pending``
+when a run record is given, ``edge`` with ``failure``, ``back`` and
+``followed``), the attempt count on visited nodes, and a ``<style>`` of its
+own so the file looks right anywhere.
 Every piece of plan text is XML-escaped (plans may be written by a model),
 and characters XML cannot hold are dropped.
 
@@ -117,6 +118,7 @@ def _css() -> str:
         ".wg-graph .t-escalate .shape{fill:#fff5f5;stroke:#e03131}"
         ".wg-graph .t-decision .shape{fill:#f8f0fc;stroke:#9c36b5}"
         ".wg-graph .t-checkpoint .shape{fill:#f3f0ff;stroke:#6741d9}"
+        ".wg-graph .t-human .shape{fill:#e6fcf5;stroke:#0ca678}"
         ".wg-graph .t-missing .shape{fill:#fff;stroke:#e03131;stroke-dasharray:4 3}"
         + "".join(status)
         + ".wg-graph .current .shape{stroke-width:3}"
@@ -163,6 +165,36 @@ def _port_y(box: Box, dx: float, bottom: bool) -> float:
     return box.y + half if bottom else box.y - half
 
 
+def _polygon_points(box: Box) -> str:
+    """The corners of a human node's hexagon or an escalate node's octagon (as in DOT)."""
+    x, y, w, h = box.x, box.y, box.width, box.height
+    left, top = x - w / 2, y - h / 2
+    cut = 16.0
+    if box.kind == "human":
+        corners = [
+            (left + cut, top),
+            (left + w - cut, top),
+            (left + w, y),
+            (left + w - cut, top + h),
+            (left + cut, top + h),
+            (left, y),
+        ]
+    else:
+        # The same cut on every corner, but never past a third of the height.
+        v = min(cut * 0.6, h / 3)
+        corners = [
+            (left + cut, top),
+            (left + w - cut, top),
+            (left + w, top + v),
+            (left + w, top + h - v),
+            (left + w - cut, top + h),
+            (left + cut, top + h),
+            (left, top + h - v),
+            (left, top + v),
+        ]
+    return " ".join(f"{px:.1f},{py:.1f}" for px, py in corners)
+
+
 def _shape(box: Box) -> str:
     x, y, w, h = box.x, box.y, box.width, box.height
     left, top = x - w / 2, y - h / 2
@@ -175,20 +207,8 @@ def _shape(box: Box) -> str:
         corners = ((x, top), (x + w / 2, y), (x, top + h), (left, y))
         points = " ".join(f"{px:.1f},{py:.1f}" for px, py in corners)
         return f'<polygon class="shape" points="{points}"/>'
-    if box.kind == "escalate":
-        cut = 16.0
-        points = " ".join(
-            f"{px:.1f},{py:.1f}"
-            for px, py in (
-                (left + cut, top),
-                (left + w - cut, top),
-                (left + w, y),
-                (left + w - cut, top + h),
-                (left + cut, top + h),
-                (left, y),
-            )
-        )
-        return f'<polygon class="shape" points="{points}"/>'
+    if box.kind in ("escalate", "human"):
+        return f'<polygon class="shape" points="{_polygon_points(box)}"/>'
     if box.kind == "exit":
         return (
             f'<ellipse class="shape" cx="{x:.1f}" cy="{y:.1f}" rx="{w / 2:.1f}" ry="{h / 2:.1f}"/>'
@@ -223,8 +243,11 @@ def _text(box: Box) -> str:
 
 def _tooltip(node: Node, status: str | None, attempts: str | None) -> str:
     parts = [node.title]
+    if node.type == "human":
+        parts.append(f"asks: {node.question}")
     for text in (node.action, node.description, node.reason):
-        if text:
+        # A human node's question may be its action or description: said once.
+        if text and not (node.type == "human" and text == node.question):
             parts.append(text)
     if node.verify is not None:
         parts.append(f"verify: {predicate_label(node.verify)}")

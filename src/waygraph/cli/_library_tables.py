@@ -142,7 +142,7 @@ def print_plan(lib: Library, plan: Plan) -> None:
                 (
                     node.id,
                     node.type,
-                    _with_details(node.name, _node_details(node)),
+                    _with_details(node.name, _node_details(node, plan)),
                     _verify_text(node),
                     _retries_text(node),
                 )
@@ -202,8 +202,14 @@ def _retries_text(node: Node) -> str:
     return "unbounded" if node.max_retries is None else str(node.max_retries)
 
 
-def _node_details(node: Node) -> list[str]:
+def _node_details(node: Node, plan: Plan) -> list[str]:
     parts = []
+    if node.type == "human":
+        from waygraph._choices import choice_labels
+
+        parts.append(f"asks: {node.question}")
+        labels = choice_labels(plan.graph, node.id)
+        parts.append("choices: " + (" | ".join(labels) if labels else "(none)"))
     if node.tool:
         parts.append(f"tool {node.tool}")
     if node.join == "all":

@@ -172,6 +172,10 @@ class _Builder:
         if "label" in attrs:
             out["name"] = attrs["label"].value
         prompt, action = attrs.get("prompt"), attrs.get("action")
+        if out["type"] == "human" and prompt is not None:
+            # A human node's prompt is its question, a field of its own (both may be set).
+            out["prompt"] = prompt.value
+            prompt = None
         if prompt and action and prompt.value != action.value:
             raise self.fail(
                 "both prompt and action are set; they are the same field, keep one",

@@ -26,8 +26,9 @@ def plan_to_dot(plan: Plan) -> str:
     Graph attributes come first, then one node per line, then the edges. Node
     types are written as shapes, so Graphviz draws the plan as it runs.
     Raises :class:`PlanFormatError` (a ``ValueError``) for a plan DOT cannot
-    hold: an empty id, or an edge to a node that does not exist (DOT would
-    create that node).
+    hold: an empty id, an edge to a node that does not exist (DOT would
+    create that node), or a ``prompt`` on a node that is not ``human`` (DOT
+    reads ``prompt`` there as Attractor's name for ``action``).
 
     Example:
         >>> from waygraph.model import Graph
@@ -58,6 +59,17 @@ def plan_to_dot(plan: Plan) -> str:
                     edge=edge.describe(),
                     value=end,
                 )
+    for node in graph.nodes.values():
+        if node.prompt is not None and node.type != "human":
+            raise PlanFormatError(
+                f"prompt is set on {node.type} node {node.id!r}; DOT reads prompt as the "
+                "question only on human nodes (elsewhere it is Attractor's name for action), "
+                "so it would read back as the action; remove prompt (it has no effect "
+                "there) or make the node human",
+                plan=plan.id,
+                node=node.id,
+                field="prompt",
+            )
     lines = [f"digraph {quote_id(plan.id)} {{"]
     head = [f"  {key}={value}" for key, value in _graph_attributes(plan)]
     if head:
@@ -112,7 +124,7 @@ def _node_attributes(node: Node) -> list[tuple[str, str]]:
     out = [("shape", SHAPE_OF_TYPE[node.type])]
     if node.name:
         out.append(("label", quote_id(node.name)))
-    for key in ("action", "tool", "tool_hint", "description"):
+    for key in ("prompt", "action", "tool", "tool_hint", "description"):
         value = getattr(node, key)
         if value is not None:
             out.append((key, quote_id(value)))

@@ -2,9 +2,10 @@
 
 One ``digraph`` is one plan. Node shapes give node types (``Mdiamond`` start,
 ``Msquare`` exit, ``box`` task, ``diamond`` decision, ``octagon`` escalate,
-``cylinder`` checkpoint); edges carry a ``condition`` (Attractor's
-``outcome=success`` or waygraph's ``on_success`` ...) and an optional ``when``
-condition string. ``docs/dot.md`` lists every attribute.
+``cylinder`` checkpoint, ``hexagon`` human, whose ``prompt`` is its question);
+edges carry a ``condition`` (Attractor's ``outcome=success`` or waygraph's
+``on_success`` ...), an optional ``when`` condition string, and a ``label``
+(out of a human node: the choice). ``docs/dot.md`` lists every attribute.
 
 The tokenizer and parser are our own (no Graphviz or pydot), accept a strict
 subset, and refuse everything else with a :class:`~waygraph.errors.PlanFormatError`

@@ -23,6 +23,8 @@ Example:
     'https://waygraph.dev/schema/library/v2.json'
     >>> schema["$defs"]["Node"]["properties"]["type"]["enum"][:3]
     ['start', 'task', 'decision']
+    >>> "human" in schema["$defs"]["Node"]["properties"]["type"]["enum"]
+    True
 """
 
 from __future__ import annotations
@@ -91,10 +93,14 @@ PROPERTY_DESCRIPTIONS: dict[str, dict[str, str]] = {
     },
     "Node": {
         "id": "Optional; when given it must equal the node's key in 'nodes'.",
-        "type": "start, task, decision, escalate, exit or checkpoint.",
+        "type": "start, task, decision, escalate, exit, checkpoint or human.",
         "name": "A short human-readable name.",
         "description": "Shown to the model (decision nodes: what is being decided).",
         "action": "Task: what the model should do.",
+        "prompt": (
+            "Human: the question put to a person; the labels of the node's outgoing edges "
+            "are the choices."
+        ),
         "tool": "Task: the tool to use (a hint; whichever tool ran is verified).",
         "tool_hint": "Task: how to use the tool.",
         "verify": "Task or decision: the check a tool result must pass.",
@@ -122,7 +128,10 @@ PROPERTY_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "when": "Decision edges: a predicate on the latest result that routes the run.",
         "on_event": "Event-driven runs: the event type that moves the run along this edge.",
         "weight": "Priority within one condition; higher wins.",
-        "label": "Text shown on drawings instead of the condition.",
+        "label": (
+            "Text shown on drawings instead of the condition; out of a human node, the "
+            "choice (the answer that follows the edge)."
+        ),
     },
     "Verify": {
         "type": "The check to run (one of the built-in verify types).",
@@ -134,6 +143,10 @@ PROPERTY_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "run": "command: the command waygraph runs in the workspace (needs allow_commands).",
         "timeout": "command: seconds the command may run (default 60).",
         "expect": "command: the check its output and exit code must pass (exit_code_zero).",
+        "command_matches": (
+            "A regular expression the command that produced the evidence must match "
+            "(searched in the command the host reports); other evidence is unknown."
+        ),
     },
     "Step": {
         "name": "A short human-readable name.",

@@ -1,0 +1,71 @@
+"""The ``human`` node checks of ``waygraph check``: a question a person can answer.
+
+A human node routes by the labels of its outgoing edges (its choices,
+:func:`waygraph._choices.choices`), so it needs at least one labelled edge,
+and no answer may pick two of them: labels must differ (case, spacing and
+surrounding punctuation ignored), and so must their accelerators (``[Y] Yes``)
+and their words without the accelerator. A mixin of
+:class:`waygraph.check._PlanChecker`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from waygraph._choices import answer_keys, choices
+
+if TYPE_CHECKING:
+    from waygraph.model import Edge, Graph, Node
+
+
+class HumanChecks:
+    """Checks of human nodes (a mixin of the plan checker)."""
+
+    if TYPE_CHECKING:
+        graph: Graph
+
+        def add(
+            self,
+            code: str,
+            message: str,
+            *,
+            node: str | None = None,
+            edge: Edge | None = None,
+            field: str | None = None,
+        ) -> None: ...
+
+    def check_human(self, node: Node) -> None:
+        """A human node without choices, and choices one answer could pick twice."""
+        nid = node.id
+        offered = choices(self.graph, nid)
+        if not offered:
+            out = self.graph.out_edges(nid)
+            has = f"its {len(out)} outgoing edge(s) have no label" if out else "it has no edges"
+            self.add(
+                "human-without-choices",
+                f"the human node asks {node.question!r} but offers no choices ({has}); "
+                "give each outgoing edge a `label`, the answer that follows it (for "
+                "example `[Y] Yes` and `[N] No`)",
+                node=nid,
+                field="label",
+            )
+            return
+        # The first choice to claim each answer; a later one that claims it too is the clash.
+        taken: dict[str, Edge] = {}
+        for edge in offered:
+            label = edge.label or ""
+            clashes = [(key, taken[key]) for key in answer_keys(label) if key in taken]
+            if clashes:
+                key, first = clashes[0]
+                self.add(
+                    "duplicate-choice",
+                    f"the answer {key!r} picks both {first.label!r} ({first.describe()}) and "
+                    f"{label!r} of human node {nid!r} (an answer picks a label, its words "
+                    "without the accelerator, or the accelerator of `[Y] Yes`, `Y) Yes`, "
+                    "`Y - Yes`, case ignored); give each choice its own label and accelerator",
+                    node=nid,
+                    edge=edge,
+                    field="label",
+                )
+            for key in answer_keys(label):
+                taken.setdefault(key, edge)
