@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.strategies import graph_plans, outcomes
 from waygraph import engine, load_library, render
 from waygraph.model import Graph, Plan
-from waygraph.verify import Observation, check
+from waygraph.verify import Observation, check, judge_for
 
 COMPAT = Path(__file__).parent / "fixtures" / "compat"
 GRAPH_LIB = load_library(COMPAT / "agent-zero-graph-library-v2.json", validate=False)
@@ -128,7 +128,14 @@ def test_linear_plan_runs_to_completion_like_the_seed():
         out = outputs.get(node.id, "ok")
         if node.verify and node.verify.type == "output_contains":
             out = f"{out} {node.verify.value}"
-        run, _ = engine.observe(plan, run, judge_output(out), turn=turn)
+        if node.verify and node.verify.type == "manual":
+            # "Make changes" is a manual check: a person confirms it, no tool result does.
+            run, _ = engine.observe(plan, run, judge_output(out), turn=turn)
+            assert run.current_node == node.id and run.awaiting == "user"
+            said = Observation(output="yes, the changes are made", source="human")
+            run, _ = engine.hear(plan, run, turn=turn, text=said.output, judge=judge_for(said))
+        else:
+            run, _ = engine.observe(plan, run, judge_output(out), turn=turn)
         turn += 1
         assert turn < 50
     assert run.status == "completed"

@@ -30,6 +30,7 @@ MEANS: dict[str, type[BaseException] | tuple[type[BaseException], ...] | None] =
     "StoreError": RuntimeError,
     "Conflict": RuntimeError,
     "InputError": (ValueError, TypeError),
+    "NotWaitingError": RuntimeError,
     "IntegrationVersionError": ValueError,
     "ConfigError": ValueError,
     "GraphvizNotFoundError": ValueError,

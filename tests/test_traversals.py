@@ -21,6 +21,8 @@ import yaml
 from waygraph import AsyncNavigator, Hooks, Navigator, engine
 from waygraph.library import Library
 from waygraph.model import Plan
+from waygraph.evidence import command_of
+from waygraph.questions import asks_user
 from waygraph.turns import evidence_of
 from waygraph.verify import Observation, judge_for
 
@@ -78,6 +80,7 @@ def _observation(step: dict[str, Any]) -> Observation:
         tool_name=step.get("tool"),
         source=step.get("source", "tool"),
         call=step.get("call"),
+        command=command_of(step.get("call")),
     )
 
 
@@ -93,6 +96,12 @@ def _run_engine(plan: Plan, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         if step.get("idle"):
             run, _ = engine.advance(plan, run, turn=turn)
             continue
+        person = step.get("answer", step.get("user"))
+        if person is not None:
+            run, _ = engine.advance(plan, run, turn=turn)
+            judge = judge_for(Observation(output=str(person), source="human"))
+            run, _ = engine.hear(plan, run, turn=turn, text=str(person), judge=judge)
+            continue
         observation = _observation(step)
         run, _ = engine.advance(
             plan,
@@ -103,13 +112,25 @@ def _run_engine(plan: Plan, inputs: list[dict[str, Any]]) -> dict[str, Any]:
             tool_name=observation.tool_name,
             evidence=evidence_of(observation),
             final=bool(step.get("final")),
+            question=_asks(step),
         )
     return engine.to_record(plan, run)
+
+
+def _asks(step: dict[str, Any]) -> bool:
+    """Whether a model reply asks the user something, as the drivers decide it."""
+    if step.get("source") != "model":
+        return False
+    if step.get("asks_user") is not None:
+        return bool(step["asks_user"])
+    return bool(step.get("final")) and asks_user(str(step.get("output", "")))
 
 
 def _turn_kwargs(step: dict[str, Any]) -> dict[str, Any]:
     if step.get("idle"):
         return {"user_message": "still here"}
+    if "user" in step:
+        return {"user_message": str(step["user"])}
     return {
         "tool_output": str(step.get("output", "")),
         "exit_code": step.get("exit_code"),
@@ -118,6 +139,7 @@ def _turn_kwargs(step: dict[str, Any]) -> dict[str, Any]:
         "observation_id": step.get("id"),
         "source": step.get("source", "tool"),
         "final": bool(step.get("final")),
+        "asks_user": step.get("asks_user"),
     }
 
 
@@ -127,6 +149,8 @@ def _run_navigator(plan: Plan, inputs: list[dict[str, Any]]) -> dict[str, Any]:
     for step in inputs:
         if step.get("rewind"):
             nav.rewind(SESSION)
+        elif "answer" in step:
+            nav.answer(SESSION, str(step["answer"]))
         else:
             nav.turn(SESSION, **_turn_kwargs(step))
     record = nav.state(SESSION)
@@ -141,6 +165,8 @@ def _run_async(plan: Plan, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         for step in inputs:
             if step.get("rewind"):
                 await nav.rewind(SESSION)
+            elif "answer" in step:
+                await nav.answer(SESSION, str(step["answer"]))
             else:
                 await nav.turn(SESSION, **_turn_kwargs(step))
         record = await nav.state(SESSION)
@@ -160,8 +186,14 @@ def _run_hooks(plan: Plan, inputs: list[dict[str, Any]]) -> dict[str, Any]:
             nav.rewind(SESSION)
         elif step.get("idle"):
             hooks.on_user_message("still here")
+        elif "answer" in step or "user" in step:
+            hooks.on_user_message(str(step.get("answer", step.get("user"))))
         elif step.get("source") == "model":
-            hooks.on_model_reply(str(step.get("output", "")), final=bool(step.get("final")))
+            hooks.on_model_reply(
+                str(step.get("output", "")),
+                final=bool(step.get("final")),
+                asks_user=step.get("asks_user"),
+            )
         else:
             hooks.on_tool_result(
                 str(step.get("output", "")),
@@ -220,6 +252,8 @@ def test_traversal(path: Path, driver: str) -> None:
         assert expect["reason_contains"] in (record.get("reason") or ""), (rule, record["reason"])
     if "pace_level" in expect:
         assert record["pace_level"] == expect["pace_level"], rule
+    if "awaiting" in expect:
+        assert record.get("awaiting") == expect["awaiting"], rule
 
 
 def test_there_are_at_least_thirty_fixtures():

@@ -29,9 +29,10 @@ def v(**kw) -> Verify:
         (v(type="regex", value="^ok$"), "x\nOK\ny", False),
         (v(type="any_output"), "  \n ", False),
         (v(type="any_output"), "x", True),
-        (v(type="manual"), "", True),
-        (v(type="manual", value="CONFIRMED"), "looks good", False),
-        (v(type="manual", value="CONFIRMED"), "confirmed by Ann", True),
+        # A tool's output never passes a manual check: only a person does (issue 32).
+        (v(type="manual"), "", None),
+        (v(type="manual", value="CONFIRMED"), "looks good", None),
+        (v(type="manual", value="CONFIRMED"), "confirmed by Ann", None),
     ],
 )
 def test_output_checks(verify, output, expected):
@@ -56,11 +57,22 @@ def test_combinators():
     [
         ("whatever", 0, True),
         ("all good", 3, False),
-        ("Process exited with code 2", None, False),
-        ("Command returned non-zero exit status 1.", None, False),
-        ("[exit status: 0] done", None, True),
+        # Only the exit=N marker, alone on the last non-empty line, is a
+        # printed status (issue 32): anything else said about exit codes is not.
+        ("Process exited with code 2", None, None),
+        ("Command returned non-zero exit status 1.", None, None),
+        ("[exit status: 0] done", None, None),
         ("make: done\nexit=0", None, True),
+        ("make: done\n  exit=0  \n\n", None, True),
         ("boom\nexit=2", None, False),
+        ("1 failed\nexit=0\nmore text", None, None),
+        ("exit=0 but then\n1 failed", None, None),
+        (
+            "F....\nFAILED tests/test_cli.py::test_run - AssertionError: expected exit code 0,"
+            " got 2\n1 failed, 4 passed in 0.21s",
+            None,
+            None,
+        ),
         # Without an exit code or a printed status the verdict is unknown:
         # words never decide an exit-code check (issue 12).
         ("Traceback (most recent call last):", None, None),
@@ -79,7 +91,8 @@ def test_exit_code_zero_uses_real_code_then_printed_status_else_unknown(output, 
 def test_exit_code_compares_a_given_code():
     assert check(v(type="exit_code", value=1), Observation(output="", exit_code=1))
     assert not check(v(type="exit_code", value=1), Observation(output="", exit_code=0))
-    assert exit_status(Observation(output="exit code: 7")) == 7
+    assert exit_status(Observation(output="exit=7")) == 7
+    assert exit_status(Observation(output="exit code: 7")) is None
 
 
 def test_file_exists_stays_inside_the_workspace(tmp_path: Path):

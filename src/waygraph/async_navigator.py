@@ -38,6 +38,10 @@ class AsyncNavigator:
         """Navigator.turn in a worker thread: record what happened, get the guidance."""
         return await asyncio.to_thread(self.sync.turn, session_id, **kwargs)
 
+    async def answer(self, session_id: str, answer: str, *, by: str | None = None) -> Guidance:
+        """Navigator.answer in a worker thread: a person's answer to what the session waits for."""
+        return await asyncio.to_thread(self.sync.answer, session_id, answer, by=by)
+
     async def start(self, session_id: str, plan_id: str) -> Guidance:
         """Navigator.start in a worker thread: begin ``plan_id`` for the session."""
         return await asyncio.to_thread(self.sync.start, session_id, plan_id)

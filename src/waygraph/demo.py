@@ -120,14 +120,17 @@ class Workspace:
                 command,
                 shell=True,
                 cwd=self.root,
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                # One stream, in the order written: a status line echoed last
+                # must come out last (only then is it an exit status).
+                stderr=subprocess.STDOUT,
                 text=True,
                 timeout=COMMAND_TIMEOUT,
                 env=env,
             )
         except subprocess.TimeoutExpired:
             return ToolResult(f"command timed out after {COMMAND_TIMEOUT}s", 124)
-        return ToolResult((proc.stdout + proc.stderr).strip(), proc.returncode)
+        return ToolResult(proc.stdout.strip(), proc.returncode)
 
     def edit(self, relative: str, old: str, new: str) -> ToolResult:
         """Replace the first ``old`` in a file with ``new``; exit code 1 when it cannot."""

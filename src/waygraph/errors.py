@@ -15,6 +15,7 @@ keeps working for callers who do not know waygraph::
     ├── StoreError (RuntimeError)         a store could not read or write
     │   └── Conflict                      another writer committed first
     ├── InputError (ValueError, TypeError) a call's argument is of the wrong type or too long
+    ├── NotWaitingError (RuntimeError)    an answer for a session that waits for nobody
     ├── ConfigError (ValueError)          a bad URL, option or setting
     │   ├── GraphvizNotFoundError         Graphviz's dot is not installed
     │   └── MissingExtra (ImportError)    an optional package (an extra) is not installed
@@ -72,6 +73,7 @@ __all__ = [
     "LLMError",
     "LibraryError",
     "MissingExtra",
+    "NotWaitingError",
     "PatternTimeout",
     "PermanentError",
     "PlanContextNotFoundError",
@@ -194,6 +196,10 @@ class InputError(WaygraphError, ValueError, TypeError):
     It is both a ValueError and a TypeError, so code written against either
     built-in still catches it.
     """
+
+
+class NotWaitingError(WaygraphError, RuntimeError):
+    """An answer came for a session that is not waiting for a person's answer."""
 
 
 class ConfigError(WaygraphError, ValueError):

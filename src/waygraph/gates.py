@@ -114,4 +114,4 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 
 def _host(command: str, output: str, code: int) -> Observation:
-    return Observation(output=output, exit_code=code, source="host", call=command)
+    return Observation(output=output, exit_code=code, source="host", call=command, command=command)

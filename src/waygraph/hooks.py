@@ -161,13 +161,17 @@ class Hooks:
             source=source,
         )
 
-    def on_model_reply(self, text: str, *, final: bool = True) -> Guidance:
+    def on_model_reply(
+        self, text: str, *, final: bool = True, asks_user: bool | None = None
+    ) -> Guidance:
         """The model answered the user with ``text`` (not a tool call): a claim, not evidence.
 
         The plan does not move. With ``final`` (the answer ends the model's
         work, as a reply without tool calls does) while the plan is unfinished,
         waygraph records ``claim_unverified`` and the next guidance names the
-        steps still unverified.
+        steps still unverified. A reply that asks the user something (its last
+        sentence ends with ``?``, or ``asks_user=True``) is no claim: waygraph
+        records ``question_asked`` and waits for the user's next message.
 
         Example:
             >>> hooks = Hooks("s", store="memory://")
@@ -175,7 +179,13 @@ class Hooks:
             >>> [e.type for e in hooks.on_model_reply("Fixed! Everything works now.").events]
             ['claim_recorded', 'claim_unverified']
         """
-        return self._turn(tool_output=text, source="model", final=final)
+        return self._turn(tool_output=text, source="model", final=final, asks_user=asks_user)
+
+    def answer(self, text: str, *, by: str | None = None) -> Guidance:
+        """A person's answer to what the conversation waits for (:meth:`Navigator.answer`)."""
+        if self.navigator is None:
+            return Guidance()
+        return self.navigator.answer(self.session_id, text, by=by)
 
     def context_for_model(self) -> str | None:
         """The guidance to add to the model's context now, or None.

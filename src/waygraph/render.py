@@ -37,10 +37,19 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
+from waygraph.engine.rules import asks_person
 from waygraph.model import Node, Plan
+from waygraph.people import choices_text, manual_request
 from waygraph.verify import describe
 
-__all__ = ["context", "evidence_lines", "failed_step", "finished_message", "progress_summary"]
+__all__ = [
+    "context",
+    "evidence_lines",
+    "failed_step",
+    "finished_message",
+    "progress_summary",
+    "rejected_answer",
+]
 
 HEADER = "[waygraph]"
 #: The documents' closing instruction, for graphs; linear plans name the step.
@@ -227,6 +236,22 @@ def _notice_text(plan: Plan, node: Node, notice: Mapping[str, object]) -> str:
             f"Your message is a claim, not evidence: {node.title} is still unverified. "
             f"Show a tool result that passes: {describe(node.verify)}."
         )
+    if kind == "question":
+        return (
+            "You asked the user a question: wait for their answer before going on "
+            "with this step."
+        )
+    if kind == "awaiting_person":
+        return (
+            f"A person decides at {node.id}; tool results do not count here. Ask the user "
+            "and wait for their answer."
+        )
+    if kind == "choices":
+        labels = [str(e.label) for e in plan.graph.out_edges(node.id) if e.label]
+        return (
+            f"The answer {notice.get('answer')!r} is not one of the choices; the person "
+            f"must answer {choices_text(labels)}."
+        )
     if kind == "claim_unverified":
         raw = notice.get("nodes")
         names = ", ".join(str(n) for n in raw) if isinstance(raw, list) and raw else node.id
@@ -371,7 +396,32 @@ def _first(plan: Plan, node: Node, conditions: tuple[str, ...]) -> str | None:
     return None if edge is None else _target(plan, edge.to)
 
 
+def rejected_answer(event: Mapping[str, object]) -> str:
+    """The error an answer that picks no choice gets (from its ``answer_rejected`` event).
+
+    Example:
+        >>> rejected_answer({"answer": "maybe", "choices": ["yes", "no"]})
+        "'maybe' is not one of the choices: answer 'yes' or 'no'"
+    """
+    raw = event.get("choices")
+    labels = [str(c) for c in raw] if isinstance(raw, list | tuple) else []
+    return f"{event.get('answer')!r} is not one of the choices: answer {choices_text(labels)}"
+
+
+def _human_block(plan: Plan, node: Node) -> list[str]:
+    """A person decides: the question, the choices, and that the model only asks."""
+    labels = [str(e.label) for e in plan.graph.out_edges(node.id) if e.label]
+    return [
+        f"Ask the user: {node.question}",
+        f"Choices: {choices_text(labels)}",
+        "A person decides here: ask the user this question with its choices, then stop "
+        "and wait for their answer. Do not answer it yourself; tool results do not count.",
+    ]
+
+
 def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
+    if node.type == "human":
+        return _human_block(plan, node)
     if node.type == "decision":
         lines = [f"Decide: {node.description or node.name or node.id}"]
         options = [
@@ -395,6 +445,11 @@ def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
     if node.tool_hint:
         lines.append(f"Hint: {node.tool_hint}")
     lines.append(f"Verify: {describe(node.verify)}")
+    if asks_person(node):
+        manual = next(v for v in node.verify.walk() if v.type == "manual")  # type: ignore[union-attr]
+        lines.append(f"Ask the user: {manual_request(manual.value)}.")
+    elif node.verify is not None and node.verify.command_matches and node.tool_hint:
+        lines.append(f"Run the command itself (for example: {node.tool_hint}).")
     attempts = run.attempts(node.id)
     lines.extend(_routes(plan, node, attempts))
     if not plan.linear and node.name and node.name != node.id:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,7 +22,7 @@ from waygraph.model import Plan
 from waygraph.model.record import RunKind
 from waygraph.retry import retry_conflicts
 from waygraph.store import Write
-from waygraph.verify import Observation
+from waygraph.verify import SOURCES, Observation
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -29,6 +30,8 @@ __all__ = [
     "Event",
     "Guidance",
     "call_digest",
+    "check_answer",
+    "check_source",
     "check_turn",
     "evidence_of",
     "retry_conflicts",
@@ -36,6 +39,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+log = logging.getLogger("waygraph.navigator")
 
 
 #: A user message is matched on its first this many characters.
@@ -105,6 +110,32 @@ def check_turn(
         for plan_id in allowed_plans:
             if not isinstance(plan_id, str):
                 raise InputError(f"allowed_plans must hold plan ids (strings), not {plan_id!r}")
+
+
+def check_source(source: Any, *, strict: bool) -> str:
+    """``source`` if it is one of ``SOURCES``; else InputError (strict) or ``"tool"``."""
+    if source in SOURCES:
+        return str(source)
+    message = f"source must be one of {', '.join(SOURCES)}, not {source!r}"
+    if strict:
+        raise InputError(message)
+    log.warning("waygraph: %s; treating the result as a tool result", message)
+    return "tool"
+
+
+#: Characters of who answered kept on the event (a name, an address).
+MAX_BY_CHARS = 200
+
+
+def check_answer(session_id: Any, answer: Any, by: Any) -> None:
+    """Refuse an answer no session can take (:meth:`Navigator.answer`), with one InputError each."""
+    _check_id("session_id", session_id, required=True)
+    if not isinstance(answer, str):
+        raise InputError(f"answer must be a string, not {type(answer).__name__}")
+    if not answer.strip():
+        raise InputError("answer is empty")
+    if by is not None and (not isinstance(by, str) or len(by) > MAX_BY_CHARS):
+        raise InputError(f"by must be a string of at most {MAX_BY_CHARS} characters, or None")
 
 
 def _check_id(name: str, value: Any, *, required: bool) -> None:

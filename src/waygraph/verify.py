@@ -12,9 +12,18 @@ Documented choices:
   evidence cannot decide). Unknown costs no attempt: the run waits on the
   node and the guidance asks for the missing evidence.
 - ``exit_code_zero`` / ``exit_code`` use the real exit code when the
-  observation has one, else an exit status the tool printed ("exit code 1",
-  "returned non-zero exit status 2", "[exit status: 0]", ``exit=1``), else
-  the verdict is unknown. Words such as "error" never decide an exit code.
+  observation has one, else the marker the guidance asks for (``exit=N``)
+  when it is the output's last non-empty line, else the verdict is unknown.
+  "exit code 1" or "returned code 2" printed anywhere else never count, and
+  words such as "error" never decide an exit code.
+- A node without ``verify`` fails on a known non-zero exit status and passes
+  otherwise.
+- ``command_matches`` (on any check) binds the evidence to the command that
+  produced it: evidence from a command that does not match the pattern, or
+  with no command reported, is unknown.
+- Output checks (``any_output``, ``output_contains``, ``output_not_contains``,
+  ``regex``) fail on the output of a command that never ran its program
+  (:func:`waygraph.evidence.never_ran`).
 - ``file_exists`` always looks: a relative path resolves against the
   workspace (the current directory when none is configured), an absolute
   path is checked as written unless ``confine`` keeps checks inside the
@@ -22,8 +31,9 @@ Documented choices:
 - ``command`` runs a command waygraph itself (a gate) and judges its output
   with ``expect``; only when the user allowed commands, else unknown.
 - Model text (``source="model"``) is never evidence: its verdict is unknown.
-- ``manual`` passes on the next result, or, when the plan gives a ``value``,
-  only on a result containing that confirmation marker.
+- A person's words (``source="human"``) are evidence only for ``manual``
+  checks, and ``manual`` passes on nothing else: the person's answer
+  containing the ``value`` (any answer but a refusal when there is none).
 
 Example:
     >>> from waygraph.model import Verify
@@ -33,11 +43,12 @@ Example:
     False
     >>> evaluate(Verify(type="exit_code_zero"), Observation(output="all fine")).outcome
     'unknown'
+    >>> evaluate(Verify(type="manual", value="CONFIRMED"), Observation(output="CONFIRMED")).outcome
+    'unknown'
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +56,8 @@ from typing import Any, Literal
 
 from regex import error as regex_error
 
-from waygraph import patterns
+from waygraph import patterns, people
+from waygraph.evidence import never_ran, printed_exit_status
 from waygraph.model import BUILTIN_VERIFY_TYPES, Verify, register_verify_type
 
 __all__ = [
@@ -68,18 +80,11 @@ __all__ = [
 MAX_VERIFIED_CHARS = 200_000
 
 Outcome = Literal["success", "fail", "unknown"]
-Source = Literal["tool", "model", "host"]
-#: Where evidence comes from: a tool's real result, words the model wrote, or
-#: a check the host (or waygraph) ran itself.
-SOURCES: tuple[str, ...] = ("tool", "model", "host")
+Source = Literal["tool", "model", "host", "human"]
+#: Where evidence comes from: a tool's real result, words the model wrote, a
+#: check the host (or waygraph) ran itself, or a person's own words.
+SOURCES: tuple[str, ...] = ("tool", "model", "host", "human")
 
-_PRINTED_STATUS = re.compile(
-    r"(?:exit(?:ed)?(?: with)?(?: code| status)|non-zero exit status|return(?:ed)? code)"
-    r"\s*[:=]?\s*(-?\d+)"
-    # The form the guidance asks for: `cmd; echo "exit=$?"`.
-    r"|\bexit=(-?\d+)\b",
-    re.IGNORECASE,
-)
 #: The one line the guidance gives when an exit code is missing.
 EXIT_CODE_HINT = 'run the command again followed by `; echo "exit=$?"` so its exit status shows'
 
@@ -91,9 +96,10 @@ class Observation:
     ``id`` makes a result count once even if the host reports it twice.
     ``data`` is structured event data for ``compare``/``truthy`` checks.
     ``source`` says who produced it: ``"tool"`` (a tool's real result),
-    ``"model"`` (words the model wrote; never evidence) or ``"host"`` (a check
-    the host or waygraph ran). ``call`` is a one-line digest of the command or
-    arguments, when the host gives them.
+    ``"model"`` (words the model wrote; never evidence), ``"host"`` (a check
+    the host or waygraph ran) or ``"human"`` (a person's answer). ``call`` is
+    a one-line digest of the command or arguments, when the host gives them;
+    ``command`` the whole command (:func:`waygraph.evidence.command_of`).
     """
 
     output: str = ""
@@ -104,6 +110,7 @@ class Observation:
     data: Mapping[str, Any] | None = None
     source: str = "tool"
     call: str | None = None
+    command: str | None = None
 
     @property
     def text(self) -> str:
@@ -200,24 +207,80 @@ def register(name: str, verifier: Verifier | None = None) -> Any:
 def evaluate(
     verify: Verify | None, observation: Observation, context: VerifyContext | None = None
 ) -> Verdict:
-    """The three-valued verdict of ``observation`` against ``verify`` (None passes).
+    """The three-valued verdict of ``observation`` against ``verify``.
+
+    Without a check, a known non-zero exit status fails and anything else
+    passes.
 
     Example:
         >>> evaluate(Verify(type="exit_code_zero"), Observation(output="x", exit_code=0))
         Verdict(outcome='success', reason=None, evidence=None)
+        >>> evaluate(None, Observation(output="boom", exit_code=1)).outcome
+        'fail'
     """
     if verify is None:
-        return SUCCESS
+        code = exit_status(observation)
+        return SUCCESS if not code else Verdict("fail", f"exit code {code}")
     if observation.source == "model":
         # Defence in depth: drivers never judge model text, but a custom
         # caller might; a claim is not evidence.
         return Verdict("unknown", "words the model wrote are a claim, not evidence")
+    if observation.source != "human" and _reads_output(verify):
+        why = never_ran(observation.text, observation.exit_code)
+        if why is not None:
+            return Verdict("fail", why)
+    return _evaluate(verify, observation, context or _NO_CONTEXT)
+
+
+def _evaluate(verify: Verify, observation: Observation, context: VerifyContext) -> Verdict:
+    if observation.source == "human":
+        if verify.type not in _HUMAN_TYPES:
+            return Verdict("unknown", "a person's message is evidence only for a manual check")
+    elif verify.command_matches is not None:
+        bound = _command_bound(verify.command_matches, observation.command)
+        if bound is not None:
+            return bound
     fn = _registry.get(verify.type)
     if fn is None:
         # The model refuses unknown types at load, so this means a verifier
         # was registered by name only in another process: fail safe.
         return Verdict("fail", f"no verifier is registered for {verify.type!r} here")
-    return _as_verdict(fn(verify, observation, context or _NO_CONTEXT))
+    return _as_verdict(fn(verify, observation, context))
+
+
+#: The checks a person's words can decide (``manual``, and the logic around it).
+_HUMAN_TYPES = frozenset({"manual", "all", "any", "not"})
+#: The checks that read a command's output: no evidence when it never ran.
+_OUTPUT_TYPES = frozenset({"any_output", "output_contains", "output_not_contains", "regex"})
+
+
+def _reads_output(verify: Verify) -> bool:
+    """Whether the check (not a command gate's own) reads the result's output."""
+    if verify.type in _OUTPUT_TYPES:
+        return True
+    return any(_reads_output(child) for child in verify.checks or ())
+
+
+def _command_bound(pattern: str, command: str | None) -> Verdict | None:
+    """Unknown unless ``command`` matches ``pattern`` (None when it does)."""
+    if command is None:
+        return Verdict(
+            "unknown",
+            f"this step's evidence must come from a command matching /{pattern}/, "
+            "and no command was reported with the result",
+        )
+    try:
+        found = patterns.search(pattern, None, command)
+    except (patterns.PatternTimeout, regex_error) as exc:
+        return Verdict("unknown", f"the plan's command_matches /{pattern}/ cannot be used: {exc}")
+    if found:
+        return None
+    shown = command if len(command) <= 80 else command[:77] + "..."
+    return Verdict(
+        "unknown",
+        f"`{shown}` is not the command this step needs; its evidence must come from a "
+        f"command matching /{pattern}/",
+    )
 
 
 def check(
@@ -239,14 +302,17 @@ _NO_CONTEXT = VerifyContext()
 
 
 def exit_status(observation: Observation) -> int | None:
-    """The exit code: the real one, else one the tool printed, else None."""
+    """The exit code: the real one, else the ``exit=N`` marker on the last line, else None.
+
+    Example:
+        >>> exit_status(Observation(output="FAILED: expected exit code 0, got 2")) is None
+        True
+        >>> exit_status(Observation(output="5 passed\\nexit=0"))
+        0
+    """
     if observation.exit_code is not None:
         return observation.exit_code
-    found = _PRINTED_STATUS.findall(observation.text[-2000:])
-    if not found:
-        return None
-    first, second = found[-1]
-    return int(first or second)
+    return printed_exit_status(observation.text[-2000:])
 
 
 # ---------------------------------------------------------------- built-ins
@@ -338,17 +404,24 @@ def _any_output(v: Verify, o: Observation, c: VerifyContext) -> bool:
     return bool(o.text.strip())
 
 
-def _manual(v: Verify, o: Observation, c: VerifyContext) -> bool:
+def _manual(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
+    if o.source != "human":
+        return Verdict("unknown", people.manual_request(v.value))
+    answer = o.text.strip()
+    if people.is_refusal(answer):
+        return Verdict("fail", f"the person refused: {answer[:80]!r}")
     if v.value:
-        return str(v.value).lower() in o.text.lower()
-    return True
+        if str(v.value).lower() in answer.lower():
+            return SUCCESS
+        return Verdict("unknown", f"the person's answer does not contain {str(v.value)!r}")
+    return SUCCESS if answer else Verdict("unknown", "the person's answer is empty")
 
 
 def _all(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
     unknown: Verdict | None = None
     evidence = None
     for child in v.checks or ():
-        verdict = evaluate(child, o, c)
+        verdict = _evaluate(child, o, c)
         evidence = verdict.evidence or evidence
         if verdict.outcome == "fail":
             return Verdict("fail", verdict.reason, evidence)
@@ -363,7 +436,7 @@ def _any(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
     unknown: Verdict | None = None
     last_fail: Verdict | None = None
     for child in v.checks or ():
-        verdict = evaluate(child, o, c)
+        verdict = _evaluate(child, o, c)
         if verdict.outcome == "success":
             return verdict
         if verdict.outcome == "unknown":
@@ -379,7 +452,7 @@ def _not(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
     children = v.checks or ()
     if len(children) != 1:
         return Verdict("fail", "not needs exactly one check")
-    verdict = evaluate(children[0], o, c)
+    verdict = _evaluate(children[0], o, c)
     if verdict.outcome == "unknown":
         return verdict
     return Verdict("fail" if verdict.outcome == "success" else "success", None, verdict.evidence)
@@ -455,7 +528,14 @@ def describe(verify: Verify | None) -> str:
         "output must not contain 'error'"
     """
     if verify is None:
-        return "any result passes (no verification)"
+        return "any result passes unless its exit code is non-zero (no verification)"
+    text = _describe(verify)
+    if verify.command_matches is not None:
+        text += f", from a command matching /{verify.command_matches}/"
+    return text
+
+
+def _describe(verify: Verify) -> str:
     t, val = verify.type, verify.value
     if t == "output_contains":
         return f"output must contain {val!r}"
@@ -476,7 +556,7 @@ def describe(verify: Verify | None) -> str:
         # Document 003's words ("Verify: any non-empty output").
         return "any non-empty output"
     if t == "manual":
-        return f"confirm with {val!r}" if val else "report the result for confirmation"
+        return f"a person confirms with {val!r}" if val else "a person confirms"
     if t in ("all", "any"):
         joiner = " and " if t == "all" else " or "
         return joiner.join(describe(c) for c in verify.checks or ()) or "nothing"

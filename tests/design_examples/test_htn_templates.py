@@ -190,9 +190,11 @@ def test_file_exists_and_manual_checks(tmp_path: Path):
     assert nav.turn("s", tool_output="tar: done").run["status"] == "running"
     target.write_text("x")
     assert nav.turn("s", tool_output="tar: done again").run["status"] == "completed"
-    # manual: the model reports, and that result passes.
+    # manual: a person confirms (issue 32 overrides the document's "the model
+    # reports"): the tool's report waits, the user's own message passes.
     nav = one_step({"type": "manual"})
-    assert nav.turn("s", tool_output="checked the page by hand").run["status"] == "completed"
+    assert nav.turn("s", tool_output="checked the page by hand").run["status"] == "running"
+    assert nav.turn("s", user_message="looks right to me").run["status"] == "completed"
 
 
 # ------------------------------------------------------------------ on-fail actions

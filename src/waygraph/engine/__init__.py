@@ -13,18 +13,28 @@ predicate?" for the current node's ``verify`` and decision ``when`` edges.
 
 The rules (DESIGN.md, "Engine semantics"):
 
-- A fresh entry into a task (through ``on_success`` or ``always``) sets its
-  attempt count to 1. Failing verification, or being entered through a
-  failure edge (``on_fail``/``on_retry``/``on_exhaust``), starts a new attempt
-  when the count is below ``1 + max_retries`` (``None``: unbounded); otherwise
-  the node is exhausted.
+- A fresh entry into a task (through ``on_success``, ``always`` or another
+  node's ``on_retry``) sets its attempt count to 1. Failing verification, or
+  being entered through ``on_fail``/``on_exhaust`` (a failure further on sends
+  the run back to it), starts a new attempt when the count is below
+  ``1 + max_retries`` (``None``: unbounded); otherwise the node is exhausted
+  and takes its ``on_exhaust``/``on_fail`` edge, or the run escalates. A node
+  that left through its own ``on_retry`` edge keeps counting when the run
+  comes back to it, so a retry loop takes at most ``1 + max_retries`` attempts.
 - Success follows ``on_success``, else ``always``. Failure with attempts left
   follows ``on_retry``, else stays on the node (``retry_triggered``).
   Exhausted follows ``on_exhaust``, else ``on_fail``, else ``always``, else
   stays (``stall``). Within one condition: higher weight, then file order.
 - Decision nodes route on the latest observation at once: the first ``when``
-  edge that holds, else their ``verify`` (or, without one, success when they
-  have no ``when`` edges) through the plain edges.
+  edge that holds, else their ``verify`` through the plain edges; without
+  either, on the outcome of the result that led to them.
+- A task without ``verify`` fails on a known non-zero exit status and passes
+  otherwise (the judge decides; :func:`waygraph.verify.evaluate`).
+- A ``human`` node (and a task with a ``manual`` check) waits for a person
+  (``awaiting == "user"``, ``human_asked``): tool results there are only
+  recorded; :func:`hear` applies the person's answer.
+- A final model reply that asks the user something is a question, not a
+  claim (``question_asked``): the run waits for the user.
 - Routing through non-task nodes is bounded (15 hops); more than
   ``max_transitions`` edges ends the run as escalated; a run with more than
   ``stale_after_turns`` turns without a transition expires.
@@ -58,6 +68,7 @@ from waygraph.engine.guided import (
     advance,
     claim,
     expire,
+    hear,
     next_plan,
     observe,
     rewind,
@@ -103,6 +114,7 @@ __all__ = [
     "expire",
     "first_edge",
     "from_record",
+    "hear",
     "next_plan",
     "observe",
     "pick_edge",

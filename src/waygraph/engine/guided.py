@@ -17,6 +17,8 @@ from typing import Any
 
 from waygraph.engine.rules import (
     Turn,
+    answer,
+    asks_person,
     decide,
     enter,
     escalate,
@@ -86,6 +88,7 @@ def start(
         completed=(),
         notice=None,
         streak=None,
+        awaiting=None,
     )
     t = Turn(plan, run, turn, judge)
     t.emit("plan_activated", plan.graph.start, plan_id=plan.id, plan=plan.id, **activation)
@@ -132,8 +135,16 @@ def _observe(
     if evidence is not None and evidence.output:
         t.output = evidence.output[:MAX_LAST_OUTPUT]
     node = plan.graph.nodes.get(draft.current_node or "")
+    if node is not None and draft.awaiting is not None and not asks_person(node):
+        # The model went on after asking the user something: the question is moot.
+        draft.awaiting = None
     if node is None:
         escalate(t, None, f"current node {draft.current_node!r} is not in the plan any more")
+    elif node.type == "human":
+        # A person decides here: a tool result, even one naming a choice, is only recorded.
+        output = excerpt(evidence.output) if evidence is not None else ""
+        t.emit("result_ignored", node.id, tool=tool_name, output=output)
+        draft.notice = {"kind": "awaiting_person", "node": node.id}
     elif node.type == "decision":
         decide(t, node)
     elif node.type == "task":
@@ -152,25 +163,39 @@ def claim(
     text: str,
     final: bool = False,
     observation_id: str | None = None,
+    question: bool = False,
 ) -> Result:
     """Record words the model wrote (a reply, a claim of success): never evidence.
 
     The run stays where it is (``claim_recorded``). With ``final`` (the model
     told the user the work is done) while the run is not finished, the nodes
     still unverified are recorded (``claim_unverified``) and named to the model.
+    With ``question`` (the reply asks the user something) it is no claim at
+    all: ``question_asked`` is recorded and the run waits for the user.
     """
-    t = _claim(plan, run, turn, text, final, observation_id)
+    t = _claim(plan, run, turn, text, final, observation_id, question)
     return Result(run, []) if t is None else Result(t.run.freeze(), t.events)
 
 
 def _claim(
-    plan: Plan, run: Run, turn: int, text: str, final: bool, observation_id: str | None
+    plan: Plan,
+    run: Run,
+    turn: int,
+    text: str,
+    final: bool,
+    observation_id: str | None,
+    question: bool = False,
 ) -> Turn | None:
     draft = fresh_copy(run, turn, observation_id)
     if draft is None:
         return None
     t = Turn(plan, draft, turn, None)
     node_id = draft.current_node
+    if question:
+        t.emit("question_asked", node_id, excerpt=excerpt(text))
+        draft.awaiting = "user"
+        draft.notice = {"kind": "question", "node": node_id}
+        return t
     t.emit("claim_recorded", node_id, excerpt=excerpt(text), final=final)
     if final:
         pending = unverified(plan, draft)
@@ -179,6 +204,62 @@ def _claim(
     else:
         draft.notice = {"kind": "claim", "node": node_id}
     return t
+
+
+#: Notices a person's words settle: the question the model asked. A claim's
+#: notice stays: "is it really fixed?" after a false claim still needs it.
+_SETTLED_BY_PERSON = frozenset({"question"})
+
+
+def hear(
+    plan: Plan,
+    run: Run,
+    *,
+    turn: int,
+    text: str,
+    judge: Judge | None = None,
+    by: str | None = None,
+    observation_id: str | None = None,
+) -> Result:
+    """Apply a person's words (the user's message, an answer) to the node the run is on.
+
+    At a ``human`` node an answer that picks a choice follows that choice's
+    edge (``human_answered``); any other is refused (``answer_rejected``) and
+    the run stays. At a task with a ``manual`` check, ``judge`` gives the
+    verdict of the person's words. A question the model asked is answered.
+    Whatever the model was told about its own reply (a claim, a question) no
+    longer applies.
+
+    Example:
+        >>> from waygraph.model import Graph
+        >>> plan = (Graph.builder().human("ok", prompt="Ship it?").exit("done")
+        ...         .edge("start", "ok").edge("ok", "done", label="yes").plan("p"))
+        >>> run, _ = start(plan, run_id="r", turn=1)
+        >>> run.awaiting
+        'user'
+        >>> hear(plan, run, turn=2, text="Yes").run.status
+        'completed'
+    """
+    draft = fresh_copy(run, turn, observation_id)
+    if draft is None:
+        return Result(run, [])
+    notice = draft.notice
+    if notice is not None and notice.get("kind") in _SETTLED_BY_PERSON:
+        draft.notice = None
+    t = Turn(plan, draft, turn, judge)
+    node = plan.graph.nodes.get(draft.current_node or "")
+    said = excerpt(text)
+    if node is not None and node.type == "human":
+        answer(t, node, text, by)
+    elif node is not None and node.type == "task" and asks_person(node):
+        t.emit("human_answered", node.id, answer=said, by=by)
+        verify_task(t, node, Evidence(source="human", output=text[:MAX_LAST_OUTPUT]), None)
+    elif draft.awaiting is not None:
+        draft.awaiting = None
+        t.emit("human_answered", draft.current_node, answer=said, by=by)
+    if draft.transitions != run.transitions:
+        draft.turns_since_transition = 0
+    return Result(draft.freeze(), t.events)
 
 
 def expire(plan: Plan, run: Run, *, turn: int, transitioned: bool) -> Result:
@@ -223,16 +304,18 @@ def advance(
     tool_name: str | None = None,
     evidence: Evidence | None = None,
     final: bool = False,
+    question: bool = False,
 ) -> Result:
     """One whole turn: apply the observation, then count the turn for staleness.
 
     With ``judge`` the observation is verified (:func:`observe`); evidence
     whose ``source`` is ``"model"`` is recorded as a claim instead
-    (:func:`claim`, ``final`` as there). Without either, the turn only counts.
+    (:func:`claim`, ``final`` and ``question`` as there). Without either, the
+    turn only counts.
     """
     t: Turn | None = None
     if evidence is not None and evidence.source == "model":
-        t = _claim(plan, run, turn, evidence.output, final, observation_id)
+        t = _claim(plan, run, turn, evidence.output, final, observation_id, question)
     elif judge is not None:
         t = _observe(plan, run, judge, turn, observation_id, tool_name, evidence)
     if t is None:

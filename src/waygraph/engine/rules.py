@@ -28,12 +28,13 @@ from waygraph.engine.state import (
     frozen_checkpoint,
 )
 from waygraph.model import Edge, Node, Plan, RunStatus, Verify
+from waygraph.people import choice_of
 
 
 class Turn:
     """Working state of one engine call."""
 
-    __slots__ = ("events", "hops", "judge", "output", "plan", "run", "turn")
+    __slots__ = ("events", "hops", "judge", "last", "output", "plan", "run", "turn")
 
     def __init__(self, plan: Plan, run: Draft, turn: int, judge: Judge | None) -> None:
         self.plan = plan
@@ -44,6 +45,9 @@ class Turn:
         self.hops = 0
         #: The start of the output this turn judges (at most MAX_LAST_OUTPUT characters).
         self.output: str | None = None
+        #: The outcome of the last task judged in this turn: what a decision
+        #: without a check of its own routes on.
+        self.last: _Outcome | None = None
 
     def emit(self, type_: str, node: str | None, **fields: Any) -> None:
         self.record({"type": type_, "turn": self.turn, "node": node, **fields})
@@ -141,6 +145,7 @@ def verify_task(t: Turn, node: Node, evidence: Evidence | None, tool_name: str |
     )
     if evidence is not None:
         _remember(run, node.id, evidence, verdict.outcome)
+    t.last = verdict
     if verdict.outcome == "unknown":
         run.notice = {"kind": "unknown", "node": node.id, "reason": verdict.reason}
         return
@@ -200,7 +205,7 @@ def unverified(plan: Plan, run: Run | Draft) -> list[str]:
             if node is not None and node.type == "exit" and node.verify is not None:
                 pending.append(node_id)
             break
-        if node.type in ("task", "decision"):
+        if node.type in ("task", "decision", "human"):
             pending.append(node_id)
         edge = pick_edge(plan, node_id, SUCCESS_EDGES)
         node_id = edge.to if edge is not None else None
@@ -210,12 +215,18 @@ def unverified(plan: Plan, run: Run | Draft) -> list[str]:
 # ---------------------------------------------------------------- routing
 
 
-def _set(run: Draft, node_id: str, outcome: str, attempts: int) -> None:
+def _set(
+    run: Draft, node_id: str, outcome: str, attempts: int, *, retrying: bool = False
+) -> None:
     state = run.visited.get(node_id)
     tried = state.get("tried") if state is not None else None
     new: dict[str, Any] = {"outcome": outcome, "attempts": attempts}
     if tried:
         new["tried"] = tried
+    if retrying:
+        # Left through its own on_retry route: when the run comes back, the
+        # node goes on counting instead of starting again at attempt 1.
+        new["retrying"] = True
     # Node states are read-only values: runs and checkpoints share them.
     run.visited[node_id] = MappingProxyType(new)
     if outcome == "success" and node_id not in run.completed:
@@ -279,6 +290,7 @@ def _fail(t: Turn, node: Node) -> None:
     if limit is None or attempts < limit:
         edge = pick_edge(t.plan, node.id, RETRY_EDGES)
         if edge is not None:
+            _set(run, node.id, "fail", attempts, retrying=True)
             _follow(t, edge)
             return
         _set(run, node.id, "fail", attempts + 1)
@@ -315,7 +327,37 @@ def _follow(t: Turn, edge: Edge) -> None:
             "a loop without finishing",
         )
         return
-    enter(t, edge.to, fresh=edge.condition not in FAILURE_CONDITIONS)
+    # An on_fail/on_exhaust edge back into a node is another attempt at it
+    # (test -> fix); an on_retry edge leads to the failing node's own retry
+    # route, whose nodes start fresh while the failing node keeps its count.
+    enter(t, edge.to, fresh=edge.condition not in _COUNTING_CONDITIONS)
+
+
+_COUNTING_CONDITIONS = FAILURE_CONDITIONS - {"on_retry"}
+
+
+def asks_person(node: Node) -> bool:
+    """Whether only a person can move the run on at ``node``: a human node or a manual check."""
+    if node.type == "human":
+        return True
+    return node.verify is not None and any(v.type == "manual" for v in node.verify.walk())
+
+
+def choices(plan: Plan, node_id: str) -> list[Edge]:
+    """The labelled edges out of a human node: its choices, in plan order."""
+    return [e for e in plan.graph.out_edges(node_id) if e.label]
+
+
+def _ask(t: Turn, node: Node) -> None:
+    """The run now waits for a person at ``node``; record what they are asked."""
+    t.run.awaiting = "user"
+    if node.type == "human":
+        labels = [e.label for e in choices(t.plan, node.id)]
+        t.emit("human_asked", node.id, prompt=node.question, choices=labels)
+        return
+    manual = next(v for v in node.verify.walk() if v.type == "manual")  # type: ignore[union-attr]
+    value = None if manual.value is None else str(manual.value)
+    t.emit("human_asked", node.id, prompt=node.action or node.question, choices=[], value=value)
 
 
 def enter(t: Turn, node_id: str, *, fresh: bool) -> None:
@@ -330,28 +372,53 @@ def enter(t: Turn, node_id: str, *, fresh: bool) -> None:
         return
     run.path = (*run.path, node_id)
     run.current_node = node_id
+    run.awaiting = None
     kind = node.type
     if kind == "task":
-        if fresh:
+        state = run.visited.get(node_id)
+        if fresh and not (state is not None and state.get("retrying")):
             attempts = 1
         else:
-            previous = run.attempts(node_id)
+            previous = int(state["attempts"]) if state is not None else 0
             limit = None if node.max_retries is None else 1 + node.max_retries
             if limit is not None and previous >= limit:
-                t.emit("node_entered", node_id, attempt=previous, exhausted=True)
-                leave(t, node, EXHAUST_EDGES)
+                _entered_exhausted(t, node, previous)
                 return
             attempts = previous + 1
         _set(run, node_id, "pending", attempts)
         t.emit("node_entered", node_id, attempt=attempts)
+        if asks_person(node):
+            _ask(t, node)
         return
     t.emit("node_entered", node_id)
+    if kind == "human":
+        _set(run, node_id, "pending", run.attempts(node_id) + 1)
+        _ask(t, node)
+        return
     if kind == "decision":
         _set(run, node_id, "pending", run.attempts(node_id))
         if t.judge is not None:
             decide(t, node)
         return
     route_through(t, node)
+
+
+def _entered_exhausted(t: Turn, node: Node, attempts: int) -> None:
+    """A failure led back into ``node`` after its last attempt: it takes its exhaust route.
+
+    Only an on_exhaust or on_fail edge counts here: an ``always`` edge would
+    skip the node and go round the loop again, unbounded.
+    """
+    t.emit("node_entered", node.id, attempt=attempts, exhausted=True)
+    edge = pick_edge(t.plan, node.id, ("on_exhaust", "on_fail"))
+    if edge is not None:
+        _follow(t, edge)
+        return
+    escalate(
+        t,
+        node.id,
+        f"{node.id!r} failed all its {attempts} attempt(s) and has no on_exhaust or on_fail route",
+    )
 
 
 def _gate(t: Turn, edge: Edge, exit_node: Node) -> bool:
@@ -440,8 +507,11 @@ def decide(t: Turn, node: Node) -> None:
                 unknown = verdict
     if node.verify is not None:
         verdict = _judge(t, node.verify)
+    elif has_when:
+        verdict = _Outcome("fail", None)
     else:
-        verdict = _Outcome("fail" if has_when else "success", None)
+        # No check of its own: route on the result that led here.
+        verdict = t.last if t.last is not None else _judge(t, None)
     if verdict.outcome == "fail" and unknown is not None:
         # A route that could not be judged might have held: wait, do not guess.
         verdict = unknown
@@ -468,3 +538,20 @@ def escalate(t: Turn, node_id: str | None, reason: str, pace_level: str | None =
         run.current_node = node_id
     t.emit("plan_escalated", node_id, reason=reason, pace_level=pace_level)
     run.report = tuple(run.events[-REPORT_EVENTS:])
+
+
+def answer(t: Turn, node: Node, text: str, by: str | None) -> None:
+    """A person's ``text`` at a human node: follow the choice it picks, or list the choices."""
+    options = choices(t.plan, node.id)
+    picked = choice_of([str(e.label) for e in options], text)
+    if picked is None:
+        labels = [e.label for e in options]
+        t.emit("answer_rejected", node.id, answer=excerpt(text), choices=labels)
+        t.run.notice = {"kind": "choices", "node": node.id, "answer": excerpt(text)}
+        return
+    edge = options[picked]
+    run = t.run
+    run.awaiting, run.notice = None, None
+    t.emit("human_answered", node.id, answer=excerpt(text), by=by, choice=edge.label, to=edge.to)
+    _set(run, node.id, "success", run.attempts(node.id))
+    _follow(t, edge)

@@ -39,6 +39,11 @@ EVENT_TYPES = (
     "claim_recorded",
     "claim_unverified",
     "repeat_detected",
+    "question_asked",
+    "human_asked",
+    "human_answered",
+    "answer_rejected",
+    "result_ignored",
 )
 
 #: How many attempts per node the run record keeps (shown to the model).
@@ -128,6 +133,9 @@ class Run:
     notice: Mapping[str, Any] | None = None
     #: The current run of identical failing calls: node, fingerprint, count.
     streak: Mapping[str, Any] | None = None
+    #: Who the run waits for: ``"user"`` at a ``human`` node, a ``manual``
+    #: check, or after the model asked the user a question; None otherwise.
+    awaiting: str | None = None
 
     def __post_init__(self) -> None:
         # A run built by hand (or by dataclasses.replace) with lists and dicts
@@ -188,6 +196,7 @@ class Run:
             self.completed,
             self.notice,
             self.streak,
+            self.awaiting,
         )
 
 
@@ -230,6 +239,7 @@ class Draft:
     completed: tuple[str, ...]
     notice: Mapping[str, Any] | None
     streak: Mapping[str, Any] | None
+    awaiting: str | None
 
     def attempts(self, node_id: str | None = None) -> int:
         state = self.visited.get(node_id or self.current_node or "")
@@ -377,6 +387,7 @@ _RECORD_FIELDS = (
     "domain",
     "notice",
     "streak",
+    "awaiting",
 )
 
 
@@ -474,6 +485,7 @@ def from_record(record: dict[str, Any]) -> Run:
         ),
         notice=_frozen(record.get("notice")),
         streak=_frozen(record.get("streak")),
+        awaiting=record.get("awaiting") if isinstance(record.get("awaiting"), str) else None,
     )
 
 

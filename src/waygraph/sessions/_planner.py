@@ -75,9 +75,6 @@ class _Memory:
         self.goal: OrderedDict[str, str] = OrderedDict()
         self.language: OrderedDict[str, str] = OrderedDict()
         self.fresh: OrderedDict[str, bool] = OrderedDict()
-        # The model asked the user before any plan recorded the request: the
-        # next message is the answer, not a new goal.
-        self.asked: OrderedDict[str, bool] = OrderedDict()
 
     def put(self, table: OrderedDict[str, Any], key: str, value: Any) -> None:
         table[key] = value
@@ -326,8 +323,8 @@ class SessionPlanner:
             plan["status"] in _rules.FINISHED and self._memory.fresh.get(session_id)
         ):
             if calls == 0:
-                if asks:
-                    self._memory.put(self._memory.asked, session_id, True)
+                # Before any plan, a question ("How can I help?") is small
+                # talk: the user's next message is the request, the goal.
                 return
             archive = plan
             plan = _rules.new_plan(
@@ -348,7 +345,6 @@ class SessionPlanner:
             plan = self._stop(plan, now)
         self._save(slot, plan, now, archive=archive)
         self._memory.fresh.pop(session_id, None)
-        self._memory.asked.pop(session_id, None)
 
     def _on_iteration_limit(self, session_id: str, now: datetime) -> str:
         slot = self._locate(session_id)
@@ -389,14 +385,8 @@ class SessionPlanner:
         language = _rules.detect_language(text)
         if language is not None:
             self._memory.put(self._memory.language, session_id, language)
-        # "continue", "not done yet" and the answer to the model's question
-        # are not goals; keep the real request.
-        answer = self._memory.asked.pop(session_id, False)
-        if (
-            text.strip()
-            and not answer
-            and not (_rules.is_continue_intent(text) or _rules.is_correction(text))
-        ):
+        # "continue" and "not done yet" are not goals; keep the real request.
+        if text.strip() and not (_rules.is_continue_intent(text) or _rules.is_correction(text)):
             self._memory.put(self._memory.goal, session_id, text.strip())
 
     def _goal(self, session_id: str, reply: str) -> str:

@@ -1,0 +1,141 @@
+"""What a tool result says about the command behind it.
+
+Three questions a verdict needs answered before it reads the output:
+
+- **Which command produced it?** :func:`command_of` reads it from the
+  ``tool_args`` the host reports: a string, a mapping's ``command`` /
+  ``cmd`` / ``code`` / ``script`` value, or an argv list joined with spaces.
+  A step bound to a command (``command_matches``) is judged only on evidence
+  from a command that matches.
+- **What was its exit status?** The one the host reports, else the marker the
+  guidance asks for, ``exit=N``, as the output's last non-empty line
+  (:func:`printed_exit_status`). Nothing else printed counts: a failing test
+  saying "expected exit code 0" is not an exit status.
+- **Did it run at all?** :func:`never_ran` recognises a command that never ran
+  its program: exit status 126 or 127, the shell's own errors (a syntax
+  error, a command not found, a missing script), or a test runner that found
+  no file to run (pytest's exit status 4). Its output is no evidence that the
+  step's work was done.
+
+Example:
+    >>> command_of({"runtime": "terminal", "code": "pytest -q"})
+    'pytest -q'
+    >>> printed_exit_status("1 failed\\nexit=1")
+    1
+    >>> printed_exit_status("expected exit code 0, got 2\\n1 failed") is None
+    True
+    >>> never_ran("/bin/sh: 1: Syntax error: Unterminated quoted string", 2)
+    'the shell could not run the command (/bin/sh: 1: Syntax error: Unterminated quoted string)'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["COMMAND_KEYS", "command_of", "never_ran", "printed_exit_status"]
+
+#: The keys of a tool's arguments that hold the command it ran.
+COMMAND_KEYS = ("command", "cmd", "code", "script")
+
+#: The exit-status marker, alone on the output's last non-empty line.
+_MARKER = re.compile(r"\s*exit=(-?\d{1,9})\s*")
+#: Exit statuses of a shell that could not run the program (POSIX).
+_NOT_RUN_STATUSES = {126: "not executable", 127: "command not found"}
+#: Lines a shell, interpreter or test runner prints instead of running anything.
+_NOT_RUN_LINE = re.compile(
+    r"^(?:"
+    # sh / dash / bash: syntax errors, unknown commands, missing files.
+    r"(?:/\S*/)?(?:ba|da|z|k)?sh: (?:line )?\d+: .*"
+    r"(?:syntax error|unexpected|not found|no such file or directory|permission denied"
+    r"|unterminated|bad substitution).*"
+    r"|(?:/\S*/)?(?:ba|da|z|k)?sh: .*(?:command not found|no such file or directory|not found)"
+    r"|.*: command not found"
+    # python / node / ruby: a script or module that is not there.
+    r"|.*can't open file .*no such file or directory.*"
+    r"|(?:/\S*/)?python[\d.]*: no module named \S+"
+    r"|error: cannot find module .*"
+    # pytest's own "nothing to run" (exit status 4 or 5).
+    r"|error: (?:file or directory not found|file not found|not found): .*"
+    r"|error: module or package not found: .*"
+    r"|no tests ran in .*"
+    r"|=+ no tests ran.*=+"
+    r")$",
+    re.IGNORECASE,
+)
+#: pytest's exit status for "usage error" (a missing file or option).
+_PYTEST_USAGE = 4
+#: Only the first lines of the output are looked at: a shell error is its start.
+_LINES_LOOKED_AT = 20
+
+
+def command_of(tool_args: Any) -> str | None:
+    """The command a tool call ran, from the arguments the host reports (None when none).
+
+    Example:
+        >>> command_of(["python", "-m", "pytest", "-q"])
+        'python -m pytest -q'
+        >>> command_of({"path": "a.txt"}) is None
+        True
+    """
+    if tool_args is None:
+        return None
+    if isinstance(tool_args, str):
+        return tool_args.strip() or None
+    if isinstance(tool_args, Mapping):
+        for key in COMMAND_KEYS:
+            value = tool_args.get(key)
+            found = command_of(value) if isinstance(value, str | list | tuple) else None
+            if found:
+                return found
+        return None
+    if isinstance(tool_args, list | tuple) and all(isinstance(a, str) for a in tool_args):
+        return " ".join(tool_args).strip() or None
+    return None
+
+
+def printed_exit_status(text: str) -> int | None:
+    """The status of the marker line ``exit=N`` when it is the last non-empty line.
+
+    Example:
+        >>> printed_exit_status("ok\\n  exit=0  \\n\\n")
+        0
+        >>> printed_exit_status("1 failed\\nexit=0\\nmore text") is None
+        True
+    """
+    end = len(text.rstrip())
+    if end == 0:
+        return None
+    start = text.rfind("\n", 0, end) + 1
+    found = _MARKER.fullmatch(text, start, end)
+    return int(found.group(1)) if found else None
+
+
+def never_ran(output: str, exit_code: int | None) -> str | None:
+    """Why the command behind ``output`` never ran its program, or None when it (may have) run.
+
+    Example:
+        >>> never_ran("", 127)
+        'the command did not run (exit status 127: command not found)'
+        >>> never_ran("ERROR: file or directory not found: tests/test_login.py", 4)[:38]
+        'the test runner found nothing to run ('
+        >>> never_ran("3 passed in 0.1s", 0) is None
+        True
+    """
+    if exit_code in _NOT_RUN_STATUSES:
+        return f"the command did not run (exit status {exit_code}: {_NOT_RUN_STATUSES[exit_code]})"
+    lines = [line.strip() for line in output.strip().splitlines()[:_LINES_LOOKED_AT]]
+    lines = [line for line in lines if line and _MARKER.fullmatch(line) is None]
+    if not lines or exit_code == 0:
+        return None
+    shell_errors = [line for line in lines if _NOT_RUN_LINE.match(line)]
+    if not shell_errors:
+        return None
+    first = shell_errors[0][:200]
+    runner = exit_code == _PYTEST_USAGE or first.lower().startswith(("error:", "no tests", "="))
+    if len(shell_errors) == len(lines) or (runner and exit_code is not None):
+        if runner:
+            return f"the test runner found nothing to run ({first})"
+        return f"the shell could not run the command ({first})"
+    return None
