@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from waygraph import PlanFormatError, load_library
-from waygraph._choices import accelerator, answer_keys, choice_labels
 from waygraph.check import Problem, check_plan
 from waygraph.draw import predicate_label, to_mermaid
 from waygraph.formats.dot import parse_dot, plan_to_dot
@@ -27,6 +26,7 @@ from waygraph.formats.json_library import library_to_data, plan_to_data, plans_f
 from waygraph.formats.schema import library_schema
 from waygraph.formats.yaml_library import parse_yaml, to_yaml
 from waygraph.model import Graph, Plan, Verify
+from waygraph.people import accelerator, answer_keys, choice_labels
 from waygraph.svg import to_svg
 
 #: The codes this module covers (tests/test_check.py: every code has a case).

@@ -64,8 +64,9 @@ def test_conflict_retry_is_written_once():
         for p in src.rglob("*.py")
         if "except Conflict" in p.read_text(encoding="utf-8") and p.name != "retry.py"
     ]
-    # Places that catch Conflict to report it, never to loop: the outbox marks' give-up log (and a batch of marks
-    # falling back to one plan at a time), create_from_goal's "already exists",
+    # Places that catch Conflict to report it, never to loop: the outbox
+    # marks' give-up log (and a batch of marks falling back to one plan at a
+    # time), create_from_goal's "already exists",
     # a failed goal another delivery answered first, a run resumed elsewhere first.
     assert sorted(loops) == [
         "events/_outbox_marks.py",

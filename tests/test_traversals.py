@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from waygraph import AsyncNavigator, Hooks, Navigator, engine
+from waygraph.evidence import command_of
 from waygraph.library import Library
 from waygraph.model import Plan
-from waygraph.evidence import command_of
 from waygraph.questions import asks_user
 from waygraph.turns import evidence_of
 from waygraph.verify import Observation, judge_for

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waygraph._choices import answer_keys, choices
+from waygraph.people import answer_keys, choices
 
 if TYPE_CHECKING:
     from waygraph.model import Edge, Graph, Node

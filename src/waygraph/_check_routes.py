@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from waygraph._choices import answer_keys
 from waygraph.engine import first_edge
 from waygraph.model import Edge, Node
+from waygraph.people import answer_keys
 
 if TYPE_CHECKING:
     from waygraph.model import Graph, Plan

@@ -4,8 +4,11 @@ A person is a source of evidence of their own (``source="human"``): their
 answer reaches waygraph through a channel the model cannot use (the user's
 message, :meth:`Navigator.answer <waygraph.navigator.Navigator.answer>`,
 ``waygraph sessions answer``, the HTTP API, the dashboard, MCP elicitation).
-This module holds the rules those channels share: which choice an answer
-picks, what counts as a refusal, and what the model is told to ask.
+This module holds the rules those channels share, and that ``waygraph check``,
+the drawings and ``waygraph library show`` read plans by: a human node's
+choices (the labels of its outgoing edges, with accelerators ``[Y] Yes``,
+``Y) Yes``, ``Y - Yes``), which choice an answer picks, what counts as a
+refusal, and what the model is told to ask.
 
 Example:
     >>> choice_of(["[Y] Yes", "[N] No"], "y")
@@ -20,11 +23,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from waygraph.model import Edge, Graph
 
 __all__ = [
     "MAX_ANSWER_CHARS",
     "accelerator",
+    "answer_key",
+    "answer_keys",
+    "choice_labels",
     "choice_of",
+    "choices",
     "choices_text",
     "is_refusal",
     "manual_request",
@@ -38,7 +49,7 @@ _REFUSAL = re.compile(
     r"|reject(?:ed)?|den(?:y|ied)|refuse[ds]?|decline[ds]?|abort)\b",
     re.IGNORECASE,
 )
-#: Accelerator forms of a choice's label: ``[Y] Yes``, ``Y) Yes``, ``Y - Yes``.
+#: "[Y] Yes", "Y) Yes", "Y - Yes": a one-character key, then the words of the choice.
 _ACCELERATOR = re.compile(r"\s*(?:\[(\w)\]|(\w)\)|(\w) -)\s*(.*)", re.DOTALL)
 #: Characters around an answer that do not change it ("Yes." is "yes").
 _PUNCTUATION = " \t\r\n.!?。！？\"'`*"
@@ -54,32 +65,91 @@ def is_refusal(answer: str) -> bool:
     return _REFUSAL.match(answer) is not None
 
 
-def accelerator(label: str) -> str | None:
-    """The key of a label written with one (``[Y] Yes`` -> ``y``), else None.
+def answer_key(text: str) -> str:
+    """How a label and an answer compare: surrounding punctuation dropped, spacing
+    collapsed, case folded.
 
     Example:
-        >>> accelerator("[K] Keep going"), accelerator("Keep going")
-        ('k', None)
+        >>> answer_key("  Roll  BACK! ")
+        'roll back'
     """
+    return " ".join(text.strip(_PUNCTUATION).split()).casefold()
+
+
+def _parts(label: str) -> tuple[str, str] | None:
+    """A label's accelerator and its words, when it has an accelerator and words."""
     found = _ACCELERATOR.fullmatch(label)
     if found is None or not found.group(4).strip():
         return None
-    return (found.group(1) or found.group(2) or found.group(3)).lower()
+    return (found.group(1) or found.group(2) or found.group(3)), found.group(4)
 
 
-def _plain(label: str) -> str:
-    """A label without its accelerator, lowercase (``[Y] Yes`` -> ``yes``)."""
-    found = _ACCELERATOR.fullmatch(label)
-    text = found.group(4) if found is not None and found.group(4).strip() else label
-    return text.strip(_PUNCTUATION).lower()
+def accelerator(label: str) -> str | None:
+    """The accelerator of a label (``[Y] Yes``, ``Y) Yes``, ``Y - Yes``), lowercase, else None.
+
+    Example:
+        >>> accelerator("[Y] Yes"), accelerator("N) No"), accelerator("Yes")
+        ('y', 'n', None)
+    """
+    parts = _parts(label)
+    return answer_key(parts[0]) if parts else None
+
+
+def answer_keys(label: str) -> tuple[str, ...]:
+    """Every answer that picks ``label`` (as :func:`answer_key`, without repeats): the
+    whole label, and for a label with an accelerator also its words and the accelerator.
+
+    Two choices of one node must share none of these, or one answer would pick
+    either (``waygraph check`` reports ``duplicate-choice``). A label with none
+    (only punctuation) can never be picked.
+
+    Example:
+        >>> answer_keys("[Y] Yes")
+        ('[y] yes', 'yes', 'y')
+    """
+    keys = [answer_key(label)]
+    parts = _parts(label)
+    if parts:
+        keys += [answer_key(parts[1]), answer_key(parts[0])]
+    return tuple(dict.fromkeys(k for k in keys if k))
+
+
+def choices(graph: Graph, node_id: str) -> list[Edge]:
+    """The edges out of a human node that are its choices: those whose label an answer can give.
+
+    In the order :meth:`~waygraph.model.Graph.out_edges` gives (higher weight
+    first, then plan order).
+
+    Example:
+        >>> from waygraph.model import Graph
+        >>> graph = (Graph.builder().human("ask", prompt="Deploy?").exit("yes").exit("no")
+        ...          .edge("start", "ask").edge("ask", "yes", label="[Y] Yes")
+        ...          .edge("ask", "no", label="No").build())
+        >>> [e.label for e in choices(graph, "ask")]
+        ['[Y] Yes', 'No']
+    """
+    return [e for e in graph.out_edges(node_id) if e.label and answer_keys(e.label)]
+
+
+def choice_labels(graph: Graph, node_id: str) -> list[str]:
+    """The labels of :func:`choices`, as written.
+
+    Example:
+        >>> from waygraph.model import Graph
+        >>> graph = (Graph.builder().human("ask").exit("done")
+        ...          .edge("start", "ask").edge("ask", "done", label="OK").build())
+        >>> choice_labels(graph, "ask")
+        ['OK']
+    """
+    return [e.label for e in choices(graph, node_id) if e.label]
 
 
 def choice_of(labels: Sequence[str], answer: str) -> int | None:
     """The index of the choice ``answer`` picks among ``labels``, or None.
 
-    An answer picks a choice when it is the label (case-insensitive, ignoring
-    surrounding punctuation), the label without its accelerator, or the
-    accelerator alone.
+    An answer picks a choice when it is the label (case and surrounding
+    punctuation ignored), the label's words without its accelerator, or, when
+    no label is meant that way, the accelerator alone.
 
     Example:
         >>> choice_of(["[A] Approve", "[R] Retry"], "approve!")
@@ -87,11 +157,12 @@ def choice_of(labels: Sequence[str], answer: str) -> int | None:
         >>> choice_of(["ship it", "hold"], "maybe") is None
         True
     """
-    said = answer[:MAX_ANSWER_CHARS].strip(_PUNCTUATION).lower()
+    said = answer_key(answer[:MAX_ANSWER_CHARS])
     if not said:
         return None
     for index, label in enumerate(labels):
-        if said in (label.strip(_PUNCTUATION).lower(), _plain(label)):
+        parts = _parts(label)
+        if said == answer_key(label) or (parts is not None and said == answer_key(parts[1])):
             return index
     for index, label in enumerate(labels):
         if said == accelerator(label):

@@ -39,7 +39,7 @@ from typing import Protocol
 from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
 from waygraph.engine.rules import asks_person
 from waygraph.model import Node, Plan
-from waygraph.people import choices_text, manual_request
+from waygraph.people import choice_labels, choices_text, manual_request
 from waygraph.verify import describe
 
 __all__ = [
@@ -247,7 +247,7 @@ def _notice_text(plan: Plan, node: Node, notice: Mapping[str, object]) -> str:
             "and wait for their answer."
         )
     if kind == "choices":
-        labels = [str(e.label) for e in plan.graph.out_edges(node.id) if e.label]
+        labels = choice_labels(plan.graph, node.id)
         return (
             f"The answer {notice.get('answer')!r} is not one of the choices; the person "
             f"must answer {choices_text(labels)}."
@@ -410,7 +410,7 @@ def rejected_answer(event: Mapping[str, object]) -> str:
 
 def _human_block(plan: Plan, node: Node) -> list[str]:
     """A person decides: the question, the choices, and that the model only asks."""
-    labels = [str(e.label) for e in plan.graph.out_edges(node.id) if e.label]
+    labels = choice_labels(plan.graph, node.id)
     return [
         f"Ask the user: {node.question}",
         f"Choices: {choices_text(labels)}",

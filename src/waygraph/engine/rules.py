@@ -29,6 +29,7 @@ from waygraph.engine.state import (
 )
 from waygraph.model import Edge, Node, Plan, RunStatus, Verify
 from waygraph.people import choice_of
+from waygraph.people import choices as choice_edges
 
 
 class Turn:
@@ -343,16 +344,11 @@ def asks_person(node: Node) -> bool:
     return node.verify is not None and any(v.type == "manual" for v in node.verify.walk())
 
 
-def choices(plan: Plan, node_id: str) -> list[Edge]:
-    """The labelled edges out of a human node: its choices, in plan order."""
-    return [e for e in plan.graph.out_edges(node_id) if e.label]
-
-
 def _ask(t: Turn, node: Node) -> None:
     """The run now waits for a person at ``node``; record what they are asked."""
     t.run.awaiting = "user"
     if node.type == "human":
-        labels = [e.label for e in choices(t.plan, node.id)]
+        labels = [e.label for e in choice_edges(t.plan.graph, node.id)]
         t.emit("human_asked", node.id, prompt=node.question, choices=labels)
         return
     manual = next(v for v in node.verify.walk() if v.type == "manual")  # type: ignore[union-attr]
@@ -542,7 +538,7 @@ def escalate(t: Turn, node_id: str | None, reason: str, pace_level: str | None =
 
 def answer(t: Turn, node: Node, text: str, by: str | None) -> None:
     """A person's ``text`` at a human node: follow the choice it picks, or list the choices."""
-    options = choices(t.plan, node.id)
+    options = choice_edges(t.plan.graph, node.id)
     picked = choice_of([str(e.label) for e in options], text)
     if picked is None:
         labels = [e.label for e in options]
