@@ -144,6 +144,8 @@ def test_other_record_kinds_show_as_rows():
                 "current_node": "searching",
                 "attempts": None,
                 "turn": None,
+                # An event-driven plan's awaiting is the response it waits for: no person.
+                "awaiting": None,
                 "updated_at": rows[0]["updated_at"],
             }
         ]
@@ -291,6 +293,7 @@ def test_openapi_documents_every_route(client: TestClient):
         "/api/sessions/{session_id}/events",
         "/api/sessions/{session_id}/drawing",
         "/api/sessions/{session_id}/turn",
+        "/api/sessions/{session_id}/answer",
         "/api/sessions/{session_id}/stream",
         "/api/session-plans",
         "/api/session-plans/{session_id}",

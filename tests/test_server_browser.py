@@ -452,3 +452,64 @@ def test_statistics_page_charts_outcomes_and_heats_the_plan(server, browser, tmp
     assert not scrolls_sideways(page)
     page.screenshot(path=str(tmp_path / "plan-stats.png"), full_page=True)
     assert (tmp_path / "plan-stats.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_a_person_answers_a_waiting_run_from_its_page(server, browser, tmp_path):
+    from tests.answer_plans import PROMPT, library
+    from waygraph.navigator import Navigator
+
+    # Started by an agent's own Navigator: the server finds the plans in the store.
+    with Navigator(library(), store=f"sqlite:///{tmp_path / 'browser.db'}") as nav:
+        nav.start("gate-1", "deploy_gate")
+        nav.start("confirm-1", "migration")
+    page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    page.goto(f"{server}/")
+    waiting = page.locator("#sessions-body .tag.waiting")
+    assert waiting.count() == 2 and waiting.first.inner_text() == "waiting for the user"
+
+    page.goto(f"{server}/sessions/gate-1")
+    box = page.locator("#answer")
+    assert box.is_visible() and page.locator("#answer-prompt").inner_text() == PROMPT
+    assert page.locator("#answer-choices button").all_inner_texts() == ["[Y] Yes", "[N] No"]
+    assert not page.locator("#answer-form").is_visible()
+    assert page.locator("#f-waiting").inner_text() == "the user"
+    assert node_fill(page, "ok") == CURRENT_FILL
+    page.screenshot(path=str(tmp_path / "waiting.png"), full_page=True)
+    page.locator("#answer-choices button", has_text="[Y] Yes").click()
+    # The answer goes through the API; the live stream moves the page on, no reload.
+    page.wait_for_function(
+        "() => document.querySelector('#f-node').textContent === 'deploy'", timeout=15_000
+    )
+    page.wait_for_selector("#answer", state="hidden", timeout=15_000)
+    assert page.locator("#f-waiting").inner_text() == "the agent"
+    assert page.locator("#answer-error").is_hidden()
+    page.wait_for_function(
+        """([done, current]) => {
+            const fill = n => getComputedStyle(
+                document.querySelector(`g.node[data-node="${n}"] .shape`)).fill;
+            return fill("ok") === done && fill("deploy") === current;
+        }""",
+        arg=[DONE_FILL, CURRENT_FILL],
+        timeout=15_000,
+    )
+    # The timeline follows the event stream, which may arrive after the facts' refresh.
+    answered = page.locator("#timeline li", has_text="The user answered")
+    answered.wait_for(timeout=15_000)
+    assert "The user answered “[Y] Yes” at ok: chose '[Y] Yes' → deploy" in answered.inner_text()
+
+    # A manual check: a text field and Send; words without CONFIRMED leave it waiting.
+    page.goto(f"{server}/sessions/confirm-1")
+    assert page.locator("#answer-choices button").count() == 0
+    assert page.locator("#answer-form input").get_attribute("placeholder") == "CONFIRMED"
+    page.screenshot(path=str(tmp_path / "confirm.png"), full_page=True)
+    page.fill("#answer-form input", "CONFIRMED")
+    page.locator("#answer-form button").click()
+    page.wait_for_function(
+        "() => document.querySelector('#f-node').textContent === 'notes'", timeout=15_000
+    )
+    page.wait_for_selector("#answer", state="hidden", timeout=15_000)
+    page.screenshot(path=str(tmp_path / "answered.png"), full_page=True)
+    assert (tmp_path / "answered.png").stat().st_size > 10_000
+    page.goto(f"{server}/")
+    assert page.locator("#sessions-body .tag.waiting").count() == 0

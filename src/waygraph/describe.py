@@ -9,6 +9,9 @@ HTML or rich.
 Example:
     >>> describe_event({"type": "plan_completed", "node": "done"})
     'Plan completed at done'
+    >>> describe_event({"type": "human_answered", "node": "ok", "answer": "y", "by": "ann",
+    ...                 "choice": "[Y] Yes", "to": "deploy"})
+    "ann answered “y” at ok: chose '[Y] Yes' → deploy"
     >>> describe_event({"type": "node_finished", "node": "fetch", "status": "failed",
     ...                 "result": {"attempts": 2, "error": "timed out after 60 s"}})
     'Step fetch failed after 2 attempts: timed out after 60 s'
@@ -18,13 +21,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from waygraph.store import StoredRecord
 
-__all__ = ["ago", "describe_event", "record_row"]
+__all__ = ["ago", "describe_event", "not_waiting", "record_row", "waiting_for"]
 
 
 def ago(updated_at: float, now: float | None = None) -> str:
@@ -74,6 +77,9 @@ def record_row(record: StoredRecord) -> dict[str, Any]:
         "current_node": _str(data.get("current_node")) or _str(data.get("current_state")),
         "attempts": _int(data.get("attempts")),
         "turn": _int(data.get("turn")),
+        # "user" while a person must answer; event-driven plans keep a mapping
+        # here (the response they wait for), which is not a person.
+        "awaiting": _str(data.get("awaiting")),
         "updated_at": float(record.updated_at),
     }
 
@@ -138,6 +144,61 @@ def _step_settled(ev: Mapping[str, Any]) -> str:
     said = f": {_excerpt(ev.get('result'))}" if ev.get("result") else ""
     verb = "completed" if ev.get("type") == "step_completed" else "failed"
     return f"Step {ev.get('node')} {verb}{how}{said}"
+
+
+def _quoted(value: object) -> str:
+    return f"“{_excerpt(value)}”"
+
+
+def _choices(value: object) -> str:
+    from waygraph.people import choices_text
+
+    return choices_text([str(v) for v in value]) if isinstance(value, list) else ""
+
+
+def _at(ev: Mapping[str, Any]) -> str:
+    return f" at {ev.get('node')}" if ev.get("node") is not None else ""
+
+
+def _human_asked(ev: Mapping[str, Any]) -> str:
+    prompt = f": {_quoted(ev.get('prompt'))}" if ev.get("prompt") else ""
+    choices = _choices(ev.get("choices"))
+    if choices:
+        return f"Asked the user{_at(ev)}{prompt}; choices {choices}"
+    # A manual check: the person confirms, with the value when the plan names one.
+    value = f" (reply {ev.get('value')!r})" if ev.get("value") else ""
+    return f"Asked the user to confirm{_at(ev)}{prompt}{value}"
+
+
+def _human_answered(ev: Mapping[str, Any]) -> str:
+    who = str(ev.get("by")) if ev.get("by") else "The user"
+    said = f"{who} answered {_quoted(ev.get('answer', ''))}{_at(ev)}"
+    if ev.get("choice") is None:
+        return said
+    return (
+        said + f": chose {str(ev.get('choice'))!r}" + (f" → {ev.get('to')}" if ev.get("to") else "")
+    )
+
+
+def _result_ignored(ev: Mapping[str, Any]) -> str:
+    what = f"A result of {ev.get('tool')}" if ev.get("tool") else "A tool result"
+    return f"{what}{_at(ev)} was only recorded: a person decides here"
+
+
+#: Timeline words for what people are asked and answer (waygraph.people).
+_PERSON_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "question_asked": lambda ev: (
+        f"The model asked the user{_at(ev)}"
+        + (f": {_quoted(ev.get('excerpt'))}" if ev.get("excerpt") else "")
+    ),
+    "human_asked": _human_asked,
+    "human_answered": _human_answered,
+    "answer_rejected": lambda ev: (
+        f"Answer {_quoted(ev.get('answer', ''))}{_at(ev)} is not "
+        f"one of the choices" + (f": {_choices(ev.get('choices'))}" if ev.get("choices") else "")
+    ),
+    "result_ignored": _result_ignored,
+}
 
 
 #: Timeline words for a session plan's events (waygraph.sessions with a store).
@@ -212,9 +273,79 @@ def describe_event(event: Mapping[str, Any]) -> str:
         return f"The model claimed it was done; unverified: {_list(event.get('nodes') or [])}"
     if kind == "repeat_detected":
         return f"The same failing call {event.get('count')} times at {node}: {event.get('call')}"
+    if kind in _PERSON_WORDS:
+        return _PERSON_WORDS[kind](event)
     # An event type this module does not know (a newer waygraph, a custom event):
     # its fields in words, never a JSON dump.
     details = ", ".join(
         f"{k} {v}" for k, v in event.items() if k not in ("seq", "type", "key", "turn")
     )
     return f"{str(kind).replace('_', ' ').capitalize()}" + (f": {details[:200]}" if details else "")
+
+
+#: The events that say what a person is asked: a human node or a manual check
+#: (``human_asked``), a question the model put to the user (``question_asked``).
+_ASKS = ("human_asked", "question_asked")
+
+
+def waiting_for(
+    run: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """What a guided run waiting for a person asks them; None when it waits for nobody.
+
+    ``kind`` is ``choice`` (a human node: answer one of ``choices``),
+    ``confirm`` (a manual check: the person's words, with ``value`` when the
+    plan names the words) or ``question`` (the model asked the user;
+    ``prompt`` is the question). The ask is read from the run's events: the
+    last ``human_asked`` of the current node, else the last question.
+
+    Example:
+        >>> run = {"status": "running", "awaiting": "user", "current_node": "ok"}
+        >>> waiting_for(run, [{"type": "human_asked", "node": "ok", "prompt": "Ship?",
+        ...                    "choices": ["yes", "no"]}])["choices"]
+        ['yes', 'no']
+        >>> waiting_for({**run, "awaiting": None}, []) is None
+        True
+    """
+    if run.get("status") != "running" or run.get("awaiting") != "user":
+        return None
+    node = _str(run.get("current_node"))
+    asked: Mapping[str, Any] | None = None
+    question: Mapping[str, Any] | None = None
+    for event in events:
+        if event.get("type") == "human_asked" and event.get("node") == node:
+            asked = event
+        elif event.get("type") == "question_asked":
+            question = event
+    if asked is not None:
+        raw = asked.get("choices")
+        choices = [str(c) for c in raw] if isinstance(raw, list) else []
+        value = asked.get("value")
+        return {
+            "node": node,
+            "kind": "choice" if choices else "confirm",
+            "prompt": _str(asked.get("prompt")),
+            "choices": choices,
+            "value": None if value is None else str(value),
+        }
+    prompt = _str(question.get("excerpt")) if question is not None else None
+    return {"node": node, "kind": "question", "prompt": prompt, "choices": [], "value": None}
+
+
+def not_waiting(session_id: str, run: Mapping[str, Any] | None) -> str:
+    """Why an answer for ``session_id`` (whose run record is ``run``) had nowhere to go.
+
+    Example:
+        >>> not_waiting("s", {"status": "completed", "current_node": "done"})
+        "session 's' is not waiting for an answer: its run is completed (at node 'done')"
+        >>> not_waiting("s", {"status": "running", "current_node": "fix"})
+        "session 's' is not waiting for an answer: its run is at node 'fix', waiting for the agent"
+    """
+    start = f"session {session_id!r} is not waiting for an answer"
+    if run is None:
+        return f"{start}: it has no current run"
+    node = _str(run.get("current_node"))
+    status = _str(run.get("status")) or "unknown"
+    if status == "running":
+        return f"{start}: its run is at node {node!r}, waiting for the agent"
+    return f"{start}: its run is {status}" + (f" (at node {node!r})" if node else "")

@@ -47,6 +47,7 @@ _STYLES = {
     "retry_triggered": "yellow",
     "repeat_detected": "yellow",
     "claim_unverified": "yellow",
+    "answer_rejected": "yellow",
 }
 # play's own --store: its default is memory://, not the user data folder.
 PlayStoreOption = Annotated[

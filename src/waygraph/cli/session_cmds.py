@@ -1,4 +1,4 @@
-"""``waygraph sessions``: list, show, replay the events of and reset stored sessions.
+"""``waygraph sessions``: list, show, replay the events of, answer and reset stored sessions.
 
 Listing reads the store's generic records (:meth:`Store.list`), so every
 kind of record a session holds (guided runs, event-driven plans, planning
@@ -22,20 +22,21 @@ from waygraph.cli.app import (
     LibraryOption,
     app,
     console,
+    err_console,
     friendly_errors,
     load,
     plain,
     print_json,
 )
 from waygraph.cli.run_cmds import StoreOption
-from waygraph.describe import ago, describe_event, record_row
-from waygraph.errors import WaygraphError
+from waygraph.describe import ago, describe_event, not_waiting, record_row, waiting_for
+from waygraph.errors import NotWaitingError, WaygraphError
 
 if TYPE_CHECKING:
     from waygraph.navigator import Navigator
     from waygraph.store import Store, StoredRecord
 
-sessions_app = typer.Typer(help="Inspect and reset stored sessions.", no_args_is_help=True)
+sessions_app = typer.Typer(help="Inspect, answer and reset stored sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 
 WorkspaceOption = Annotated[
@@ -82,6 +83,7 @@ def session_row(record: StoredRecord, current: str | None) -> dict[str, Any]:
         "run": row["key"],
         "kind": row["kind"],
         **{k: row[k] for k in _COLUMNS},
+        "awaiting": row["awaiting"],
         "current": record.key == current,
         "updated_at": row["updated_at"],
     }
@@ -240,7 +242,11 @@ def sessions_list(
     now = time.time()
     for r in rows:
         cells = [r["session"], *([r["run"]] if every else []), *([r["kind"]] if kinds else [])]
-        cells += ["—" if r[k] is None else r[k] for k in _COLUMNS]
+        waits = r["awaiting"] == "user" and r["status"] == "running"
+        cells += [
+            "running, waiting for the user" if k == "status" and waits else r[k] for k in _COLUMNS
+        ]
+        cells = ["—" if c is None else c for c in cells]
         table.add_row(*(plain(c) for c in cells), ago(r["updated_at"], now))
     if rows:
         console.print(table)
@@ -396,6 +402,9 @@ def _show_run(nav: Navigator, record: StoredRecord) -> None:
         table.add_row(plain(node), plain(st["outcome"]), str(st["attempts"]))
     console.print(table)
     console.print("Path: " + plain(" → ".join(record.data.get("path", []))))
+    asked = waiting_for(record.data, (e.data for e in nav.store.events(record.key)))
+    if asked is not None:
+        console.print(_asked_line(record.session or "", asked), markup=False)
     if run.status != "running":
         text: str | None = render.finished_message(plan, run)
     elif plan is not None:
@@ -404,6 +413,29 @@ def _show_run(nav: Navigator, record: StoredRecord) -> None:
         text = None
     if text:
         console.print(Panel(plain(text), title="guidance for the model", border_style="dim"))
+
+
+def _asked_line(session_id: str, asked: dict[str, Any]) -> str:
+    """What the run waits for a person to answer, and the command that answers it.
+
+    Example:
+        >>> line = _asked_line("s", {"node": "ok", "kind": "choice", "prompt": "Ship it",
+        ...                          "choices": ["yes", "no"], "value": None})
+        >>> line.split(" Answer with")[0]
+        "Waiting for the user at ok: Ship it. Choices: 'yes' or 'no'."
+    """
+    from waygraph.people import choices_text
+
+    what = {"choice": "", "confirm": " to confirm", "question": " (the model asked)"}
+    text = f"Waiting for the user{what.get(asked['kind'], '')} at {asked['node']}"
+    prompt = str(asked["prompt"] or "").strip()
+    text += f": {prompt}" if prompt else ""
+    text += "" if text.endswith((".", "?", "!", ":")) else "."
+    if asked["choices"]:
+        text += f" Choices: {choices_text(asked['choices'])}."
+    elif asked["value"]:
+        text += f" Reply {asked['value']!r} to confirm."
+    return text + f" Answer with `waygraph sessions answer {shlex.quote(session_id)} ANSWER`."
 
 
 @sessions_app.command("events")
@@ -449,3 +481,84 @@ def sessions_reset(
         "`waygraph sessions list --all` lists them, "
         f"`waygraph sessions show {plain(shlex.quote(session_id))} --run RUN_ID` shows one."
     )
+
+
+AnswerArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="ANSWER",
+        help="A choice's label or its key (y for [Y] Yes), the words a manual check asks for, "
+        "or the reply to the model's question.",
+    ),
+]
+ByOption = Annotated[
+    str | None,
+    typer.Option("--by", metavar="NAME", help="Who answers (kept on the human_answered event)."),
+]
+
+
+@sessions_app.command("answer")
+@friendly_errors
+def sessions_answer(
+    session_id: Annotated[str, typer.Argument(metavar="SESSION")],
+    answer: AnswerArgument,
+    by: ByOption = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+    library: LibraryOption = None,
+) -> None:
+    """Answer what a session waits for: a human node's choice, a manual check, a question.
+
+    Prints what happened and the guidance the model gets next. An answer
+    that is none of the choices changes nothing but the record of it: the
+    choices are printed, exit 1. A session that waits for nobody: exit 1.
+    """
+    nav = _navigator(store, library)
+    try:
+        guidance = nav.answer(session_id, answer, by=by)
+    except NotWaitingError:
+        key = nav.store.current(session_id)
+        record = nav.store.get(key) if key else None
+        run = record.data if record is not None and record.kind == "guided" else None
+        err_console.print(f"error: {not_waiting(session_id, run)}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    run = guidance.run or {}
+    if as_json:
+        print_json(
+            {
+                "session": session_id,
+                "text": guidance.text,
+                "events": [dict(e) for e in guidance.events],
+                "run": guidance.run,
+                "error": guidance.error,
+            }
+        )
+    elif guidance.error is None:
+        _show_answered(session_id, guidance)
+    if guidance.error is not None:
+        # The error names the answer and the choices; which session and node, too.
+        where = f"session {session_id!r} at node {run.get('current_node')!r}"
+        err_console.print(f"error: {where}: {guidance.error}", markup=False, soft_wrap=True)
+        raise typer.Exit(1)
+
+
+def _show_answered(session_id: str, guidance: Any) -> None:
+    """What an answer did, in the words of ``waygraph play``, then where the run is now."""
+    from waygraph.cli.play_cmds import event_line
+
+    for event in guidance.events:
+        console.print(event_line(event))
+    run = guidance.run or {}
+    node, status = run.get("current_node"), run.get("status")
+    if status != "running":
+        now = f"Session {session_id!r}: its run is {status}."
+    elif run.get("awaiting") == "user":
+        # A manual check the words did not satisfy: the person is asked again.
+        now = f"Session {session_id!r} still waits for the user at node {node!r}."
+    else:
+        now = f"Session {session_id!r} is at node {node!r}."
+    console.print(now, markup=False)
+    if guidance.text:
+        console.print(
+            Panel(plain(guidance.text), title="guidance for the model", border_style="dim")
+        )

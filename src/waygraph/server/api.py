@@ -22,6 +22,8 @@ from waygraph.server.live import session_stream
 from waygraph.server.models import (
     ID_PATTERN,
     SEARCH_PATTERN,
+    AnswerRequest,
+    AnswerResponse,
     EventList,
     Health,
     MatchRequest,
@@ -235,6 +237,22 @@ def get_drawing(
 def post_turn(request: Request, session_id: SessionId, body: TurnRequest) -> dict[str, Any]:
     """One Navigator turn: a user message and/or a tool result in, guidance out."""
     return _service(request).turn(session_id, **body.model_dump())
+
+
+@router.post(
+    "/sessions/{session_id}/answer",
+    response_model=AnswerResponse,
+    responses=responses(400, 401, 404, 409, 413, 415, 422, 503),
+    tags=["sessions"],
+)
+def post_answer(request: Request, session_id: SessionId, body: AnswerRequest) -> dict[str, Any]:
+    """A person's answer to what the session waits for (a human node, a manual check, a question).
+
+    200 with the guidance, events and run; an answer that is none of the
+    choices is a 200 too, whose ``error`` lists them (the run stays where it
+    is). 409 ``not_waiting`` when the session waits for nobody's answer.
+    """
+    return _service(request).answer(session_id, body.answer, body.by)
 
 
 @router.delete(

@@ -9,6 +9,7 @@ for a request that failed validation), so clients handle one shape:
 401    ``unauthorized``      the bearer token is missing or wrong
 404    ``*_not_found``       unknown session, plan or route
 409    ``conflict``          other writers kept winning the race for the session
+409    ``not_waiting``       an answer for a session that waits for nobody's answer
 408    ``request_timeout``   the body did not arrive within 30 s
 413    ``body_too_large``    the body is over ``--max-body``
 415    ``unsupported_media_type``  a body that is not ``application/json``
@@ -33,7 +34,14 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 
-from waygraph.errors import ApiError, Conflict, PlanNotFoundError, StoreError, WaygraphError
+from waygraph.errors import (
+    ApiError,
+    Conflict,
+    NotWaitingError,
+    PlanNotFoundError,
+    StoreError,
+    WaygraphError,
+)
 from waygraph.server.models import ErrorBody
 
 __all__ = ["ApiError", "AsciiJSONResponse", "error_response", "install_handlers", "responses"]
@@ -154,6 +162,8 @@ async def _waygraph(request: Request, exc: Exception) -> Response:
         return error_response(404, "plan_not_found", str(exc))
     if isinstance(exc, Conflict):
         return error_response(409, "conflict", str(exc))
+    if isinstance(exc, NotWaitingError):
+        return error_response(409, "not_waiting", str(exc))
     if isinstance(exc, StoreError):
         log.warning("store error on %s %s: %s", request.method, request.url.path, exc)
         return error_response(503, "store_unavailable", str(exc))

@@ -25,6 +25,7 @@ from waygraph.server import table
 
 __all__ = [
     "STATUSES",
+    "answer_box",
     "describe_event",
     "e",
     "index_page",
@@ -97,13 +98,28 @@ def session_row(row: Mapping[str, Any]) -> str:
     attempts = row.get("attempts")
     return (
         f'<tr data-session="{e(session or "")}" data-status="{e(row.get("status") or "")}">'
-        f"<td>{name}{kind}</td><td>{plan_cell}</td><td>{badge(row.get('status'))}</td>"
+        f"<td>{name}{kind}</td><td>{plan_cell}</td><td>{badge(row.get('status'))}"
+        f"{WAITING_TAG if waits_for_user(row) else ''}</td>"
         f"<td class=mono>{e(row.get('current_node') or '—')}</td>"
         f"<td class=num>{e(attempts if attempts is not None else '—')}</td>"
         f"<td class=num>{e(row.get('turn') if row.get('turn') is not None else '—')}</td>"
         f'<td title="{e(_iso(row["updated_at"]))}" data-ts="{row["updated_at"]}">'
         f"{e(ago(row['updated_at']))}</td></tr>"
     )
+
+
+#: The mark of a row or a run that waits for a person's answer.
+WAITING_TAG = " <span class='tag waiting'>waiting for the user</span>"
+
+
+def waits_for_user(run: Mapping[str, Any]) -> bool:
+    """Whether a run (a record, or a sessions row) waits for a person's answer.
+
+    Example:
+        >>> waits_for_user({"status": "running", "awaiting": "user"})
+        True
+    """
+    return run.get("status") == "running" and run.get("awaiting") == "user"
 
 
 def _quote(value: str) -> str:
@@ -177,6 +193,12 @@ def _tone(kind: object, event: Mapping[str, Any]) -> str:
         return "bad"
     if kind in ("plan_activated", "node_entered", "plan_created", "state_entered"):
         return "info"
+    if kind in ("human_asked", "question_asked"):
+        return "info"
+    if kind == "human_answered":
+        return "good"
+    if kind == "answer_rejected":
+        return "bad"
     return "plain"
 
 
@@ -252,9 +274,77 @@ def _run_facts(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Attempts", f"<span id=f-attempts>{e(run.get('attempts', '—'))}</span>"),
         ("Turn", f"<span id=f-turn>{e(run.get('turn', '—'))}</span>"),
         ("Progress", f"<span id=f-progress>{e(progress(run))}</span>"),
+        ("Waiting for", f"<span id=f-waiting>{e(waiting_fact(run))}</span>"),
         ("Run", f"<span class=mono>{e(detail['key'])}</span>"),
         *_trace_fact(detail),
     ]
+
+
+def waiting_fact(run: Mapping[str, Any]) -> str:
+    """Who a guided run waits for: the user (an answer), the agent (its next step), or no one.
+
+    Example:
+        >>> waiting_fact({"status": "running", "awaiting": "user"})
+        'the user'
+        >>> waiting_fact({"status": "running"}), waiting_fact({"status": "completed"})
+        ('the agent', '—')
+    """
+    if waits_for_user(run):
+        return "the user"
+    return "the agent" if run.get("status") == "running" else "—"
+
+
+#: What the answer box says under each kind of question (the script says the same).
+ANSWER_HINTS = {
+    "choice": "A person decides here: pick one.",
+    "question": "The model asked this; the reply goes to it as the user's answer.",
+}
+
+
+def _answer_hint(waiting: Mapping[str, Any]) -> str:
+    if waiting.get("kind") == "confirm":
+        value = waiting.get("value")
+        if value:
+            return f"This step passes only on a reply that contains {value!r}."
+        return "Reply to confirm this step (a reply that says no does not)."
+    return ANSWER_HINTS.get(str(waiting.get("kind")), "")
+
+
+def answer_box(waiting: Mapping[str, Any] | None) -> str:
+    """What a waiting run asks a person: one button per choice, else a text field and Send.
+
+    Hidden while the run waits for nobody; the page's script fills it in
+    from ``GET /api/sessions/{id}`` (``waiting``) and posts the answer to
+    ``POST /api/sessions/{id}/answer`` with the dashboard's token cookie.
+
+    Example:
+        >>> box = answer_box({"node": "ok", "kind": "choice", "prompt": "Ship?",
+        ...                   "choices": ["[Y] Yes", "[N] No"], "value": None})
+        >>> box.count("data-answer="), 'data-answer="[Y] Yes"' in box
+        (2, True)
+    """
+    w = waiting or {}
+    kind = w.get("kind")
+    choices = list(w.get("choices") or ()) if kind == "choice" else []
+    buttons = "".join(
+        f'<button type=button class=choice data-answer="{e(c)}">{e(c)}</button>' for c in choices
+    )
+    prompt = w.get("prompt") or (
+        "The model asked the user a question." if kind == "question" else ""
+    )
+    where = f" at {w.get('node')}" if w.get("node") else ""
+    placeholder = w.get("value") or ("your reply" if kind == "question" else "your answer")
+    return (
+        f"<section class='card answer' id=answer{'' if waiting else ' hidden'}>"
+        f"<h2>Waiting for the user<span id=answer-node>{e(where)}</span></h2>"
+        f"<p class=question id=answer-prompt>{e(prompt)}</p>"
+        f"<div class=choices id=answer-choices>{buttons}</div>"
+        f"<form id=answer-form{' hidden' if choices else ''}>"
+        f'<input name=answer required autocomplete=off placeholder="{e(placeholder)}">'
+        "<button type=submit>Send</button></form>"
+        f"<p class=hint id=answer-hint>{e(_answer_hint(w))}</p>"
+        "<p class=answer-error id=answer-error role=alert hidden></p></section>"
+    )
 
 
 def _trace_fact(detail: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -379,6 +469,8 @@ def session_page(
         '<span class=live title="live updates"><i></i>live</span>'
         "<button class=ghost id=reset-session>Reset session</button></div></div>"
         + (f"<p class=reason id=f-reason>{e(reason)}</p>" if reason else NO_REASON)
+        # Guided runs only: the answer route takes answers for the Navigator's runs.
+        + (answer_box(detail.get("waiting")) if kind == "guided" else "")
         + f"<dl class=facts>{fact_html}</dl>"
         "<div class=grid>"
         f"<section class='card wide'><h2>Plan</h2>{graph}</section>"

@@ -16,9 +16,13 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from waygraph.turns import MAX_BY_CHARS
+
 __all__ = [
     "ID_PATTERN",
     "SEARCH_PATTERN",
+    "AnswerRequest",
+    "AnswerResponse",
     "ErrorBody",
     "EventList",
     "Health",
@@ -35,6 +39,7 @@ __all__ = [
     "Text",
     "TurnRequest",
     "TurnResponse",
+    "Waiting",
 ]
 
 #: Session ids, plan ids and filter values: 1-200 characters, no control characters.
@@ -162,6 +167,9 @@ class SessionSummary(BaseModel):
     current_node: str | None
     attempts: int | None
     turn: int | None
+    awaiting: str | None = Field(
+        default=None, description='"user" while the run waits for a person\'s answer.'
+    )
     updated_at: float
 
 
@@ -175,6 +183,20 @@ class SessionList(BaseModel):
     counts: dict[str, int] = Field(
         description="Rows per status matching every filter but status (for filter chips)."
     )
+
+
+class Waiting(BaseModel):
+    """What a run waiting for a person asks them (``describe.waiting_for``)."""
+
+    node: str | None
+    kind: str = Field(
+        description="choice: answer one of choices; confirm: a manual check (reply value when "
+        "set); question: the model asked the user (prompt is the question).",
+        examples=["choice"],
+    )
+    prompt: str | None
+    choices: list[str]
+    value: str | None
 
 
 class SessionDetail(BaseModel):
@@ -191,6 +213,9 @@ class SessionDetail(BaseModel):
     )
     trace_url: str | None = Field(
         default=None, description="That trace in a viewer (WAYGRAPH_TRACE_URL), if set."
+    )
+    waiting: Waiting | None = Field(
+        default=None, description="What the run asks a person, while it waits for an answer."
     )
 
 
@@ -220,6 +245,48 @@ class TurnResponse(BaseModel):
     text: str | None = Field(description="Guidance to inject into the model's context.")
     events: list[dict[str, Any]]
     run: dict[str, Any] | None
+
+
+def _not_blank(value: str) -> str:
+    # The Navigator refuses a blank answer too; here it is a 422 naming the field.
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+#: Who answered: a name or handle as ``Navigator.answer(by=...)`` takes it, no controls.
+BY_PATTERN = rf"^[^\x00-\x1f\x7f-\x9f]{{1,{MAX_BY_CHARS}}}$"
+By = Annotated[str, Field(pattern=BY_PATTERN), AfterValidator(_valid_unicode)]
+
+
+class AnswerRequest(_Request):
+    """``Navigator.answer``'s arguments: a person's answer, and who gave it."""
+
+    answer: Annotated[
+        Text,
+        Field(
+            min_length=1,
+            description="A choice's label or its accelerator (y for [Y] Yes), the words a manual "
+            "check asks for, or the reply to the model's question. Read on its first 100,000 "
+            "characters, like a user message.",
+        ),
+        AfterValidator(_not_blank),
+    ]
+    by: By | None = Field(
+        default=None, description="Who answered (kept on the human_answered event)."
+    )
+
+
+class AnswerResponse(BaseModel):
+    """What an answer did: the guidance, events and run; ``error`` when it picked no choice."""
+
+    text: str | None = Field(description="Guidance to inject into the model's context.")
+    events: list[dict[str, Any]]
+    run: dict[str, Any] | None
+    error: str | None = Field(
+        description="Set when the answer is none of the choices: it lists them (the run stays).",
+        examples=["'maybe' is not one of the choices: answer '[Y] Yes' or '[N] No'"],
+    )
 
 
 class ResetResponse(BaseModel):

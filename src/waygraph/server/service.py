@@ -17,10 +17,10 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from waygraph.describe import record_row
+from waygraph.describe import not_waiting, record_row, waiting_for
 from waygraph.draw import to_mermaid
 from waygraph.durations import parse_duration
-from waygraph.errors import InputError, WaygraphError
+from waygraph.errors import InputError, NotWaitingError, WaygraphError
 from waygraph.events.context import KIND as EVENT_PLAN_KIND
 from waygraph.events.statemachine import to_plan, validate_state_machine
 from waygraph.formats.json_library import plan_to_data, plans_from_data
@@ -224,7 +224,10 @@ class Service:
                 context = None  # a run of a plan no longer in the library
         elif record.kind == SESSION_KIND:
             context = session_context(record.data)
-        trace_id = latest_trace_id(e.data for e in self.store.events(record.key))
+        # One read of the events serves the trace id and what a person is asked.
+        events = [e.data for e in self.store.events(record.key)]
+        trace_id = latest_trace_id(events)
+        waiting = waiting_for(record.data, events) if record.kind == "guided" else None
         return {
             "session_id": session_id,
             "key": record.key,
@@ -234,6 +237,7 @@ class Service:
             "records": [summary(r) for r in records],
             "trace_id": trace_id,
             "trace_url": trace_link(trace_id),
+            "waiting": waiting,
         }
 
     def session_key(self, session_id: str) -> str:
@@ -253,6 +257,44 @@ class Service:
             "text": guidance.text,
             "events": [dict(e) for e in guidance.events],
             "run": guidance.run,
+        }
+
+    def answer(self, session_id: str, answer: str, by: str | None = None) -> dict[str, Any]:
+        """A person's answer for the session (``Navigator.answer``); 404 for an unknown session.
+
+        An answer that picks no choice is an answer all the same: the run
+        stays, the ``answer_rejected`` event is stored and ``error`` lists the
+        choices. A session waiting for nobody raises :class:`NotWaitingError`
+        (a 409) whose message says where its run is.
+
+        Example:
+            >>> from waygraph.library import Library
+            >>> from waygraph.model import Graph
+            >>> plan = (Graph.builder().human("ok", prompt="Ship?").exit("done")
+            ...         .edge("start", "ok").edge("ok", "done", label="yes").plan("p"))
+            >>> service = Service(Navigator(Library([plan]), store="memory://", strict=True))
+            >>> _ = service.navigator.start("s", "p")
+            >>> service.answer("s", "maybe")["error"]
+            "'maybe' is not one of the choices: answer 'yes'"
+            >>> service.answer("s", "yes", by="ann")["run"]["status"]
+            'completed'
+        """
+        self._latest(session_id)  # 404 for an unknown session
+        try:
+            guidance = self.navigator.answer(session_id, answer, by=by)
+        except InputError as exc:
+            # Blank by the Navigator's reading but not the request model's (say "\x1c").
+            raise ApiError(422, "invalid_request", f"session {session_id!r}: {exc}") from None
+        except NotWaitingError:
+            key = self.store.current(session_id)
+            current = self.store.get(key) if key is not None else None
+            run = current.data if current is not None and current.kind == "guided" else None
+            raise NotWaitingError(not_waiting(session_id, run)) from None
+        return {
+            "text": guidance.text,
+            "events": [dict(e) for e in guidance.events],
+            "run": guidance.run,
+            "error": guidance.error,
         }
 
     def reset(self, session_id: str) -> dict[str, Any]:

@@ -83,12 +83,17 @@ function sessionRow(row) {
   const plan = row.plan ? el("a", { href: `/plans/${encodeURIComponent(row.plan)}`, text: row.plan }) : "—";
   const dash = (value) => (value === null || value === undefined ? "—" : String(value));
   const when = el("td", { title: new Date(row.updated_at * 1000).toLocaleString(), "data-ts": row.updated_at, text: ago(row.updated_at) });
+  const status = el("td", {}, badge(row.status));
+  // The same mark as the server's (html.WAITING_TAG): a person's answer is awaited.
+  if (row.status === "running" && row.awaiting === "user") {
+    status.append(" ", el("span", { class: "tag waiting", text: "waiting for the user" }));
+  }
   const tr = el("tr", { "data-session": row.session_id || "", "data-status": row.status || "" },
-    first, el("td", {}, plan), el("td", {}, badge(row.status)),
+    first, el("td", {}, plan), status,
     el("td", { class: "mono", text: dash(row.current_node) }),
     el("td", { class: "num", text: dash(row.attempts) }),
     el("td", { class: "num", text: dash(row.turn) }), when);
-  tr.dataset.sig = [row.status, row.current_node, row.turn, row.attempts].join("|");
+  tr.dataset.sig = [row.status, row.current_node, row.turn, row.attempts, row.awaiting].join("|");
   return tr;
 }
 
@@ -187,6 +192,26 @@ function describe(event) {
     case "dependencies_met":
       return `Dependencies met: ${Array.isArray(event.depends_on) ? event.depends_on.join(", ") : event.depends_on}`;
     case "plan_saved": return "Plan saved";
+    // What people are asked and answer: the words of describe.py's _PERSON_WORDS.
+    case "question_asked":
+      return "The model asked the user" + at(event) + (event.excerpt ? `: “${excerpt(event.excerpt)}”` : "");
+    case "human_asked": {
+      const prompt = event.prompt ? `: “${excerpt(event.prompt)}”` : "";
+      const choices = choicesText(event.choices);
+      if (choices) return `Asked the user${at(event)}${prompt}; choices ${choices}`;
+      return `Asked the user to confirm${at(event)}${prompt}` + (event.value ? ` (reply ${quote(event.value)})` : "");
+    }
+    case "human_answered": {
+      const said = `${event.by || "The user"} answered “${excerpt(event.answer ?? "")}”${at(event)}`;
+      if (event.choice == null) return said;
+      return `${said}: chose ${quote(event.choice)}` + (event.to ? ` → ${event.to}` : "");
+    }
+    case "answer_rejected": {
+      const choices = choicesText(event.choices);
+      return `Answer “${excerpt(event.answer ?? "")}”${at(event)} is not one of the choices` + (choices ? `: ${choices}` : "");
+    }
+    case "result_ignored":
+      return `${event.tool ? `A result of ${event.tool}` : "A tool result"}${at(event)} was only recorded: a person decides here`;
     default: {
       // An event type this page does not know: its fields in words, never a JSON dump.
       const { seq, type, key, turn, ...rest } = event;
@@ -197,6 +222,19 @@ function describe(event) {
   }
 }
 
+const at = (event) => (event.node != null ? ` at ${event.node}` : "");
+// Python's repr of a plain string, as describe.py and people.choices_text quote labels.
+const quote = (text) => (String(text).includes("'") && !String(text).includes('"') ? `"${text}"` : `'${text}'`);
+function excerpt(value) {
+  const text = (typeof value === "string" ? value : JSON.stringify(value)).split(/\s+/).filter(Boolean).join(" ");
+  return text.length <= 120 ? text : text.slice(0, 119) + "…";
+}
+function choicesText(labels) {
+  if (!Array.isArray(labels) || !labels.length) return "";
+  const quoted = labels.map(quote);
+  return quoted.length === 1 ? quoted[0] : `${quoted.slice(0, -1).join(", ")} or ${quoted[quoted.length - 1]}`;
+}
+
 function tone(event) {
   if (event.type === "node_verified") {
     const outcome = event.outcome ?? (event.passed ? "success" : "fail");
@@ -204,7 +242,9 @@ function tone(event) {
   }
   if (["plan_completed", "checkpoint_saved"].includes(event.type)) return "good";
   if (["plan_escalated", "plan_aborted", "plan_expired", "plan_failed", "stall", "retry_triggered", "repeat_detected", "claim_unverified"].includes(event.type)) return "bad";
-  if (["plan_activated", "node_entered", "plan_created", "state_entered"].includes(event.type)) return "info";
+  if (["plan_activated", "node_entered", "plan_created", "state_entered", "human_asked", "question_asked"].includes(event.type)) return "info";
+  if (event.type === "human_answered") return "good";
+  if (event.type === "answer_rejected") return "bad";
   return "plain";
 }
 
@@ -242,6 +282,13 @@ function sessionPage() {
       // A completed run reads complete (server side: html.progress).
       const done = run.status === "completed" ? run.current_step ?? run.total_nodes : run.completed_nodes;
       $("#f-progress").textContent = `${done ?? "—"} / ${run.total_nodes ?? "—"}`;
+      const waitingFact = $("#f-waiting");
+      if (waitingFact) {
+        // Server side: html.waiting_fact.
+        const waits = run.status === "running" && run.awaiting === "user";
+        waitingFact.textContent = waits ? "the user" : run.status === "running" ? "the agent" : "—";
+      }
+      showQuestion(detail.waiting || null);
       $("#guidance").textContent = detail.context || (detail.kind === "dag"
         ? "None needed: waygraph runs this plan's steps itself, as a DAG."
         : "No guidance: the run is not active.");
@@ -276,6 +323,62 @@ function sessionPage() {
     timeline.prepend(item);
     soon();
   };
+
+  // The question a waiting run asks a person (server side: html.answer_box).
+  const box = $("#answer");
+  function showQuestion(waiting) {
+    if (!box) return;
+    box.hidden = !waiting;
+    if (!waiting) return;
+    const choices = waiting.kind === "choice" ? waiting.choices || [] : [];
+    $("#answer-node").textContent = waiting.node ? ` at ${waiting.node}` : "";
+    $("#answer-prompt").textContent = waiting.prompt
+      || (waiting.kind === "question" ? "The model asked the user a question." : "");
+    $("#answer-choices").replaceChildren(...choices.map((label) =>
+      el("button", { type: "button", class: "choice", "data-answer": label, text: label })));
+    const form = $("#answer-form");
+    form.hidden = choices.length > 0;
+    form.elements.answer.placeholder = waiting.value || (waiting.kind === "question" ? "your reply" : "your answer");
+    let hint = {
+      choice: "A person decides here: pick one.",
+      question: "The model asked this; the reply goes to it as the user's answer.",
+    }[waiting.kind] || "";
+    if (waiting.kind === "confirm") {
+      hint = waiting.value
+        ? `This step passes only on a reply that contains ${quote(waiting.value)}.`
+        : "Reply to confirm this step (a reply that says no does not).";
+    }
+    $("#answer-hint").textContent = hint;
+  }
+  async function send(answer) {
+    const problem = $("#answer-error");
+    const buttons = box.querySelectorAll("button");
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      const result = await api(`/api/sessions/${id}/answer`, { method: "POST", body: JSON.stringify({ answer }) });
+      // An answer that is none of the choices is a 200 whose error lists them.
+      problem.textContent = result.error || "";
+      problem.hidden = !result.error;
+      if (!result.error) box.querySelector("#answer-form").reset();
+      soon();
+    } catch (error) {
+      problem.textContent = `The answer was not taken: ${error.message}`;
+      problem.hidden = false;
+    } finally {
+      buttons.forEach((b) => { b.disabled = false; });
+    }
+  }
+  if (box) {
+    box.addEventListener("click", (event) => {
+      const choice = event.target.closest("button.choice");
+      if (choice) send(choice.dataset.answer);
+    });
+    $("#answer-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const answer = event.target.elements.answer.value;
+      if (answer.trim()) send(answer);
+    });
+  }
 
   const reset = $("#reset-session");
   if (reset) reset.addEventListener("click", async () => {
