@@ -45,12 +45,13 @@ def build_agent(model: Any, workspace: Path, lg: LangGraphHooks, checkpointer: A
     from langgraph.graph import START, MessagesState, StateGraph
     from langgraph.prebuilt import tools_condition
 
-    # The exit code travels as the message's artifact, where waygraph reads it.
+    # The exit code travels as the message's artifact, where waygraph reads it (words
+    # in the output never count as one); the model reads it as the last line, exit=N.
     @tool(response_format="content_and_artifact")
     def shell(command: str) -> tuple[str, dict[str, int]]:
         """Run one shell command in the project folder; returns its output and exit code."""
         output, code = run_shell(command, workspace)
-        return f"exit code {code}\n{output}", {"exit_code": code}
+        return "\n".join(filter(None, (output.rstrip("\n"), f"exit={code}"))), {"exit_code": code}
 
     @tool("write_file", response_format="content_and_artifact")
     def write(path: str, content: str) -> tuple[str, dict[str, int]]:

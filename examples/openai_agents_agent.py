@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,29 +42,43 @@ from waygraph.integrations.openai_agents import waygraph_hooks
 from waygraph.navigator import Navigator
 
 
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns: its output, and its exit status as a field.
+
+    The run hooks read ``exit_code`` as the command's real status (words in
+    the output never are one); the model reads ``str(result)``: the output,
+    then the status as ``exit=N`` on the last line.
+    """
+
+    output: str
+    exit_code: int
+
+    def __str__(self) -> str:
+        return "\n".join(filter(None, (self.output.rstrip("\n"), f"exit={self.exit_code}")))
+
+
 def build_agent(workspace: Path, model: Any) -> Agent[Any]:
     """The agent: the loop's system prompt and two tools bound to ``workspace``."""
 
     @function_tool
-    def shell(command: str) -> str:
-        """Run one shell command in the project folder; returns its exit code and output.
+    def shell(command: str) -> ToolResult:
+        """Run one shell command in the project folder; returns its output and exit code.
 
         Args:
             command: The command to run.
         """
-        output, code = run_shell(command, workspace)
-        return f"exit code {code}\n{output}"
+        return ToolResult(*run_shell(command, workspace))
 
     @function_tool(name_override="write_file")
-    def write(path: str, content: str) -> str:
+    def write(path: str, content: str) -> ToolResult:
         """Write (create or replace) a text file in the project folder.
 
         Args:
             path: Path relative to the project.
             content: The whole new file content.
         """
-        message, code = write_file(path, content, workspace)
-        return f"exit code {code}\n{message}"
+        return ToolResult(*write_file(path, content, workspace))
 
     return Agent(
         name="waygraph-agent", instructions=SYSTEM_PROMPT, tools=[shell, write], model=model

@@ -3,9 +3,12 @@
 The agent has two tools that work inside a workspace folder: ``shell`` runs a
 command there, ``write_file`` writes a file there. waygraph matches the task
 to a plan, adds the current step to the model's context before every call,
-and verifies every tool result and exit code against that step, so the model
-is told when it must retry, move on, or stop. It works with OpenAI and with
-local servers that speak the same protocol (Ollama, vLLM, llama.cpp)::
+and verifies every tool result against that step, on the command's real exit
+code and the command itself, so the model is told when it must retry, move
+on, or stop. An answer that asks the user something ends the run waiting for
+the user's reply (the next run of the same ``--session``). It works with
+OpenAI and with local servers that speak the same protocol (Ollama, vLLM,
+llama.cpp)::
 
     python examples/openai_loop.py --workspace ./project \\
         --base-url http://127.0.0.1:11434/v1 --model qwen2.5-coder \\
@@ -89,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     print(result.answer or "(no answer: the step limit was reached)")
     if result.run is not None:
         print(f"plan {result.run['plan_id']}: {result.run['status']}", file=sys.stderr)
+    if result.awaits_user:
+        # The model asked something: the plan waits for the user's answer, which
+        # is the next message of the same session (run again with it as the task).
+        print(f"waiting for your answer (session {args.session})", file=sys.stderr)
     return 0
 
 

@@ -134,3 +134,34 @@ def test_demo_llm_without_endpoint_says_so(tmp_path: Path):
     assert "cannot reach the model server at http://127.0.0.1:9/v1" in out.stderr
     assert "connection refused" in out.stderr and "--llm" in out.stderr
     assert "Traceback" not in out.stderr and "Session:" not in out.stdout
+
+
+def test_demo_llm_answers_a_question_for_the_user_and_never_counts_it_a_claim(tmp_path: Path):
+    from waygraph.demo import DEMO_ANSWER
+    from waygraph.navigator import Navigator
+    from waygraph.testing import ScriptedChatServer
+
+    question = "Should I run the whole suite or only test_pricing.py?"
+    call = {"name": "run_command", "arguments": {"command": "python -m unittest test_pricing"}}
+    store = f"sqlite:///{tmp_path / 'd.db'}"
+    console = Console(file=open(os.devnull, "w"), width=120)  # noqa: SIM115
+    with ScriptedChatServer([question, {"tool_calls": [call]}]) as server:
+        result = run_demo(
+            store=store,
+            llm_url=server.base_url,
+            model="scripted",
+            console=console,
+            workspace=tmp_path / "ws",
+        )
+        requests = server.requests
+    nav = Navigator(store=store)
+    events = nav.events(result.session_id)
+    nav.close()
+    kinds = [e["type"] for e in events]
+    # The question waited for the user; the demo answered for them, as the user.
+    assert "question_asked" in kinds and "claim_unverified" not in kinds
+    [answered] = [e for e in events if e["type"] == "human_answered"]
+    assert answered["answer"] == DEMO_ANSWER
+    assert requests[1]["messages"][-2] == {"role": "user", "content": DEMO_ANSWER}
+    # Then the model's command was judged as the step's evidence.
+    assert [e["node"] for e in events if e["type"] == "node_verified"][:1] == ["reproduce"]

@@ -4,11 +4,14 @@ hand-built StateGraph) whose ChatOpenAI model talks to a local scripted chat ser
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -24,6 +27,16 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent, tools_condition
 
+from tests.adapter_evidence import (
+    ANSWER,
+    MISLEADING,
+    QUESTION,
+    SUITE_TASK,
+    make_suite,
+    outcomes,
+    types,
+    write_suite_library,
+)
 from tests.agent_loop import TASK, guidance_of, make_project, shell, write_library
 from waygraph.errors import IntegrationVersionError, MissingExtra, StoreError
 from waygraph.eval.liars import liar_moves
@@ -38,6 +51,15 @@ pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been move
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "langgraph_agent.py"
+
+
+@pytest.fixture(scope="module")
+def example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("langgraph_agent", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture
@@ -146,6 +168,77 @@ def test_react_agent_with_a_checkpointer_resumes_the_thread_and_its_plan(
     # Another thread is another session: no plan, no guidance.
     assert lg.state(thread("t-2")) is None and guidance_of(requests[5]) is None
     assert other["messages"][-1].content == "Hello! How can I help?"
+
+
+def suite_hooks(tmp_path: Path, project: Path) -> LangGraphHooks:
+    return LangGraphHooks(
+        library=write_suite_library(tmp_path), store="memory://", workspace=project
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome", "status"), [(1, "fail", "running"), (0, "success", "completed")]
+)
+def test_the_exit_status_is_the_artifact_never_the_words(
+    example: ModuleType, tmp_path: Path, code: int, outcome: str, status: str
+):
+    project = make_suite(tmp_path, code)
+    lg = suite_hooks(tmp_path, project)
+    with ScriptedChatServer([shell("sh suite.sh"), "I ran the suite."]) as server:
+        agent = example.build_agent(chat(server), project, lg)
+        agent.invoke({"messages": [("user", SUITE_TASK)]}, thread("suite"))
+        requests = server.requests
+
+    # The words say "exit code 0" and "1 failed" either way: the artifact decides.
+    assert outcomes(lg.navigator.events("suite")) == [("suite", outcome)]
+    assert lg.state(thread("suite"))["status"] == status
+    # The model reads the output with the status on its last line.
+    assert requests[1]["messages"][-2]["content"] == f"{MISLEADING}\nexit={code}"
+
+
+@dataclass(frozen=True)
+class Status:
+    exit_code: int
+
+
+@pytest.mark.parametrize(("code", "outcome"), [(1, "fail"), (0, "success")])
+def test_an_artifact_object_with_an_exit_code_is_read(tmp_path: Path, code: int, outcome: str):
+    project = make_suite(tmp_path, code)
+    lg = suite_hooks(tmp_path, project)
+
+    @tool(response_format="content_and_artifact")
+    def shell(command: str) -> tuple[str, Status]:
+        """Run one shell command in the project folder."""
+        output, status = run_shell(command, project)
+        return output, Status(status)
+
+    with ScriptedChatServer(
+        [{"tool_calls": [{"name": "shell", "arguments": {"command": "sh suite.sh"}}]}, "Ran it."]
+    ) as server:
+        agent = create_react_agent(chat(server), lg.tool_node([shell]), prompt=lg.prompt())
+        agent.invoke({"messages": [("user", SUITE_TASK)]}, thread("object"))
+    assert outcomes(lg.navigator.events("object")) == [("suite", outcome)]
+
+
+def test_a_question_waits_for_the_threads_next_user_message(example: ModuleType, tmp_path: Path):
+    project = make_suite(tmp_path, 0)
+    lg = suite_hooks(tmp_path, project)
+    replies = [QUESTION, shell("sh suite.sh"), "The unit tests pass."]
+    with ScriptedChatServer(replies) as server:
+        agent = example.build_agent(chat(server), project, lg, InMemorySaver())
+        first = agent.invoke({"messages": [("user", SUITE_TASK)]}, thread("ask"))
+        asked = lg.state(thread("ask"))
+        asked_events = types(lg.navigator.events("ask"))
+        agent.invoke({"messages": [("user", ANSWER)]}, thread("ask"))
+
+    assert first["messages"][-1].content == QUESTION
+    assert asked["status"] == "running" and asked["awaiting"] == "user"
+    assert asked_events[-1] == "question_asked"
+    assert "claim_recorded" not in asked_events and "claim_unverified" not in asked_events
+    answered = [e for e in lg.navigator.events("ask") if e["type"] == "human_answered"]
+    assert [e["answer"] for e in answered] == [ANSWER]
+    done = lg.state(thread("ask"))
+    assert done["status"] == "completed" and done["awaiting"] is None
 
 
 def test_react_agent_without_a_checkpointer_keeps_the_session_per_thread_id(

@@ -26,6 +26,16 @@ from agents import Agent, Runner, RunResult, function_tool, set_tracing_disabled
 from agents.lifecycle import RunHooksBase  # noqa: E402
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel  # noqa: E402
 
+from tests.adapter_evidence import (  # noqa: E402
+    ANSWER,
+    MISLEADING,
+    QUESTION,
+    SUITE_TASK,
+    make_suite,
+    outcomes,
+    types,
+    write_suite_library,
+)
 from tests.agent_loop import TASK, guidance_of, make_project, shell, write_library  # noqa: E402
 from waygraph.async_navigator import AsyncNavigator  # noqa: E402
 from waygraph.errors import IntegrationVersionError  # noqa: E402
@@ -50,6 +60,7 @@ def example() -> ModuleType:
     spec = importlib.util.spec_from_file_location("openai_agents_agent", EXAMPLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules["openai_agents_agent"] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
 
@@ -116,7 +127,8 @@ def test_guidance_reaches_each_model_call_and_tool_results_complete_the_plan(
     ):
         assert request["messages"][-2]["role"] == "tool"
         assert where in guidance_of(request)
-    assert requests[1]["messages"][-2]["content"].startswith("exit code 1\nFAILED: expected 42")
+    # The model reads the output with its status last; waygraph reads the status as a field.
+    assert requests[1]["messages"][-2]["content"] == "FAILED: expected 42, got 41\nexit=1"
     assert guidance_of(requests[5]).startswith("Plan completed: 'Fix failing tests'")
     # Guidance is per call: neither the conversation sent nor the run's history keeps it.
     sent = requests[5]["messages"][:-1]
@@ -124,10 +136,10 @@ def test_guidance_reaches_each_model_call_and_tool_results_complete_the_plan(
     assert "[WORKFLOW" not in json.dumps(result.to_input_list())
 
     verdicts = [
-        (e["node"], e["passed"], e["tool"], e["output"])
+        (e["node"], e["passed"], e["tool"], e.get("output", ""))
         for e in events(navigator, "fix-1", "node_verified")
     ]
-    assert verdicts[0] == ("reproduce", True, "shell", "exit code 1\nFAILED: expected 42, got 41\n")
+    assert verdicts[0] == ("reproduce", True, "shell", "FAILED: expected 42, got 41\n")
     assert [(node, passed) for node, passed, *_ in verdicts] == [
         ("reproduce", True),
         ("fix", True),
@@ -135,7 +147,7 @@ def test_guidance_reaches_each_model_call_and_tool_results_complete_the_plan(
         ("fix", True),
         ("test", True),
     ]
-    assert verdicts[-1][3] == "exit code 0\nok: 42\n"
+    assert verdicts[-1][3] == "ok: 42\n"
     # The closing words came after the plan ended: recorded, nothing unverified.
     assert not events(navigator, "fix-1", "claim_unverified")
 
@@ -158,6 +170,53 @@ def test_a_claim_in_prose_does_not_complete_the_plan(
     [unverified] = events(navigator, "liar", "claim_unverified")
     assert unverified["nodes"] == ["reproduce", "fix", "test"]
     assert (workspace / "answer.txt").read_text().strip() == "41"
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome", "status"), [(1, "fail", "running"), (0, "success", "completed")]
+)
+def test_the_exit_status_is_the_tools_field_never_its_words(
+    example: ModuleType, tmp_path: Path, code: int, outcome: str, status: str
+):
+    project = make_suite(tmp_path, code)
+    navigator = Navigator(write_suite_library(tmp_path), store="memory://", workspace=project)
+    with ScriptedChatServer([shell("sh suite.sh"), "I ran the suite."]) as server:
+        agent = example.build_agent(project, model_for(server))
+        run(agent, SUITE_TASK, hooks=waygraph_hooks(navigator, session="suite"))
+        requests = server.requests
+
+    # The words say "exit code 0" and "1 failed" either way: the field decides.
+    assert outcomes(navigator.events("suite")) == [("suite", outcome)]
+    assert navigator.state("suite")["status"] == status
+    [verdict] = events(navigator, "suite", "node_verified")
+    assert verdict["output"] == f"{MISLEADING}\n"
+    assert requests[1]["messages"][-2]["content"] == f"{MISLEADING}\nexit={code}"
+
+
+def test_a_question_waits_for_the_user_and_the_next_run_answers_it(
+    example: ModuleType, tmp_path: Path
+):
+    project = make_suite(tmp_path, 0)
+    navigator = Navigator(write_suite_library(tmp_path), store="memory://", workspace=project)
+    replies = [QUESTION, shell("sh suite.sh"), "The unit tests pass."]
+    with ScriptedChatServer(replies) as server:
+        agent = example.build_agent(project, model_for(server))
+        first = run(agent, SUITE_TASK, hooks=waygraph_hooks(navigator, session="ask"))
+        asked = navigator.state("ask")
+        asked_events = types(navigator.events("ask"))
+        follow_up = [*first.to_input_list(), {"role": "user", "content": ANSWER}]
+        # A fresh client: the first one's connections belong to the first run's event loop.
+        agent = example.build_agent(project, model_for(server))
+        run(agent, follow_up, hooks=waygraph_hooks(navigator, session="ask"))
+
+    assert first.final_output == QUESTION
+    assert asked["status"] == "running" and asked["awaiting"] == "user"
+    assert asked_events[-1] == "question_asked"
+    assert "claim_recorded" not in asked_events and "claim_unverified" not in asked_events
+    [answered] = events(navigator, "ask", "human_answered")
+    assert answered["answer"] == ANSWER
+    done = navigator.state("ask")
+    assert done["status"] == "completed" and done["awaiting"] is None
 
 
 def test_a_second_run_with_the_same_session_resumes_it(

@@ -3,12 +3,14 @@ chat model pointed at a local scripted server, guided by waygraph's capability."
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -16,10 +18,21 @@ import pytest
 pydantic_ai = pytest.importorskip("pydantic_ai", reason="needs the pydantic-ai extra")
 pytest.importorskip("pydantic_ai.models.openai", reason="needs pydantic-ai-slim[openai]")
 
-from pydantic_ai import Agent, ModelRetry, RunContext  # noqa: E402
+from pydantic_ai import Agent, ModelRetry, RunContext, Tool  # noqa: E402
+from pydantic_ai.messages import ToolReturn  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
+from tests.adapter_evidence import (  # noqa: E402
+    ANSWER,
+    MISLEADING,
+    QUESTION,
+    SUITE_TASK,
+    make_suite,
+    outcomes,
+    types,
+    write_suite_library,
+)
 from tests.agent_loop import LIBRARY, TASK, guidance_of, make_project, shell, write_library  # noqa: E402
 from waygraph.errors import IntegrationVersionError  # noqa: E402
 from waygraph.eval.liars import CLAIM, liar_moves  # noqa: E402
@@ -31,6 +44,15 @@ from waygraph.testing import ScriptedChatServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "pydantic_ai_agent.py"
+
+
+@pytest.fixture(scope="module")
+def example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("pydantic_ai_agent", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture
@@ -141,6 +163,78 @@ def test_a_claim_in_prose_does_not_complete_the_plan(workspace: Path, navigator:
     assert (workspace / "answer.txt").read_text().strip() == "41"
     # The next run of the conversation is told the claim verified nothing.
     assert "Still unverified: reproduce, fix, test" in guidance_of(requests[1])
+
+
+def scripted_model(server: ScriptedChatServer) -> OpenAIChatModel:
+    return OpenAIChatModel(
+        "scripted", provider=OpenAIProvider(base_url=server.base_url, api_key="x")
+    )
+
+
+def suite_capability(tmp_path: Path, project: Path) -> Any:
+    return waygraph_capability(
+        library=write_suite_library(tmp_path), store="memory://", workspace=project
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome", "status"), [(1, "fail", "running"), (0, "success", "completed")]
+)
+def test_the_exit_status_is_the_results_field_never_its_words(
+    example: ModuleType, tmp_path: Path, code: int, outcome: str, status: str
+):
+    project = make_suite(tmp_path, code)
+    guide = suite_capability(tmp_path, project)
+    with ScriptedChatServer([shell("sh suite.sh"), "I ran the suite."]) as server:
+        agent = example.build_agent(scripted_model(server), project, guide)
+        agent.run_sync(SUITE_TASK, conversation_id="suite")
+
+    # The words say "exit code 0" and "1 failed" either way: the field decides.
+    assert outcomes(guide.navigator.events("suite")) == [("suite", outcome)]
+    assert guide.navigator.state("suite")["status"] == status
+
+
+@pytest.mark.parametrize(("code", "outcome"), [(1, "fail"), (0, "success")])
+def test_a_tool_return_carries_the_exit_code_in_its_metadata(
+    tmp_path: Path, code: int, outcome: str
+):
+    project = make_suite(tmp_path, code)
+    guide = suite_capability(tmp_path, project)
+
+    def shell_tool(command: str) -> ToolReturn:
+        """Run one shell command in the project folder."""
+        output, status = run_shell(command, project)
+        return ToolReturn(return_value=output, metadata={"exit_code": status})
+
+    with ScriptedChatServer([shell("sh suite.sh"), "Ran it."]) as server:
+        agent = Agent(
+            scripted_model(server), tools=[Tool(shell_tool, name="shell")], capabilities=[guide]
+        )
+        agent.run_sync(SUITE_TASK, conversation_id="meta")
+    assert outcomes(guide.navigator.events("meta")) == [("suite", outcome)]
+    [verdict] = [e for e in guide.navigator.events("meta") if e["type"] == "node_verified"]
+    assert verdict["output"] == f"{MISLEADING}\n"
+
+
+def test_a_question_waits_for_the_conversations_next_prompt(example: ModuleType, tmp_path: Path):
+    project = make_suite(tmp_path, 0)
+    guide = suite_capability(tmp_path, project)
+    replies = [QUESTION, shell("sh suite.sh"), "The unit tests pass."]
+    with ScriptedChatServer(replies) as server:
+        agent = example.build_agent(scripted_model(server), project, guide)
+        first = agent.run_sync(SUITE_TASK, conversation_id="ask")
+        asked = guide.navigator.state("ask")
+        asked_events = types(guide.navigator.events("ask"))
+        agent.run_sync(ANSWER, message_history=first.all_messages())
+
+    assert first.output == QUESTION
+    assert asked["status"] == "running" and asked["awaiting"] == "user"
+    assert asked_events[-1] == "question_asked"
+    assert "claim_recorded" not in asked_events and "claim_unverified" not in asked_events
+    answered = [e for e in guide.navigator.events("ask") if e["type"] == "human_answered"]
+    assert [e["answer"] for e in answered] == [ANSWER]
+    done = guide.navigator.state("ask")
+    assert done["status"] == "completed" and done["awaiting"] is None
 
 
 def test_a_second_run_of_the_conversation_resumes_its_session(

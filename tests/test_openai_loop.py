@@ -12,6 +12,15 @@ from types import ModuleType
 import pytest
 from openai import OpenAI
 
+from tests.adapter_evidence import (
+    ANSWER,
+    QUESTION,
+    SUITE_TASK,
+    make_suite,
+    outcomes,
+    types,
+    write_suite_library,
+)
 from tests.agent_loop import TASK, guidance_of, make_project, shell, write_library
 from waygraph.hooks import Hooks
 from waygraph.testing import ScriptedChatServer
@@ -156,3 +165,59 @@ def test_main_runs_the_agent_from_the_command_line(
     assert out.out.strip() == "It fails: the answer is 41."
     assert "plan fix_tests: running" in out.err
     assert "[waygraph] Plan: Fix failing tests" in body
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome", "status"), [(1, "fail", "running"), (0, "success", "completed")]
+)
+def test_the_exit_status_is_the_tools_own_never_its_words(
+    example: ModuleType, tmp_path: Path, code: int, outcome: str, status: str
+):
+    project = make_suite(tmp_path, code)
+    library = write_suite_library(tmp_path)
+    with ScriptedChatServer([shell("sh suite.sh"), "I ran the suite."]) as server:
+        client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        hooks = Hooks("suite", library=library, store="memory://", workspace=project)
+        result = example.run_agent(
+            SUITE_TASK, client=client, model="m", workspace=project, hooks=hooks, pushbacks=0
+        )
+    # The words say "exit code 0" and "1 failed" either way: the real status decides.
+    assert outcomes(hooks.navigator.events("suite")) == [("suite", outcome)]
+    assert result.run["status"] == status
+
+
+def test_a_question_ends_the_loop_and_the_users_reply_carries_the_conversation_on(
+    example: ModuleType, tmp_path: Path
+):
+    project = make_suite(tmp_path, 0)
+    library = write_suite_library(tmp_path)
+    replies = [QUESTION, shell("sh suite.sh"), "The unit tests pass."]
+    with ScriptedChatServer(replies) as server:
+        client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        hooks = Hooks("ask", library=library, store="memory://", workspace=project)
+        asked = example.run_agent(
+            SUITE_TASK, client=client, model="m", workspace=project, hooks=hooks
+        )
+        asked_events = types(hooks.navigator.events("ask"))
+        answered = example.run_agent(
+            ANSWER,
+            client=client,
+            model="m",
+            workspace=project,
+            hooks=hooks,
+            history=asked.messages,
+        )
+        requests = server.requests
+
+    # A question is no claim: no push back to work, the run waits for the user.
+    assert asked.answer == QUESTION and asked.model_calls == 1 and asked.awaits_user
+    assert asked.run["status"] == "running" and asked.run["awaiting"] == "user"
+    assert asked_events[-1] == "question_asked"
+    assert "claim_recorded" not in asked_events and "claim_unverified" not in asked_events
+    # The reply is the user's next message: the model sees the question and the answer.
+    said = [(m["role"], m["content"]) for m in requests[1]["messages"][1:4]]
+    assert said == [("user", SUITE_TASK), ("assistant", QUESTION), ("user", ANSWER)]
+    assert answered.answer == "The unit tests pass." and not answered.awaits_user
+    assert answered.run["status"] == "completed" and answered.run["awaiting"] is None
+    events = hooks.navigator.events("ask")
+    assert [e["answer"] for e in events if e["type"] == "human_answered"] == [ANSWER]

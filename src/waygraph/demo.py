@@ -8,7 +8,12 @@ agent's first fix is wrong, so the run goes round the fix -> test loop before
 passing; ``--break`` makes every fix wrong so the run escalates. Its first run
 of the whole suite reports only text, as many agent tools do: waygraph cannot
 judge an exit code from words, so the verdict is unknown and the guidance asks
-for the exit status, which the agent then prints with ``; echo "exit=$?"``.
+for the exit status, which the agent then prints with ``; echo "exit=$?"``
+(as the output's last line: only there is it a status). Every call goes to
+the Navigator with its arguments, so a check bound to a command
+(``command_matches``) sees which command ran. With ``--llm``, a reply that
+asks the user something waits for the user; nobody sits at the demo, so it
+answers for the user, and says so.
 """
 
 from __future__ import annotations
@@ -158,6 +163,19 @@ class Workspace:
 # ---------------------------------------------------------------- the scripted agent
 
 
+@dataclass
+class Call:
+    """A tool call: how the demo shows it, its arguments (the host reports them), its result."""
+
+    shown: str
+    args: dict[str, str]
+    result: ToolResult
+
+
+def _run(ws: Workspace, command: str) -> Call:
+    return Call(command, {"command": command}, ws.run(command))
+
+
 class ScriptedAgent:
     """Picks the next tool call from the node the Navigator says it is on."""
 
@@ -168,37 +186,37 @@ class ScriptedAgent:
         self.current_line = BUGGY_LINE
         self.status_asked = False
 
-    def act(self, node: str) -> tuple[str, ToolResult]:
+    def act(self, node: str) -> Call:
         if node == "verify_no_regression":
             cmd = "python -m unittest -v"
             if self.status_asked:
-                # As the guidance asked: print the exit status with the output.
+                # As the guidance asked: print the exit status with the output;
+                # one stream, so the marker is the output's last line.
                 cmd += '; echo "exit=$?"'
             self.status_asked = True
             # A text-only tool: the output, no exit code.
-            return cmd, ToolResult(self.ws.run(cmd).output, None)
+            return Call(cmd, {"command": cmd}, ToolResult(self.ws.run(cmd).output, None))
         if node in ("reproduce", "test"):
-            cmd = (
-                "python -m unittest -v"
-                if node == "verify_no_regression"
-                else ("python -m unittest test_pricing")
-            )
-            return cmd, self.ws.run(cmd)
+            return _run(self.ws, "python -m unittest test_pricing")
         if node == "gather_context":
-            return "cat pricing.py", self.ws.run("cat pricing.py")
+            return _run(self.ws, "cat pricing.py")
         if node == "isolate":
             cmd = 'python -c "from pricing import apply_discount; print(apply_discount(200, 10))"'
-            result = self.ws.run(cmd)
+            call = _run(self.ws, cmd)
             note = "\n(expected 180: the percent is never divided by 100)"
-            return cmd, ToolResult(result.output + note, result.exit_code)
+            call.result = ToolResult(call.result.output + note, call.result.exit_code)
+            return call
         if node == "fix":
             wrong = self.always_wrong or self.fixes_tried == 0
             new = WRONG_FIXES[self.fixes_tried % len(WRONG_FIXES)] if wrong else CORRECT_FIX
             self.fixes_tried += 1
             result = self.ws.edit("pricing.py", self.current_line, new)
+            # An edit is no command: its arguments name none, so no check bound to a
+            # command (command_matches) takes it for one.
+            args = {"path": "pricing.py", "old": self.current_line, "new": new}
             self.current_line = new
-            return f"edit pricing.py -> {new.strip()}", result
-        return "echo nothing to do", self.ws.run("echo nothing to do")
+            return Call(f"edit pricing.py -> {new.strip()}", args, result)
+        return _run(self.ws, "echo nothing to do")
 
 
 # ---------------------------------------------------------------- the run
@@ -283,16 +301,16 @@ def _scripted_loop(
         turns += 1
         node = guidance.run["current_node"]  # type: ignore[index]
         attempt = guidance.run["attempts"]  # type: ignore[index]
-        command, result = agent.act(node)
+        call = agent.act(node)
         guidance = nav.turn(
             session_id,
-            tool_output=result.output,
+            tool_output=call.result.output,
             tool_name="code_execution_tool",
-            exit_code=result.exit_code,
+            exit_code=call.result.exit_code,
             observation_id=f"call-{turns}",
-            tool_args=command,
+            tool_args=call.args,
         )
-        _show_turn(console, turns, node, attempt, command, result, guidance)
+        _show_turn(console, turns, node, attempt, call.shown, call.result, guidance)
     return turns
 
 
@@ -395,6 +413,14 @@ SYSTEM_PROMPT = textwrap.dedent(
     """
 )
 
+#: What the demo tells a model that answered without a tool call.
+CONTINUE = "Continue with one tool call."
+#: What the demo answers, for the user, when the model asks the user something.
+DEMO_ANSWER = (
+    "Nobody is here to answer in this demo: decide as you think best and continue "
+    "with one tool call."
+)
+
 TOOLS: list[ChatCompletionToolParam] = [
     {
         "type": "function",
@@ -440,7 +466,10 @@ def _llm_loop(
         {"role": "user", "content": USER_REQUEST},
     ]
     turns = 0
-    while guidance.active and turns < max_turns:
+    # Replies without a tool call are bounded too: a model that only talks must not
+    # keep the demo going for ever.
+    said = 0
+    while guidance.active and turns < max_turns and said < max_turns:
         context = [{"role": "system", "content": guidance.text}] if guidance.text else []
         try:
             reply = client.chat.completions.create(
@@ -461,19 +490,28 @@ def _llm_loop(
         message = reply.choices[0].message
         messages.append(message.model_dump(exclude_none=True))
         if not message.tool_calls:
+            said += 1
             console.print(Panel(Text(message.content or ""), title="model", border_style="blue"))
-            messages.append({"role": "user", "content": "Continue with one tool call."})
             # What the model says is a claim, never evidence: recorded, not judged.
+            # A reply that asks the user something is a question: the run waits for the user.
             guidance = nav.turn(
                 session_id, tool_output=message.content or "", source="model", final=True
             )
+            answer = CONTINUE
+            if guidance.run is not None and guidance.run.get("awaiting") == "user":
+                # Nobody sits at the demo to answer: it answers for the user, and
+                # says so; that answer is the user's message, so the run goes on.
+                answer = DEMO_ANSWER
+                console.print(Panel(Text(answer), title="user (the demo)", border_style="blue"))
+                guidance = nav.turn(session_id, user_message=answer)
+            messages.append({"role": "user", "content": answer})
             continue
         for call in message.tool_calls[:1]:
             turns += 1
             assert call.type == "function"  # the only kind of tool offered
             node = guidance.run["current_node"]  # type: ignore[index]
             attempt = guidance.run["attempts"]  # type: ignore[index]
-            command, result = _call_tool(ws, call.function.name, call.function.arguments)
+            shown, args, result = _call_tool(ws, call.function.name, call.function.arguments)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result.output})
             guidance = nav.turn(
                 session_id,
@@ -481,17 +519,23 @@ def _llm_loop(
                 tool_name=call.function.name,
                 exit_code=result.exit_code,
                 observation_id=call.id,
-                tool_args=command,
+                # The call's own arguments: a write names no command, so a check
+                # bound to one (command_matches) never takes it for a test run.
+                tool_args=args,
             )
-            _show_turn(console, turns, node, attempt, command, result, guidance)
+            _show_turn(console, turns, node, attempt, shown, result, guidance)
     return turns
 
 
-def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, ToolResult]:
+def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, Any, ToolResult]:
+    """Run a model's tool call: how it is shown, its arguments, its result. Never raises."""
     try:
         args = json.loads(arguments or "{}")
     except json.JSONDecodeError:
-        return f"{name}(?)", ToolResult(f"arguments are not JSON: {arguments[:200]}", 2)
+        # Nothing ran: no arguments go along, so no command is taken from the text.
+        return f"{name}(?)", None, ToolResult(f"arguments are not JSON: {arguments[:200]}", 2)
+    if not isinstance(args, dict):
+        return f"{name}(?)", None, ToolResult("arguments must be a JSON object", 2)
     handlers: dict[str, Callable[[], tuple[str, ToolResult]]] = {
         "run_command": lambda: (str(args.get("command")), ws.run(str(args.get("command", "")))),
         "write_file": lambda: (
@@ -501,5 +545,6 @@ def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, ToolResul
     }
     handler = handlers.get(name)
     if handler is None:
-        return name, ToolResult(f"unknown tool {name!r}; use run_command or write_file", 2)
-    return handler()
+        return name, args, ToolResult(f"unknown tool {name!r}; use run_command or write_file", 2)
+    shown, result = handler()
+    return shown, args, result

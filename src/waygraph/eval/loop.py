@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,7 +120,10 @@ class AgentResult:
     ``answer``: the model's final text (None when the step budget ran out);
     ``steps``: every tool call; ``run``: waygraph's run record (None without a
     plan); ``tokens``: total tokens the server reported; ``model_calls``: the
-    chat requests made.
+    chat requests made; ``messages``: the conversation (without the guidance),
+    to carry on with the user's next message (``run_agent(..., history=...)``);
+    ``awaits_user``: the run stopped to wait for the user (the model asked
+    something, or the plan's step is a person's to decide).
     """
 
     answer: str | None
@@ -128,6 +131,8 @@ class AgentResult:
     run: dict[str, Any] | None = None
     tokens: int = 0
     model_calls: int = 0
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    awaits_user: bool = False
 
 
 def confine(command: str, workspace: Path) -> str | None:
@@ -336,12 +341,21 @@ def call_tool(
     return write_file(path, content, workspace)
 
 
-def _parsed(arguments: str) -> Any:
-    """Tool-call arguments as a dict when they are JSON (for the tried list), else the text."""
+def _parsed(arguments: str) -> dict[str, Any] | None:
+    """Tool-call arguments as the dict they are in JSON, else None.
+
+    Arguments that are no JSON object ran nothing (the call was refused), so
+    none go along: their text must not pass for the command a check is bound to.
+
+    Example:
+        >>> _parsed('{"command": "pytest -q"}'), _parsed('pytest -q')
+        ({'command': 'pytest -q'}, None)
+    """
     try:
-        return json.loads(arguments)
+        args = json.loads(arguments)
     except (TypeError, ValueError):
-        return arguments
+        return None
+    return args if isinstance(args, dict) else None
 
 
 def run_agent(
@@ -356,22 +370,27 @@ def run_agent(
     system_prompt: str = SYSTEM_PROMPT,
     command_timeout: float = COMMAND_TIMEOUT,
     pushbacks: int = 2,
+    history: Sequence[Mapping[str, Any]] | None = None,
 ) -> AgentResult:
     """Work on ``task`` with ``client`` (an ``openai.OpenAI``) until the model answers.
 
     ``max_steps`` bounds the model calls. With ``hooks``, the waygraph guidance
     goes in as the last system message before every model call and every tool
-    result goes to waygraph; without, this is a plain tool-calling loop.
-    The model's own words are reported as what they are, claims (never
-    evidence): an answer given while the plan is unfinished is recorded as
-    ``claim_unverified`` and, up to ``pushbacks`` times, the model is sent
-    back to work with the guidance naming the steps still unverified.
-    Errors from the model server propagate (``openai.OpenAIError``).
+    result goes to waygraph with its exit code and arguments; without, this is
+    a plain tool-calling loop. The model's own words are reported as what they
+    are, claims (never evidence): an answer given while the plan is unfinished
+    is recorded as ``claim_unverified`` and, up to ``pushbacks`` times, the
+    model is sent back to work with the guidance naming the steps still
+    unverified. An answer that asks the user something is no claim: the run
+    waits for the user (``awaits_user``), and the loop ends there. The user's
+    reply carries the conversation on: pass it as ``task`` with the previous
+    result's ``messages`` as ``history``. Errors from the model server
+    propagate (``openai.OpenAIError``).
     """
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt},
-        {"role": "user", "content": task},
-    ]
+    messages: list[dict[str, Any]] = (
+        [dict(m) for m in history] if history else [{"role": "system", "content": system_prompt}]
+    )
+    messages.append({"role": "user", "content": task})
     if hooks is not None:
         hooks.on_user_message(task)
     schemas = [TOOLS[name] for name in tools]
@@ -392,11 +411,18 @@ def run_agent(
             hooks.on_model_reply(message.content, final=not calls)
         if not calls:
             result.answer = message.content
-            if hooks is None or pushbacks <= 0 or not hooks.active:
+            messages.append({"role": "assistant", "content": message.content or ""})
+            record = hooks.state() if hooks is not None else None
+            if record is None or record.get("status") != "running":
+                break
+            if record.get("awaiting") == "user":
+                # A question (or a person's step): only the user's reply goes on from here.
+                result.awaits_user = True
+                break
+            if pushbacks <= 0:
                 break
             # Done in words only: the plan is unfinished, so back to work once more.
             pushbacks -= 1
-            messages.append({"role": "assistant", "content": message.content or ""})
             continue
         messages.append(
             {
@@ -436,4 +462,5 @@ def run_agent(
                     tool_args=_parsed(call.function.arguments),
                 )
     result.run = hooks.state() if hooks is not None else None
+    result.messages = messages
     return result

@@ -23,7 +23,9 @@ What each piece does, through LangGraph's own extension points:
   tool result;
 - :meth:`LangGraphHooks.post_model_hook` and :meth:`LangGraphHooks.report_reply`
   record the model's text as a claim, never evidence: an answer while the plan
-  is unfinished is ``claim_unverified`` and the plan does not move.
+  is unfinished is ``claim_unverified`` and the plan does not move. An answer
+  that asks the user something is a question (``question_asked``): the run
+  waits for the thread's next user message, which is the answer.
 
 The waygraph session follows the run's ``config["configurable"]["thread_id"]``
 (so a checkpointed thread resumes its plan), else ``session_id``. See
@@ -42,7 +44,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -345,12 +347,17 @@ class LangGraphHooks:
 
         return prompt
 
-    def report_reply(self, message: Any, config: RunnableConfig) -> None:
+    def report_reply(
+        self, message: Any, config: RunnableConfig, *, asks_user: bool | None = None
+    ) -> None:
         """Record the model's words in ``message`` (an ``AIMessage``) as a claim.
 
         A reply without tool calls is final: while the plan is unfinished,
         waygraph records ``claim_unverified`` and the next guidance names the
-        steps still unverified. The plan never moves on words.
+        steps still unverified. A final reply that asks the user something
+        (its last sentence ends with ``?``, or ``asks_user=True``) is a
+        question instead: the run waits for the thread's next user message.
+        The plan never moves on words.
         """
         text = _text(getattr(message, "content", ""))
         if not text.strip():
@@ -360,7 +367,7 @@ class LangGraphHooks:
         if hooks is None:
             return
         try:
-            hooks.on_model_reply(text, final=final)
+            hooks.on_model_reply(text, final=final, asks_user=asks_user)
         except Exception as exc:
             if self.strict:
                 raise
@@ -436,20 +443,29 @@ class LangGraphHooks:
 def default_exit_code(message: Any) -> int | None:
     """A tool's exit code from its ``ToolMessage``: the artifact's, 1 on error, else None.
 
+    The artifact is the tool's structured result, which the model never reads:
+    an int, a mapping with an int ``exit_code``, or an object with one. The
+    message's text is never read for a status here; without one, the
+    Navigator reads only the ``exit=N`` marker on the output's last line.
+
     Example:
         >>> from langchain_core.messages import ToolMessage
         >>> default_exit_code(ToolMessage("ok", tool_call_id="c", artifact={"exit_code": 0}))
         0
         >>> default_exit_code(ToolMessage("boom", tool_call_id="c", status="error"))
         1
-        >>> default_exit_code(ToolMessage("hi", tool_call_id="c")) is None
+        >>> default_exit_code(ToolMessage("exit code 0", tool_call_id="c")) is None
         True
     """
     artifact = getattr(message, "artifact", None)
-    if isinstance(artifact, dict):
-        artifact = artifact.get("exit_code")
-    if isinstance(artifact, int) and not isinstance(artifact, bool):
-        return artifact
+    if isinstance(artifact, Mapping):
+        code = artifact.get("exit_code")
+    elif isinstance(artifact, int):
+        code = artifact
+    else:
+        code = getattr(artifact, "exit_code", None)
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code
     return 1 if getattr(message, "status", None) == "error" else None
 
 

@@ -11,12 +11,16 @@ One line::
   message (the last user item of the run's input, as ``on_agent_start`` sees
   it), which may start the matching plan from the navigator's library;
 - reports every tool result (``on_tool_end``) as evidence with the tool's
-  name, call id, arguments and real output (an error the SDK turned into the
-  tool's result included);
+  name, call id, arguments (the command a ``command_matches`` check reads)
+  and real output (an error the SDK turned into the tool's result included),
+  with the exit code the result carries as a field (``exit_code``); a text
+  result has one only as an ``exit=N`` last line;
 - appends the guidance as a system message to the input of every model call
   (``on_llm_start`` is handed the very list the SDK then sends), so the model
   sees where it is after each tool result; the run's history never keeps it;
-- reports the model's text answers as claims (``on_llm_end``), never evidence.
+- reports the model's text answers as claims (``on_llm_end``), never evidence;
+  a final answer that asks the user something is a question: the session
+  waits for the user, whose next run's message is the answer.
 
 The SDK's documented way to change a model call's input is
 ``RunConfig.call_model_input_filter``; pass
@@ -180,7 +184,12 @@ class WaygraphRunHooks(RunHooksBase[Any, Any]):
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
     ) -> None:
-        """After a model call: its text is a claim; with no tool call, a final one."""
+        """After a model call: its text is a claim; with no tool call, a final one.
+
+        A final one that asks the user something is a question, not a claim:
+        the Navigator decides (``asks_user`` left to its default), and the
+        session waits for the user's next message.
+        """
         texts: list[str] = []
         calls = False
         for item in response.output:
@@ -254,7 +263,18 @@ def _last_user_text(items: Any) -> str | None:
 
 
 def _output_of(result: object) -> tuple[str, int | None]:
-    """A tool result as text, with its exit code when the tool gave one as a field."""
+    """A tool result as text, with its exit code when the tool gave one as a field.
+
+    The exit code is only ever a field (``exit_code`` of a mapping or an
+    object): a status the tool printed is the Navigator's to read, and only
+    as the ``exit=N`` marker on the output's last line.
+
+    Example:
+        >>> _output_of({"exit_code": 2, "output": "expected exit code 0, got 2"})
+        ('expected exit code 0, got 2', 2)
+        >>> _output_of("3 passed")
+        ('3 passed', None)
+    """
     code = result.get("exit_code") if isinstance(result, Mapping) else None
     code = code if code is not None else getattr(result, "exit_code", None)
     exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
@@ -262,6 +282,10 @@ def _output_of(result: object) -> tuple[str, int | None]:
         return result, exit_code
     if isinstance(result, Mapping) and isinstance(result.get("output"), str):
         return str(result["output"]), exit_code
+    # An object with an ``output`` text (a dataclass, say): that text, as for a mapping.
+    output = getattr(result, "output", None)
+    if isinstance(output, str) and not isinstance(result, Mapping):
+        return output, exit_code
     dump = getattr(result, "model_dump_json", None)
     if callable(dump):
         return str(dump()), exit_code

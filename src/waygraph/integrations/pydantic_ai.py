@@ -19,7 +19,9 @@ so it composes with the agent's other capabilities, tools and instructions:
   system prompt (``SystemPromptPart(scope="request")``), so the model sees it
   in this request only, right after the latest tool result, and the cached
   prefix of the conversation stays the same;
-- ``after_run``: the run's final answer is recorded as a claim, never evidence.
+- ``after_run``: the run's final answer is recorded as a claim, never evidence;
+  an answer that asks the user something is a question (``question_asked``)
+  and the run waits for the conversation's next prompt, the user's answer.
 
 See ``docs/pydantic-ai.md``.
 """
@@ -82,8 +84,10 @@ def exit_code_of(tool_name: str, result: Any) -> int | None:
     """The exit code a tool's result carries: an int ``exit_code`` key or attribute.
 
     A shell tool that returns ``{"exit_code": 1, "output": "..."}`` (or an
-    object with an ``exit_code`` field) has its status checked by
-    ``exit_code_zero`` steps; a plain string has none.
+    object with an ``exit_code`` field, or a ``ToolReturn`` whose ``metadata``
+    has one) has its status checked by ``exit_code_zero`` steps; a plain
+    string has none (the Navigator then reads only an ``exit=N`` marker on
+    its last line, never other words).
 
     Example:
         >>> exit_code_of("shell", {"exit_code": 1, "output": "FAILED"})
@@ -255,15 +259,21 @@ def _capability_class() -> Callable[..., AbstractCapability[Any]]:
                 self._report(call, args, f"error: {type(exc).__name__}: {exc}", 1)
                 raise
             value = result.return_value if isinstance(result, ToolReturn) else result
+            code = self._exit_code_of(call.tool_name, value)
+            if code is None and isinstance(result, ToolReturn) and result.metadata is not None:
+                # A ToolReturn's metadata is the tool's own channel, never sent to the model.
+                code = self._exit_code_of(call.tool_name, result.metadata)
+            self._report(call, args, _as_text(value), code)
+            return result
+
+        def _exit_code_of(self, tool_name: str, value: Any) -> int | None:
             try:
-                code = self.exit_code(call.tool_name, value)
+                return self.exit_code(tool_name, value)
             except Exception as exc:
                 if self.strict:
                     raise
-                log.warning("waygraph: cannot read the exit code of %s: %s", call.tool_name, exc)
-                code = None
-            self._report(call, args, _as_text(value), code)
-            return result
+                log.warning("waygraph: cannot read the exit code of %s: %s", tool_name, exc)
+                return None
 
         def _report(
             self, call: ToolCallPart, args: dict[str, Any], output: str, code: int | None
