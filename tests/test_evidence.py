@@ -402,7 +402,9 @@ def test_a_fix_test_loop_transitions_but_makes_no_progress():
     g = nav.turn("s", tool_output="patched", exit_code=0)  # fix -> test
     assert g.run["turns_since_progress"] == 0
     for i in range(2):  # test fails -> fix -> test (fix allows three attempts)
-        g = nav.turn("s", tool_output=f"1 failed attempt {i}", exit_code=1)
+        g = nav.turn(
+            "s", tool_output=f"1 failed attempt {i}", exit_code=1, tool_args="python -m pytest"
+        )
         g = nav.turn("s", tool_output=f"patched again {i}", exit_code=0)
     assert g.run["status"] == "running" and g.run["current_node"] == "test"
     assert g.run["turns_since_transition"] == 0

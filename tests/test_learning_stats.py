@@ -27,6 +27,10 @@ from waygraph.store.files import FileStore
 from waygraph.store.memory import MemoryStore
 from waygraph.store.sqlite import SQLiteStore
 
+#: The command every tool result reports: the bound test steps of the shipped
+#: plans count only a test runner's evidence (issue 32).
+RUNNER = "python -m pytest -q"
+
 # Its module-scoped fixture takes seconds to build: one worker runs the whole module
 # (make test distributes with --dist loadgroup), so the fixture is built once.
 pytestmark = pytest.mark.xdist_group("learning_stats")
@@ -106,7 +110,7 @@ def drive(store: Store, clock: Clock) -> None:
         _, results, end = SCRIPTS[name]
         nav.turn(session, user_message=BUG, domain="bugfix")
         for output, code in results:
-            nav.turn(session, tool_output=output, exit_code=code)
+            nav.turn(session, tool_output=output, exit_code=code, tool_args=RUNNER)
         if end == "reset":
             nav.reset(session)
         elif end == "expire":
@@ -312,13 +316,13 @@ def test_a_rewound_run_is_counted_once(tmp_path: Path) -> None:
         nav = Navigator(store=store, strict=True)
         nav.turn("s", user_message=BUG, domain="bugfix")
         for output, code in SCRIPTS["stuck"][1]:
-            nav.turn("s", tool_output=output, exit_code=code)
+            nav.turn("s", tool_output=output, exit_code=code, tool_args=RUNNER)
         assert plan_stats(store).plans[0].counts["escalated"] == 1
         nav.rewind("s")  # back to cause_found: running again, no longer counted
         before = plan_stats(store).plans[0]
         assert (before.runs, before.running) == (0, 1)
         for output, code in SCRIPTS["clean"][1][2:]:
-            nav.turn("s", tool_output=output, exit_code=code)
+            nav.turn("s", tool_output=output, exit_code=code, tool_args=RUNNER)
         after = plan_stats(store).plans[0]
         assert (after.runs, after.counts["completed"], after.running) == (1, 1, 0)
         now = clock.now

@@ -310,6 +310,10 @@ def test_openapi_documents_every_route(client: TestClient):
         "tool_name",
         "exit_code",
         "observation_id",
+        "tool_args",
+        "source",
+        "final",
+        "asks_user",
     }
 
 

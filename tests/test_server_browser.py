@@ -409,7 +409,8 @@ def test_statistics_page_charts_outcomes_and_heats_the_plan(server, browser, tmp
     for session, results in (("ok-1", CLEAN), ("ok-2", CLEAN), ("stuck-1", NO_REPRO)):
         assert httpx.post(f"{server}/api/sessions/{session}/turn", json=bug).status_code == 200
         for output, code in results:
-            body = {"tool_output": output, "exit_code": code}
+            # The command a host reports: the bound test steps count only a runner.
+            body = {"tool_output": output, "exit_code": code, "tool_args": "python -m pytest -q"}
             assert httpx.post(f"{server}/api/sessions/{session}/turn", json=body).is_success
     httpx.post(f"{server}/api/sessions/oops-1/turn", json=bug, timeout=10)
     assert httpx.delete(f"{server}/api/sessions/oops-1", timeout=10).status_code == 200

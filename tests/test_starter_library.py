@@ -51,8 +51,22 @@ def targets(plan: Plan, source: str, condition: str) -> set[str]:
     return {e.to for e in edges(plan, source, condition) if e.when is None}
 
 
+#: Commands the bound steps accept (their command_matches): the scenarios
+#: drive the plans as a host that reports the command it ran.
+RUNNERS = ("python -m pytest -q", "docker build -t app:1 .", "ruff check src")
+
+
+def command_for(verify: Verify | None) -> str | None:
+    """A command ``verify``'s command_matches accepts, or None when it binds none."""
+    if verify is None or verify.command_matches is None:
+        return None
+    pattern = re.compile(verify.command_matches)
+    return next(c for c in RUNNERS if pattern.search(c))
+
+
 def passes(verify: Verify | None, output: str, exit_code: int | None = None) -> bool | None:
-    return check(verify, Observation(output=output, exit_code=exit_code))
+    evidence = Observation(output=output, exit_code=exit_code, command=command_for(verify))
+    return check(verify, evidence)
 
 
 def run_plan(plan_id: str, results: list[tuple[str, int | None]]) -> engine.Run:
@@ -61,7 +75,9 @@ def run_plan(plan_id: str, results: list[tuple[str, int | None]]) -> engine.Run:
     run, _ = engine.start(plan, run_id="r", turn=1)
     for turn, (output, exit_code) in enumerate(results, start=2):
         assert not run.finished, f"{plan_id} finished at {run.current_node} before {output!r}"
-        obs = Observation(output=output, exit_code=exit_code)
+        node = plan.graph.nodes[str(run.current_node)]
+        command = command_for(node.verify)
+        obs = Observation(output=output, exit_code=exit_code, command=command)
         run, _ = engine.observe(plan, run, lambda v, obs=obs: check(v, obs), turn=turn)
     return run
 

@@ -449,7 +449,7 @@ def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
         manual = next(v for v in node.verify.walk() if v.type == "manual")  # type: ignore[union-attr]
         lines.append(f"Ask the user: {manual_request(manual.value)}.")
     elif node.verify is not None and node.verify.command_matches and node.tool_hint:
-        lines.append(f"Run the command itself (for example: {node.tool_hint}).")
+        lines.append(f"Only the step's own command counts (for example: {node.tool_hint}).")
     attempts = run.attempts(node.id)
     lines.extend(_routes(plan, node, attempts))
     if not plan.linear and node.name and node.name != node.id:

@@ -261,12 +261,23 @@ def _reads_output(verify: Verify) -> bool:
     return any(_reads_output(child) for child in verify.checks or ())
 
 
+#: A ``command_matches`` pattern longer than this is not shown to the model.
+_SHOWN_PATTERN_CHARS = 60
+
+
+def _commands(pattern: str) -> str:
+    """The commands a pattern accepts, as the model is told them."""
+    if len(pattern) <= _SHOWN_PATTERN_CHARS:
+        return f"a command matching /{pattern}/"
+    return "the step's own command (see its hint)"
+
+
 def _command_bound(pattern: str, command: str | None) -> Verdict | None:
     """Unknown unless ``command`` matches ``pattern`` (None when it does)."""
     if command is None:
         return Verdict(
             "unknown",
-            f"this step's evidence must come from a command matching /{pattern}/, "
+            f"this step's evidence must come from {_commands(pattern)}, "
             "and no command was reported with the result",
         )
     try:
@@ -278,8 +289,7 @@ def _command_bound(pattern: str, command: str | None) -> Verdict | None:
     shown = command if len(command) <= 80 else command[:77] + "..."
     return Verdict(
         "unknown",
-        f"`{shown}` is not the command this step needs; its evidence must come from a "
-        f"command matching /{pattern}/",
+        f"`{shown}` is not the command this step needs; run {_commands(pattern)}",
     )
 
 
@@ -531,7 +541,7 @@ def describe(verify: Verify | None) -> str:
         return "any result passes unless its exit code is non-zero (no verification)"
     text = _describe(verify)
     if verify.command_matches is not None:
-        text += f", from a command matching /{verify.command_matches}/"
+        text += f", from {_commands(verify.command_matches)}"
     return text
 
 

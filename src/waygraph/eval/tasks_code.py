@@ -202,11 +202,8 @@ register(
             ),
             sh("grep -n -A 3 'def slugify' textutil.py", "isolate"),
             write("textutil.py", TEXTUTIL_FIXED, "fix"),
-            sh(
-                'python3 -c "from textutil import slugify; '
-                "assert slugify('Hello, World!') == 'hello-world'; print('ok: hello-world')\"",
-                "test",
-            ),
+            # The bound test step counts a test runner's evidence only (issue 32).
+            sh("python3 -m unittest -v", "test"),
             sh("python3 -m unittest", "verify_no_regression"),
         ),
         wrong_solution=(write("textutil.py", TEXTUTIL_HARDCODED),),

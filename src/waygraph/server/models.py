@@ -12,9 +12,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from waygraph.turns import MAX_BY_CHARS
 
@@ -228,7 +228,11 @@ class EventList(BaseModel):
 
 
 class TurnRequest(_Request):
-    """``Navigator.turn``'s keywords: a user message, a tool result, or both."""
+    """``Navigator.turn``'s keywords: a user message, a tool result, or both.
+
+    ``user_message`` is the user's own message (a person's evidence); a
+    person who answers outside the chat uses ``POST .../answer``.
+    """
 
     user_message: Text | None = None
     domain: Identifier | None = None
@@ -237,6 +241,22 @@ class TurnRequest(_Request):
     tool_name: Identifier | None = None
     exit_code: ExitCode | None = None
     observation_id: Identifier | None = None
+    tool_args: dict[str, Any] | list[Text] | Text | None = Field(
+        default=None,
+        description="The call's command or arguments: a command_matches check reads the "
+        "command from a string, a mapping's command/cmd/code/script, or an argv list.",
+    )
+    source: Literal["tool", "model", "host"] = Field(
+        default="tool",
+        description="What tool_output is: a tool's result, the model's own words (never "
+        "evidence) or a check the host ran.",
+    )
+    final: StrictBool = Field(default=False, description="Model words that end its work (a claim).")
+    asks_user: StrictBool | None = Field(
+        default=None,
+        description="Whether the model's final words ask the user something (None: a reply "
+        "whose last sentence ends with ? does); a question is not a claim.",
+    )
 
 
 class TurnResponse(BaseModel):
