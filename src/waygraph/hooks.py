@@ -148,7 +148,8 @@ class Hooks:
         cannot decide, and the model is asked for the status); ``call_id`` (the
         tool call's id) makes a result reported twice count once; ``tool_args``
         (the command or arguments) shows the model what it already tried and
-        tells a repeated call from a new one. ``source``: ``"tool"`` for a real
+        tells a repeated call from a new one, and is the command a
+        ``command_matches`` check reads. ``source``: ``"tool"`` for a real
         tool result, ``"host"`` for a check your loop ran itself, ``"model"``
         for words the model wrote (never evidence; see :meth:`on_model_reply`).
         """

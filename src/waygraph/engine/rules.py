@@ -341,7 +341,10 @@ def asks_person(node: Node) -> bool:
     """Whether only a person can move the run on at ``node``: a human node or a manual check."""
     if node.type == "human":
         return True
-    return node.verify is not None and any(v.type == "manual" for v in node.verify.walk())
+    verify = node.verify
+    if verify is None or (verify.type != "manual" and not verify.checks):
+        return False  # the common case, decided without walking the tree
+    return any(v.type == "manual" for v in verify.walk())
 
 
 def _ask(t: Turn, node: Node) -> None:
