@@ -226,9 +226,9 @@ def hear(
     At a ``human`` node an answer that picks a choice follows that choice's
     edge (``human_answered``); any other is refused (``answer_rejected``) and
     the run stays. At a task with a ``manual`` check, ``judge`` gives the
-    verdict of the person's words. A question the model asked is answered.
-    Whatever the model was told about its own reply (a claim, a question) no
-    longer applies.
+    verdict of the person's words. A question the model asked is answered,
+    and what the model was told about it no longer applies (a claim's notice
+    stays: "is it really fixed?" after a false claim still needs it).
 
     Example:
         >>> from waygraph.model import Graph
