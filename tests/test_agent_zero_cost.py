@@ -21,7 +21,7 @@ import pytest
 
 from tests.design_examples.agent_zero_standin import EXTRAS_KEY, AgentZero, Response
 from waygraph import render
-from waygraph.integrations.agent_zero import runtime
+from waygraph.integrations.agent_zero import runtime, setups
 from waygraph.integrations.agent_zero.runtime import EXIT_MARKER
 from waygraph.navigator import Navigator
 
@@ -105,7 +105,7 @@ class Counts:
 
 
 def navigator_of(a0: AgentZero) -> Navigator:
-    setup = runtime._setup_for(Path(a0.verifier))
+    setup = setups.setup_for(Path(a0.verifier))
     return setup.navigator
 
 

@@ -1,7 +1,7 @@
 """Issue 12 in Agent-Zero: the model's answer is not evidence, exit codes are real.
 
 The installed hooks of both layouts, loaded the way Agent-Zero loads them and
-called in its message-loop order (tests/test_agent_zero.py's stand-ins).
+called in its message-loop order (tests/agent_zero_fake.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_agent_zero import (  # noqa: F401 (agent_zero_modules: an autouse fixture)
+from tests.agent_zero_fake import (  # noqa: F401 (agent_zero_modules: an autouse fixture)
     KEY,
     FakeAgentZero,
     Response,
@@ -139,7 +139,7 @@ def test_file_checks_look_in_agent_zeros_work_dir(tree: Path, layout: str):
 
 
 def test_uninstall_still_restores_the_tree_byte_for_byte(tree: Path):
-    from tests.test_agent_zero import snapshot
+    from tests.agent_zero_fake import snapshot
 
     before = snapshot(tree)
     install(tree, library=tree / "plans")

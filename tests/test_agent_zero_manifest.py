@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_agent_zero import make_tree, snapshot
+from tests.agent_zero_fake import make_tree, snapshot
 from waygraph.errors import ConfigError
 from waygraph.integrations.agent_zero import install, uninstall
 from waygraph.integrations.agent_zero.manifest import MANIFEST_PATH

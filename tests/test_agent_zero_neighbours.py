@@ -6,7 +6,7 @@ message's domain, an org dispatcher (``_12_``) writing the allow-list and
 emitting SALUTE reports from ``agent._htn_state`` the way the documents'
 supervisor reads it, and an installed ``_15_htn_plan_selector.py`` with its
 own ``htn_plan_library.json``. The extensions are loaded the way Agent-Zero
-loads them and called in its message-loop order (tests/test_agent_zero.py).
+loads them and called in its message-loop order (tests/agent_zero_fake.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_agent_zero import (  # noqa: F401 (agent_zero_modules: an autouse fixture)
+from tests.agent_zero_fake import (  # noqa: F401 (agent_zero_modules: an autouse fixture)
     BASE_MODULES,
     KEY,
     FakeAgentZero,
@@ -26,7 +26,7 @@ from tests.test_agent_zero import (  # noqa: F401 (agent_zero_modules: an autous
     snapshot,
 )
 from waygraph.errors import ConfigError
-from waygraph.integrations.agent_zero import install, runtime, uninstall
+from waygraph.integrations.agent_zero import install, setups, uninstall
 from waygraph.integrations.agent_zero.templates import LAYOUTS
 from waygraph.navigator import Navigator
 
@@ -315,7 +315,7 @@ def test_a_library_that_stops_loading_is_said_once_in_the_agents_log(tmp_path: P
     a0 = supervised(tmp_path, layout, LOOP_PLAN)
     library = a0.root / "usr" / "waygraph" / "library" / "loop.yaml"
     library.write_text("plans: [not, a, mapping")
-    runtime._setups[next(iter(runtime._setups))].navigator.reload()
+    setups.setups[next(iter(setups.setups))].navigator.reload()
     for _ in range(3):
         a0.tool("patched")
         a0.prompt()

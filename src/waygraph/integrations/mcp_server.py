@@ -12,14 +12,26 @@ Tools (every one takes and returns plain JSON):
 ``match_plans``            which plan a message would activate, and why the
                            others would not
 ``start_plan``             start a plan by id in a session
-``user_message``           report the user's message; activates the best
-                           matching plan when none is running
-``report_tool_result``     report a tool's output (and exit code): verified
-                           against the current node, the run moves on
+``user_message``           report the user's own message, word for word; it
+                           activates the best matching plan when none is
+                           running, and is the person's answer while one waits
+``report_tool_result``     report a tool's output (exit code, arguments):
+                           verified against the current node, the run moves
+                           on; or the model's own reply (``source="model"``,
+                           ``final``, ``asks_user``): a claim or a question,
+                           never evidence
 ``get_status``             the session's run (status, node, attempts, path)
                            and the guidance text for the model
 ``reset_session``          abort the session's running plan
 =========================  ===================================================
+
+Who may pass a step (:mod:`waygraph.integrations.mcp_people`): at a ``human``
+node or a ``manual`` check only a person moves the run on, and no tool takes
+their answer (``source="human"`` is refused; tool output naming a choice is
+only recorded). When the client offers elicitation, the tool call that reached
+such a step asks the person through it and passes their answer on
+(``elicited`` in the result says what happened); else, or when they decline,
+the result's ``ask_user`` tells the model to ask the user in chat and wait.
 
 Resources, one pair per plan: ``waygraph://plans/{plan_id}/mermaid`` (its
 Mermaid drawing) and ``waygraph://plans/{plan_id}/json`` (its JSON).
@@ -40,6 +52,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import os
 from collections.abc import Callable
@@ -49,7 +62,8 @@ from urllib.parse import quote, unquote
 
 from waygraph._extras import require
 from waygraph.errors import ConfigError, WaygraphError
-from waygraph.navigator import Guidance, Navigator
+from waygraph.integrations.mcp_people import Settled, ask_user, settle, waiting_for
+from waygraph.navigator import Navigator
 
 if TYPE_CHECKING:
     # Typed as mcp 2's server; mcp 1's FastMCP has the same decorators.
@@ -76,16 +90,24 @@ RUN_FIELDS = (
     "stale_after_turns",
     "reason",
     "pace_level",
+    "awaiting",
 )
+
+#: What ``report_tool_result`` accepts as ``source``: never a person's words.
+REPORT_SOURCES = ("tool", "host", "model")
 
 INSTRUCTIONS = (
     "waygraph keeps you on course through multi-step work. Call user_message with what "
     "the user asked (or start_plan with a plan id), then follow the guidance: do the "
     "current node's action, and after every tool you run call report_tool_result with "
-    "its output and exit code. get_status shows where you are."
+    "its output, exit code and arguments. get_status shows where you are. Where a person "
+    "decides (a result with ask_user), ask the user in chat and wait for their reply: "
+    "report it with user_message, word for word. Never answer for them."
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: The parameter the MCP framework passes the request context in.
+CONTEXT_PARAMETER = "ctx"
 
 
 def mermaid_uri(plan_id: str) -> str:
@@ -98,14 +120,14 @@ def json_uri(plan_id: str) -> str:
     return f"waygraph://plans/{quote(plan_id, safe='')}/json"
 
 
-def _mcp_api() -> tuple[type[_Server], type[Exception], type[Exception]]:
-    """(server class, ToolError, ResourceError) of the installed ``mcp`` package.
+def _mcp_api() -> tuple[type[_Server], type[Exception], type[Exception], type]:
+    """(server class, ToolError, ResourceError, Context) of the installed ``mcp`` package.
 
     mcp 2 renamed FastMCP to MCPServer; the decorators used here are the same in both.
     """
     require("mcp", purpose="serving MCP")
     try:
-        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.exceptions import ResourceError, ToolError
     except ImportError:
         try:
@@ -116,13 +138,23 @@ def _mcp_api() -> tuple[type[_Server], type[Exception], type[Exception]]:
             raise ConfigError(
                 f"serving MCP needs the mcp package ({exc}); pip install '{MCP_REQUIREMENT}'"
             ) from None
-        return fast.FastMCP, errors.ToolError, errors.ResourceError
-    return MCPServer, ToolError, ResourceError
+        return fast.FastMCP, errors.ToolError, errors.ResourceError, fast.Context
+    return MCPServer, ToolError, ResourceError, Context
 
 
 def _tool_errors(func: F) -> F:
     """Turn a WaygraphError into the MCP tool error a client shows as a message."""
-    _, ToolError, _ = _mcp_api()
+    _, ToolError, _, _ = _mcp_api()
+    if inspect.iscoroutinefunction(func):
+
+        @wraps(func)
+        async def waiting(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await func(*args, **kwargs)
+            except WaygraphError as exc:
+                raise ToolError(str(exc)) from None
+
+        return waiting  # type: ignore[return-value]
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -134,20 +166,41 @@ def _tool_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _with_context(context: type) -> Callable[[F], F]:
+    """A decorator: the framework fills the tool's ``ctx`` parameter with the request's ``context``.
+
+    The framework finds that parameter by its annotation when the tool is
+    registered; this module's annotations are text (postponed), and the
+    Context class is only known once the installed ``mcp`` is imported, so it
+    is set here, between the function and ``server.tool()``.
+    """
+
+    def annotate(func: F) -> F:
+        func.__annotations__[CONTEXT_PARAMETER] = context
+        return func
+
+    return annotate
+
+
 def _run_summary(record: dict[str, Any] | None) -> dict[str, Any] | None:
     if record is None:
         return None
     return {name: record.get(name) for name in RUN_FIELDS}
 
 
-def _guidance_data(session_id: str, guidance: Guidance) -> dict[str, Any]:
+def _guidance_data(session_id: str, settled: Settled) -> dict[str, Any]:
+    guidance = settled.guidance
     return {
         "session_id": session_id,
         "guidance": guidance.text,
-        "events": [dict(e) for e in guidance.events],
+        "events": settled.events,
         "run": _run_summary(guidance.run),
         # Set when the report was not applied (the store kept losing races, ...).
         "error": guidance.error,
+        # The person's step: what they were asked through the client, and what
+        # the model must still ask them in chat.
+        "elicited": settled.elicited,
+        "ask_user": settled.ask_user,
     }
 
 
@@ -181,7 +234,7 @@ def build_server(
         )
     )
 
-    MCPServer, _, ResourceError = _mcp_api()
+    MCPServer, _, ResourceError, Context = _mcp_api()
 
     from waygraph.draw import to_mermaid
     from waygraph.formats.json_library import plan_to_data
@@ -244,28 +297,38 @@ def build_server(
         }
 
     @server.tool()
+    @_with_context(Context)
     @_tool_errors
-    def start_plan(session_id: str, plan_id: str) -> dict[str, Any]:
+    async def start_plan(session_id: str, plan_id: str, ctx: Any = None) -> dict[str, Any]:
         """Start plan `plan_id` in session `session_id` (a running plan there is aborted)."""
-        return _guidance_data(session_id, nav.start(session_id, plan_id))
+        guidance = nav.start(session_id, plan_id)
+        return _guidance_data(session_id, await settle(ctx, nav, session_id, guidance))
 
     @server.tool()
+    @_with_context(Context)
     @_tool_errors
-    def user_message(
+    async def user_message(
         session_id: str,
         message: str,
         domain: str | None = None,
         allowed_plans: list[str] | None = None,
+        ctx: Any = None,
     ) -> dict[str, Any]:
-        """Report the user's message; with no plan running, the best matching plan starts."""
+        """Report the user's own message, word for word (never words of your own).
+
+        With no plan running, the best matching plan starts. While a plan waits
+        for the user (a result's `ask_user`, or a question you asked), the
+        message is their answer.
+        """
         guidance = nav.turn(
             session_id, user_message=message, domain=domain, allowed_plans=allowed_plans
         )
-        return _guidance_data(session_id, guidance)
+        return _guidance_data(session_id, await settle(ctx, nav, session_id, guidance))
 
     @server.tool()
+    @_with_context(Context)
     @_tool_errors
-    def report_tool_result(
+    async def report_tool_result(
         session_id: str,
         output: str,
         tool_name: str | None = None,
@@ -275,16 +338,28 @@ def build_server(
         # A JSON object as well as text: MCP frameworks decode JSON-looking strings.
         arguments: str | dict[str, Any] | None = None,
         final: bool = False,
+        asks_user: bool | None = None,
+        ctx: Any = None,
     ) -> dict[str, Any]:
         """Report a tool's output: it is verified against the current node and the run moves on.
 
-        Give `exit_code` when known (without it an exit-code check cannot decide),
-        `call_id` so a result reported twice counts once, and `arguments` (the
-        command or arguments) so repeats are recognised. `source`: "tool" for a
-        tool's real output, "host" for a check the client ran itself, "model"
-        for words the model wrote (recorded as a claim, never evidence; with
-        `final` true when the model tells the user the work is done).
+        Give `exit_code` when known (without it an exit-code check cannot decide;
+        text in the output is never read as one), `call_id` so a result reported
+        twice counts once, and `arguments` (the command or arguments: a step bound
+        to its command judges only that command's output). `source`: "tool" for a
+        tool's real output, "host" for a check the client ran itself, "model" for
+        words the model wrote (recorded, never evidence; `final` true when it is
+        the model's final reply to the user, `asks_user` true when that reply
+        asks the user something, false when it does not; left out, a reply whose
+        last sentence ends with "?" does). A person's answer is never reported
+        here: it is the user's message (user_message).
         """
+        if source not in REPORT_SOURCES:
+            raise WaygraphError(
+                f"source {source!r} is not accepted: use one of {', '.join(REPORT_SOURCES)}. "
+                "Only a person answers for a person: their reply is the user's message "
+                "(user_message), or the client asks them itself"
+            )
         guidance = nav.turn(
             session_id,
             tool_output=output,
@@ -294,17 +369,25 @@ def build_server(
             tool_args=arguments,
             source=source,
             final=final,
+            asks_user=asks_user,
         )
-        return _guidance_data(session_id, guidance)
+        return _guidance_data(session_id, await settle(ctx, nav, session_id, guidance))
 
     @server.tool()
     @_tool_errors
     def get_status(session_id: str) -> dict[str, Any]:
-        """The session's latest run (running or finished) and the guidance for the model."""
+        """The session's latest run (running or finished) and the guidance for the model.
+
+        `ask_user` is set while the run waits for a person's answer that the
+        model must ask for in chat.
+        """
+        record = nav.state(session_id)
+        waiting = waiting_for(nav, record)
         return {
             "session_id": session_id,
-            "run": _run_summary(nav.state(session_id)),
+            "run": _run_summary(record),
             "guidance": nav.context(session_id),
+            "ask_user": ask_user(waiting) if waiting is not None else None,
         }
 
     @server.tool()

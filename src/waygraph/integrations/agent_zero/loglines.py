@@ -4,6 +4,8 @@ Example:
     >>> record = {"plan_name": "Bug fix", "mode": "graph", "total_nodes": 5}
     >>> event_line("[HTN]", {"type": "plan_activated"}, record)
     ('info', '[HTN] Plan activated: Bug fix (5 nodes, graph)')
+    >>> event_line("[HTN]", {"type": "human_asked", "node": "ok", "prompt": "Ship it?"}, record)
+    ('info', '[HTN] Waiting for the user at ok: Ship it?')
 """
 
 from __future__ import annotations
@@ -25,8 +27,14 @@ _SHOWN = frozenset(
         "plan_expired",
         "plan_aborted",
         "stall",
+        "human_asked",
+        "human_answered",
+        "answer_rejected",
+        "question_asked",
     )
 )
+#: Characters of a person's question or answer shown in a log line.
+_SAID_CHARS = 200
 
 
 def event_line(
@@ -74,4 +82,17 @@ def event_line(
         return "warning", f"{prefix} Plan '{name}' aborted at {node}: {event.get('reason')}"
     if kind == "stall":
         return "warning", f"{prefix} Plan '{name}' stalled at {node}: {event.get('reason')}"
-    return None
+    return _person_line(prefix, kind, node, event)
+
+
+def _person_line(prefix: str, kind: Any, node: Any, event: dict[str, Any]) -> tuple[str, str]:
+    """Where the run waits for a person, and what they said: only a person moves it on there."""
+    if kind == "human_asked":
+        asked = str(event.get("prompt") or "a confirmation")[:_SAID_CHARS]
+        return "info", f"{prefix} Waiting for the user at {node}: {asked}"
+    if kind == "question_asked":
+        return "info", f"{prefix} Waiting for the user's answer to the agent's question at {node}"
+    said = str(event.get("answer") or "")[:_SAID_CHARS]
+    if kind == "answer_rejected":
+        return "warning", f"{prefix} The user's answer {said!r} at {node} is not one of the choices"
+    return "info", f"{prefix} The user answered at {node}: {said!r}"

@@ -4,31 +4,39 @@ Each installed file passes its extension instance, its own ``__file__`` and
 its ``execute`` keyword arguments to one function here:
 
 - :func:`prepare_tool_call` (``tool_execute_before``): remembers the call's
-  arguments (shown back to the model in the list of what it tried) and, for
-  ``code_execution_tool`` terminal commands, appends ``echo
-  "__waygraph_exit__=$?"`` so the command's real exit status is printed;
+  arguments (shown back to the model in the list of what it tried, and the
+  command a ``command_matches`` check reads) and, for ``code_execution_tool``
+  terminal commands, appends ``echo "__waygraph_exit__=$?"`` so the
+  command's real exit status is printed last (also when the command prints
+  the marker itself: only the last marker line counts);
 - :func:`verify_tool_result` (``tool_execute_after``): takes that status out
   of ``response.message`` (before the model or anything else reads it) and
-  reports the result with its exit code to the Navigator, once. The text of
-  the ``response`` tool (and any tool in ``reply_tools``) is the model's own
-  words: reported as a claim (``source="model"``), never as evidence;
-- :func:`inject_guidance` (``message_loop_prompts_after``): counts the
-  iteration as a turn of the running plan when no tool result did, and puts
-  the guidance into ``loop_data.extras_temporary`` under the configured key,
-  in time for this iteration's prompt. With no plan running and no
-  classifier in the tree (see :mod:`.neighbours`), matches the user's
-  message to a plan here, so its guidance is in this iteration too;
+  reports the result with its exit code and arguments to the Navigator,
+  once. The text of the ``response`` tool (and any tool in ``reply_tools``)
+  is the model's own words: reported as a claim (``source="model"``), never
+  as evidence; a final answer that asks the user something (its last
+  sentence ends with ``?``) is a question the run waits on, not a claim;
+- :func:`inject_guidance` (``message_loop_prompts_after``): while a plan
+  runs, gives it agent 0's new user message, once: a person's words, which
+  alone confirm a ``manual`` check, pick a ``human`` node's choice or answer
+  the model's question (a subordinate's "user" is its superior agent, a
+  model, and is not heard). Else counts the iteration as a turn of the
+  running plan when no tool result did. Then puts the guidance into
+  ``loop_data.extras_temporary`` under the configured key, in time for this
+  iteration's prompt. With no plan running and no classifier in the tree
+  (see :mod:`.neighbours`), matches the user's message to a plan here, so its
+  guidance is in this iteration too;
 - :func:`select_plan` (``before_main_llm_call``, ``_15_``, where the HTN
   selector ran): after a belief-state tracker and an org dispatcher have
   written this message's domain and allow-list, matches with them (a plan
   the allow-list forbids never starts); its guidance reaches the next
   iteration's prompt, because Agent-Zero builds the prompt before this hook.
-  Mirrors the run on ``agent._htn_state``.
+  Mirrors the run on ``agent._htn_state`` (with ``awaiting: "user"`` while
+  the run waits for a person).
 
 The config is found by walking up from the extension file to
 ``usr/waygraph/config.json``; the Navigator built from it is cached per
-process and rebuilt when the config file changes (its stat is looked at
-once a second at most, so the next iteration's hooks pick up an edit).
+process and rebuilt when the config file changes (:mod:`.setups`).
 One model iteration with a tool result costs one load, one commit and one
 render: the verify hook's turn leaves its record and guidance on
 ``loop_data`` (:mod:`.views`) for the guidance and selector hooks after it.
@@ -54,19 +62,20 @@ import itertools
 import logging
 import os
 import threading
-import time
 import uuid
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from waygraph.errors import ConfigError
 from waygraph.integrations.agent_zero import neighbours, reading, views
-from waygraph.integrations.agent_zero.config import CONFIG_PATH, AgentZeroConfig
 from waygraph.integrations.agent_zero.loglines import event_line
 from waygraph.integrations.agent_zero.reading import EXIT_MARKER
+from waygraph.integrations.agent_zero.setups import (
+    RETRY_SECONDS,
+    HookSetup,
+    forget_all,
+    setup_of,
+)
 from waygraph.model import Plan
-from waygraph.navigator import Guidance, Navigator
+from waygraph.navigator import Guidance
 from waygraph.versions import plan_version
 
 __all__ = [
@@ -81,13 +90,6 @@ __all__ = [
 
 log = logging.getLogger("waygraph.agent_zero")
 
-#: After a config, library or store fails to load, how long the extensions
-#: stay quiet before trying (and, if it still fails, warning) again.
-RETRY_SECONDS = 30.0
-
-#: How often (seconds) the hooks look at the config file for changes.
-CONFIG_CHECK_SECONDS = 1.0
-
 _ARGS_KEY = "_waygraph_tool_args"
 #: In ``agent.data``: (run id, whether a result was reported since the last prompt).
 _TURNED_KEY = "_waygraph_turned"
@@ -98,56 +100,27 @@ HTN_STATE_ATTR = "_htn_state"
 PACE_LEVEL_ATTR = "_org_pace_level"
 
 
-@dataclass(frozen=True, slots=True)
-class _Setup:
-    root: Path
-    #: The config file's path as text: the key of :data:`_setups` and of the
-    #: library errors reported (a ``Path`` hashes and compares in Python code,
-    #: and every hook looks its setup up).
-    key: str
-    config: AgentZeroConfig
-    navigator: Navigator
-    stamp: tuple[int, int]
-    #: Plan version (a content hash) -> that plan, for the log lines' step names.
-    plans: dict[str, Plan] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    stamp: tuple[int, int] | None
-    retry_at: float
-
-
-class _Quiet(Exception):
-    """A failure already reported; stay silent until it is time to retry."""
-
+#: In ``agent.data``: the token of the user message last given to the
+#: Navigator (it activated a plan, or a running plan heard it). The same
+#: message is never a person's words twice, nor starts a plan again in its
+#: monologue; kept on the agent, so a reloaded runtime does not hear it again.
+_HEARD_KEY = "_waygraph_heard"
 
 _lock = threading.Lock()
-_setups: dict[str, _Setup] = {}
-_failures: dict[str, _Failure] = {}
-#: Per session, the user message that already activated a plan, so a plan
-#: that ends in the same monologue is not started again by the same message.
+#: Per session, the same for an agent without a ``data`` dict.
 _consumed: dict[str, Any] = {}
 #: Per config, the library error last written to an agent's log (reported once).
 _library_errors: dict[str, str | None] = {}
 #: Not any library error: a root no agent's log has heard about yet.
 _UNSEEN = object()
-#: Hook file -> (its config file as text, when its stat was last looked at):
-#: the walk up to it is several stats, so it is done once; a config that is
-#: gone or changed is looked for again.
-_config_of: dict[str, tuple[str, float]] = {}
 
 
 def reset() -> None:
     """Forget cached Navigators and failures (for tests, or after changing files by hand)."""
+    forget_all()
     with _lock:
-        for setup in _setups.values():
-            setup.navigator.close()
-        _setups.clear()
-        _failures.clear()
         _consumed.clear()
         _library_errors.clear()
-        _config_of.clear()
 
 
 # ---------------------------------------------------------------- the four hooks
@@ -173,28 +146,47 @@ def select_plan(extension: Any, hook_file: str, kwargs: dict[str, Any]) -> None:
     _guarded(extension, hook_file, _select, kwargs)
 
 
-def _prepare(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
+#: The line appended to a terminal command: its exit status, printed last.
+_STATUS_LINE = f'echo "{EXIT_MARKER}=$?"'
+
+
+def _prepare(setup: HookSetup, agent: Any, kwargs: dict[str, Any]) -> None:
     tool_args = kwargs.get("tool_args")
+    name = kwargs.get("tool_name")
+    # Always replaced: a call whose result never came back must not lend its
+    # command to the next tool's result (command_matches reads it).
+    _remember_args(agent, name, dict(tool_args) if isinstance(tool_args, dict) else None)
     if not isinstance(tool_args, dict):
         return
-    _remember_args(agent, dict(tool_args))
     code = tool_args.get("code")
     if (
         setup.config.exit_codes
-        and kwargs.get("tool_name") == "code_execution_tool"
+        and name == "code_execution_tool"
         and tool_args.get("runtime") == "terminal"
         and isinstance(code, str)
         and code.strip()
-        and EXIT_MARKER not in code
+        # Appended even when the command prints the marker itself: the last
+        # marker line is the status, and ours runs last.
+        and not code.rstrip().endswith(_STATUS_LINE)
     ):
         # The same dict is what the tool runs with: the status prints last.
-        tool_args["code"] = f'{code.rstrip()}\necho "{EXIT_MARKER}=$?"'
+        tool_args["code"] = f"{code.rstrip()}\n{_STATUS_LINE}"
 
 
-def _remember_args(agent: Any, tool_args: dict[str, Any] | None) -> None:
+def _remember_args(agent: Any, tool_name: Any, tool_args: dict[str, Any] | None) -> None:
     data = getattr(agent, "data", None)
     if isinstance(data, dict):
-        data[_ARGS_KEY] = tool_args
+        data[_ARGS_KEY] = (tool_name, tool_args)
+
+
+def _take_args(agent: Any, tool_name: Any) -> dict[str, Any] | None:
+    """The arguments remembered for this call (None when they were another tool's)."""
+    data = getattr(agent, "data", None)
+    found = data.pop(_ARGS_KEY, None) if isinstance(data, dict) else None
+    if not isinstance(found, tuple) or len(found) != 2 or found[0] != tool_name:
+        return None
+    args = found[1]
+    return args if isinstance(args, dict) else None
 
 
 def _take_exit_code(response: Any, output: str) -> tuple[str, int | None]:
@@ -232,15 +224,14 @@ def _observation_id() -> str:
     return f"{_id_prefix}{next(_id_counter):x}"
 
 
-def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
+def _verify(setup: HookSetup, agent: Any, kwargs: dict[str, Any]) -> None:
     response = kwargs.get("response")
     output = reading.tool_output(response)
     if output is None:
         return
     tool_name = kwargs.get("tool_name")
     name = str(tool_name) if tool_name else None
-    data = getattr(agent, "data", None)
-    tool_args = data.pop(_ARGS_KEY, None) if isinstance(data, dict) else None
+    tool_args = _take_args(agent, tool_name)
     if name in setup.config.reply_tools:
         # The model's own words to the user: a claim, never evidence. The
         # response tool ends the model's work: a final claim.
@@ -271,7 +262,7 @@ def _verify(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     _after_turn(setup, agent, guidance)
 
 
-def _inject(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
+def _inject(setup: HookSetup, agent: Any, kwargs: dict[str, Any]) -> None:
     loop_data = kwargs.get("loop_data")
     key = setup.config.extras_key
     session = reading.session_id(agent)
@@ -279,7 +270,9 @@ def _inject(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
     view = views.take(setup.navigator, loop_data, session)
     record = view.record if view is not None else nav.state(session)
     if record is not None and record.get("status") == "running":
-        turned = _count_iteration(setup, agent, session, record, loop_data)
+        turned = _hear_message(setup, agent, session, loop_data) or _count_iteration(
+            setup, agent, session, record, loop_data
+        )
         if turned is not None:
             if turned.run is not None and turned.run.get("status") != "running":
                 if turned.text:  # the turn ended the run (staleness)
@@ -303,7 +296,7 @@ def _inject(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
         _put_extras(loop_data, key, text)
 
 
-def _select(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
+def _select(setup: HookSetup, agent: Any, kwargs: dict[str, Any]) -> None:
     # After the classifiers: the domain and allow-list are this message's. The
     # prompt is built already, so a plan started here guides from the next iteration.
     loop_data = kwargs.get("loop_data")
@@ -324,7 +317,7 @@ def _select(setup: _Setup, agent: Any, kwargs: dict[str, Any]) -> None:
 
 
 def _activate(
-    setup: _Setup, agent: Any, loop_data: Any, record: dict[str, Any] | None
+    setup: HookSetup, agent: Any, loop_data: Any, record: dict[str, Any] | None
 ) -> tuple[dict[str, Any] | None, str | None]:
     """Match the user's message (once per message) with the classifiers' values.
 
@@ -332,7 +325,7 @@ def _activate(
     is returned when there is no new message to match.
     """
     session = reading.session_id(agent)
-    message, token = _fresh_message(session, loop_data)
+    message, token = _fresh_message(agent, session, loop_data)
     if message is None:
         return record, None
     guidance = setup.navigator.turn(
@@ -342,11 +335,35 @@ def _activate(
         allowed_plans=reading.allowed_plans(agent),
     )
     views.keep(setup.navigator, loop_data, session, guidance)
-    _note_activation(session, token, guidance)
+    _note_activation(agent, session, token, guidance)
     if guidance.run is not None and guidance.active:
         _note_turn(agent, guidance.run.get("run_id"), None)
     _after_turn(setup, agent, guidance)
     return guidance.run, guidance.text if guidance.active else None
+
+
+def _hear_message(setup: HookSetup, agent: Any, session: str, loop_data: Any) -> Guidance | None:
+    """A new user message while a plan runs: a person's words, this iteration's turn.
+
+    The running plan hears it (a ``manual`` check's confirmation, a ``human``
+    node's choice, the answer to the model's question) in time for this
+    iteration's prompt. Only agent 0 talks to a person: a subordinate's
+    "user" is its superior agent, a model, whose words never answer for a
+    person. Returns None when there is nothing new to hear.
+    """
+    if getattr(agent, "number", 0) != 0:
+        return None
+    message, token = _fresh_message(agent, session, loop_data)
+    if message is None:
+        return None
+    guidance = setup.navigator.turn(session, user_message=message)
+    _consume(agent, session, token)
+    views.keep(setup.navigator, loop_data, session, guidance)
+    if guidance.run is not None:
+        # This prompt has had its turn: the next one without a result counts one.
+        _note_turn(agent, guidance.run.get("run_id"), False)
+    _after_turn(setup, agent, guidance)
+    return guidance
 
 
 def _note_turn(agent: Any, run_id: Any, turned: bool | None) -> None:
@@ -356,7 +373,7 @@ def _note_turn(agent: Any, run_id: Any, turned: bool | None) -> None:
 
 
 def _count_iteration(
-    setup: _Setup, agent: Any, session: str, record: dict[str, Any], loop_data: Any
+    setup: HookSetup, agent: Any, session: str, record: dict[str, Any], loop_data: Any
 ) -> Guidance | None:
     """One message-loop iteration is one turn: take an empty one when no result came in.
 
@@ -377,20 +394,34 @@ def _count_iteration(
     return guidance
 
 
-def _fresh_message(session: str, loop_data: Any) -> tuple[str | None, Any]:
-    """The user's message, unless it already activated a plan in this session."""
+def _fresh_message(agent: Any, session: str, loop_data: Any) -> tuple[str | None, Any]:
+    """The user's message, unless the Navigator already has it (see :data:`_HEARD_KEY`)."""
     text, token = reading.user_message(loop_data)
     if text is None:
         return None, None
-    with _lock:
-        seen = _consumed.get(session)
+    data = getattr(agent, "data", None)
+    if isinstance(data, dict):
+        seen = data.get(_HEARD_KEY)
+    else:
+        with _lock:
+            seen = _consumed.get(session)
     if seen is not None and (seen is token or (isinstance(token, str) and seen == token)):
         return None, None
     return text, token
 
 
-def _note_activation(session: str, token: Any, guidance: Guidance) -> None:
-    if token is not None and any(e.get("type") == "plan_activated" for e in guidance.events):
+def _note_activation(agent: Any, session: str, token: Any, guidance: Guidance) -> None:
+    if any(e.get("type") == "plan_activated" for e in guidance.events):
+        _consume(agent, session, token)
+
+
+def _consume(agent: Any, session: str, token: Any) -> None:
+    if token is None:
+        return
+    data = getattr(agent, "data", None)
+    if isinstance(data, dict):
+        data[_HEARD_KEY] = token
+    else:
         with _lock:
             _consumed[session] = token
 
@@ -401,7 +432,7 @@ def _put_extras(loop_data: Any, key: str, text: str) -> None:
         extras[key] = text
 
 
-def _after_turn(setup: _Setup, agent: Any, guidance: Guidance) -> None:
+def _after_turn(setup: HookSetup, agent: Any, guidance: Guidance) -> None:
     """Log the turn's plan events, set the PACE level on escalation, mirror the run."""
     record = guidance.run or {}
     # The plan gives the step names document 000's log lines use.
@@ -417,7 +448,7 @@ def _after_turn(setup: _Setup, agent: Any, guidance: Guidance) -> None:
     _report_library_error(setup, agent)
 
 
-def _plan_for(setup: _Setup, record: dict[str, Any]) -> Plan | None:
+def _plan_for(setup: HookSetup, record: dict[str, Any]) -> Plan | None:
     """``navigator.plan_for(record)``, remembered per plan version (a content hash)."""
     version = record.get("plan_version")
     known = setup.plans.get(version) if isinstance(version, str) else None
@@ -430,7 +461,7 @@ def _plan_for(setup: _Setup, record: dict[str, Any]) -> Plan | None:
     return plan
 
 
-def _report_library_error(setup: _Setup, agent: Any) -> None:
+def _report_library_error(setup: HookSetup, agent: Any) -> None:
     """A library that stopped loading is said once in the agent's log, and its repair too."""
     error = setup.navigator.library_error
     if _library_errors.get(setup.key, _UNSEEN) == error:
@@ -485,12 +516,12 @@ def _agent_log(agent: Any, kind: str, text: str) -> None:
 def _guarded(extension: Any, hook_file: str, body: Any, kwargs: dict[str, Any]) -> None:
     agent = getattr(extension, "agent", None)
     try:
-        setup = _known_setup(hook_file) or _setup_for(Path(hook_file))
-    except _Quiet:
-        return
+        setup = setup_of(hook_file)
     except Exception as exc:
         _agent_log(agent, "warning", f"[waygraph] cannot start: {exc}; going on without guidance")
         return
+    if setup is None:
+        return  # a failure already reported: quiet until it is time to retry
     try:
         body(setup, agent, kwargs)
     except Exception as exc:
@@ -500,94 +531,3 @@ def _guarded(extension: Any, hook_file: str, body: Any, kwargs: dict[str, Any]) 
             "warning",
             f"{PREFIX} Error (passthrough): {type(exc).__name__}: {exc}",
         )
-
-
-def _find_config(hook_file: Path) -> Path:
-    for folder in hook_file.absolute().parents:
-        candidate = folder / CONFIG_PATH
-        if candidate.is_file():
-            return candidate
-    raise ConfigError(
-        f"no {CONFIG_PATH} in any folder above {hook_file}; "
-        "run `waygraph install agent-zero PATH` again"
-    )
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
-
-
-def _known_setup(hook_file: str) -> _Setup | None:
-    """The setup of a hook file seen before whose config is unchanged, else None.
-
-    The config's stat is looked at most every :data:`CONFIG_CHECK_SECONDS`
-    (the hooks of one model iteration run within milliseconds of each other),
-    so an edited config is picked up by the next iteration's hooks.
-    """
-    found = _config_of.get(hook_file)
-    if found is None:
-        return None
-    key, checked = found
-    cached = _setups.get(key)
-    if cached is None:
-        return None
-    now = time.monotonic()
-    if now < checked + CONFIG_CHECK_SECONDS:
-        return cached
-    try:
-        stat = os.stat(key)
-    except OSError:
-        return None
-    if cached.stamp != (stat.st_mtime_ns, stat.st_size):
-        return None
-    _config_of[hook_file] = (key, now)
-    return cached
-
-
-def _setup_for(hook_file: Path) -> _Setup:
-    missing: ConfigError | None = None
-    try:
-        key = _find_config(hook_file)
-        stamp = _stamp(key)
-    except ConfigError as exc:
-        # Remember the failure under the hook file, so it is reported once.
-        key, stamp, missing = hook_file, None, exc
-    name = str(key)
-    with _lock:
-        if missing is None and hook_file.is_absolute():  # a relative one moves with the cwd
-            _config_of[str(hook_file)] = (name, time.monotonic())
-        cached = _setups.get(name)
-        if cached is not None and cached.stamp == stamp:
-            return cached
-        failure = _failures.get(name)
-        if failure is not None and failure.stamp == stamp and time.monotonic() < failure.retry_at:
-            raise _Quiet()
-        try:
-            if missing is not None or stamp is None:
-                raise missing or ConfigError(f"{key}: cannot read the waygraph config")
-            setup = _build(key, stamp)
-        except Exception:
-            _failures[name] = _Failure(stamp, time.monotonic() + RETRY_SECONDS)
-            raise
-        _failures.pop(name, None)
-        _setups[name] = setup
-        return setup
-
-
-def _build(config_path: Path, stamp: tuple[int, int]) -> _Setup:
-    config = AgentZeroConfig.read(config_path)
-    root = config_path.parents[len(Path(CONFIG_PATH).parts) - 1]
-    navigator = Navigator(
-        config.library_path(root),
-        store=config.store_url(root),
-        workspace=config.workspace_path(root),
-        strict=True,
-        allow_commands=config.allow_commands,
-        confine=config.confine,
-        tools_run_elsewhere=config.tools_run_elsewhere,
-    )
-    return _Setup(root=root, key=str(config_path), config=config, navigator=navigator, stamp=stamp)
