@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from waygraph import AsyncNavigator, Hooks, Navigator
+from waygraph import AsyncNavigator, Hooks, Navigator, engine
 from waygraph.errors import InputError, NotWaitingError
 from waygraph.library import Library
 from waygraph.model import Graph, Plan
@@ -240,3 +240,23 @@ def test_answers_are_size_limited_like_user_messages():
     g = nav.answer("s", "x" * (MAX_MESSAGE_CHARS + 10) + " CONFIRMED")
     # Read on its first MAX_MESSAGE_CHARS characters: the word past them is not seen.
     assert g.run["status"] == "running"
+
+
+def test_a_run_that_ends_waits_for_nobody():
+    plan = approval()
+    run, _ = engine.start(plan, run_id="r", turn=1)
+    assert run.awaiting == "user"
+    aborted, _ = engine.abort(plan, run, turn=2, reason="reset")
+    assert aborted.status == "aborted" and aborted.awaiting is None
+    stale = approval().model_copy(update={"stale_after_turns": 1})
+    nav = nav_for(stale)
+    for _ in range(3):
+        g = nav.turn("s", tool_output="still deciding", exit_code=0)
+    assert g.run["status"] == "expired" and g.run["awaiting"] is None
+
+
+def test_a_final_reply_at_a_step_a_person_passes_hands_over_not_claims():
+    nav = nav_for(review())
+    g = nav.turn("s", tool_output="Reply CONFIRMED to go ahead.", source="model", final=True)
+    assert [e.type for e in g.events] == ["question_asked"]
+    assert g.run["awaiting"] == "user" and g.run["current_node"] == "review"

@@ -32,6 +32,7 @@ from waygraph.evidence import command_of
 from waygraph.guided_sessions import CACHE_SESSIONS, GuidedSessions
 from waygraph.library import Library
 from waygraph.model import Plan
+from waygraph.people import rejected_answer
 from waygraph.retry import CONFLICT_TIMEOUT
 from waygraph.store import Store, default_store_url
 from waygraph.turns import (
@@ -330,7 +331,7 @@ class Navigator(GuidedSessions):
                     text=render.context(plan, run, max_tokens=self.max_tokens),
                     events=[Event(e) for e in events],
                     run=record,
-                    error=None if rejected is None else render.rejected_answer(rejected),
+                    error=None if rejected is None else rejected_answer(rejected),
                 )
 
             return self._retry(session_id, attempt)

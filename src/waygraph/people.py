@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -37,8 +37,10 @@ __all__ = [
     "choice_of",
     "choices",
     "choices_text",
+    "human_lines",
     "is_refusal",
     "manual_request",
+    "rejected_answer",
 ]
 
 #: An answer is read on its first this many characters (like a user message).
@@ -181,6 +183,33 @@ def choices_text(labels: Sequence[str]) -> str:
     if len(quoted) <= 1:
         return "".join(quoted)
     return ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def rejected_answer(event: Mapping[str, object]) -> str:
+    """The error an answer that picks no choice gets (from its ``answer_rejected`` event).
+
+    Example:
+        >>> rejected_answer({"answer": "maybe", "choices": ["yes", "no"]})
+        "'maybe' is not one of the choices: answer 'yes' or 'no'"
+    """
+    raw = event.get("choices")
+    labels = [str(c) for c in raw] if isinstance(raw, list | tuple) else []
+    return f"{event.get('answer')!r} is not one of the choices: answer {choices_text(labels)}"
+
+
+def human_lines(question: str, labels: Sequence[str]) -> list[str]:
+    """What the model reads at a human node: the question, the choices, and to only ask.
+
+    Example:
+        >>> human_lines("Deploy?", ["yes", "no"])[1]
+        "Choices: 'yes' or 'no'"
+    """
+    return [
+        f"Ask the user: {question}",
+        f"Choices: {choices_text(labels)}",
+        "A person decides here: ask the user this question with its choices, then stop "
+        "and wait for their answer. Do not answer it yourself; tool results do not count.",
+    ]
 
 
 def manual_request(value: object | None) -> str:

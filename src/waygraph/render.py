@@ -39,7 +39,7 @@ from typing import Protocol
 from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
 from waygraph.engine.rules import asks_person
 from waygraph.model import Node, Plan
-from waygraph.people import choice_labels, choices_text, manual_request
+from waygraph.people import choice_labels, choices_text, human_lines, manual_request
 from waygraph.verify import describe
 
 __all__ = [
@@ -48,7 +48,6 @@ __all__ = [
     "failed_step",
     "finished_message",
     "progress_summary",
-    "rejected_answer",
 ]
 
 HEADER = "[waygraph]"
@@ -409,32 +408,9 @@ def _first(plan: Plan, node: Node, conditions: tuple[str, ...]) -> str | None:
     return None if edge is None else _target(plan, edge.to)
 
 
-def rejected_answer(event: Mapping[str, object]) -> str:
-    """The error an answer that picks no choice gets (from its ``answer_rejected`` event).
-
-    Example:
-        >>> rejected_answer({"answer": "maybe", "choices": ["yes", "no"]})
-        "'maybe' is not one of the choices: answer 'yes' or 'no'"
-    """
-    raw = event.get("choices")
-    labels = [str(c) for c in raw] if isinstance(raw, list | tuple) else []
-    return f"{event.get('answer')!r} is not one of the choices: answer {choices_text(labels)}"
-
-
-def _human_block(plan: Plan, node: Node) -> list[str]:
-    """A person decides: the question, the choices, and that the model only asks."""
-    labels = choice_labels(plan.graph, node.id)
-    return [
-        f"Ask the user: {node.question}",
-        f"Choices: {choices_text(labels)}",
-        "A person decides here: ask the user this question with its choices, then stop "
-        "and wait for their answer. Do not answer it yourself; tool results do not count.",
-    ]
-
-
 def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
     if node.type == "human":
-        return _human_block(plan, node)
+        return human_lines(node.question, choice_labels(plan.graph, node.id))
     if node.type == "decision":
         lines = [f"Decide: {node.description or node.name or node.id}"]
         options = [

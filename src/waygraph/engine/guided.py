@@ -170,8 +170,9 @@ def claim(
     The run stays where it is (``claim_recorded``). With ``final`` (the model
     told the user the work is done) while the run is not finished, the nodes
     still unverified are recorded (``claim_unverified``) and named to the model.
-    With ``question`` (the reply asks the user something) it is no claim at
-    all: ``question_asked`` is recorded and the run waits for the user.
+    With ``question`` (the reply asks the user something), or a ``final``
+    reply while the run waits for a person, it is no claim at all:
+    ``question_asked`` is recorded and the run waits for the user.
     """
     t = _claim(plan, run, turn, text, final, observation_id, question)
     return Result(run, []) if t is None else Result(t.run.freeze(), t.events)
@@ -191,7 +192,9 @@ def _claim(
         return None
     t = Turn(plan, draft, turn, None)
     node_id = draft.current_node
-    if question:
+    # At a step only a person can pass, the model's last words hand over to
+    # the person ("Reply CONFIRMED to go ahead."): a question, not a claim.
+    if question or (final and draft.awaiting == "user"):
         t.emit("question_asked", node_id, excerpt=excerpt(text))
         draft.awaiting = "user"
         draft.notice = {"kind": "question", "node": node_id}
@@ -282,7 +285,7 @@ def _count_turn(t: Turn, *, transitioned: bool, progressed: bool | None) -> None
     run.turn = t.turn
     run.turns_since_transition = 0 if transitioned else run.turns_since_transition + 1
     if run.turns_since_transition > run.stale_after_turns:
-        run.status = RunStatus.EXPIRED
+        run.status, run.awaiting = RunStatus.EXPIRED, None
         run.reason = (
             f"no progress for {run.turns_since_transition} turns "
             f"(the plan allows {run.stale_after_turns})"
@@ -339,7 +342,7 @@ def abort(plan: Plan | None, run: Run, *, turn: int, reason: str) -> Result:
         return Result(run, [])
     draft = run.draft()
     draft.turn = max(run.turn, turn)
-    draft.status, draft.reason = RunStatus.ABORTED, reason
+    draft.status, draft.reason, draft.awaiting = RunStatus.ABORTED, reason, None
     t = Turn(plan, draft, draft.turn, None)  # type: ignore[arg-type]
     t.emit("plan_aborted", draft.current_node, reason=reason)
     return Result(draft.freeze(), t.events)

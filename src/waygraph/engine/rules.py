@@ -532,6 +532,7 @@ def escalate(t: Turn, node_id: str | None, reason: str, pace_level: str | None =
     run = t.run
     run.status = RunStatus.ESCALATED
     run.reason = reason
+    run.awaiting = None
     run.pace_level = pace_level
     if node_id is not None:
         run.current_node = node_id
