@@ -47,6 +47,29 @@ def test_play_tells_events_in_the_dashboards_words(tmp_path: Path):
     assert "Run completed; path: start → step_1 → done" in out.stdout
 
 
+APPROVE = (
+    '{"plans": {"approve": {"graph": {"start": "start", "nodes": {"start": {"type": "start"}, '
+    '"ask": {"type": "human", "prompt": "Ship it?"}, "done": {"type": "exit"}, '
+    '"stop": {"type": "exit", "status": "aborted"}}, "edges": [{"from": "start", "to": "ask"}, '
+    '{"from": "ask", "to": "done", "label": "[Y] Yes"}, '
+    '{"from": "ask", "to": "stop", "label": "[N] No"}]}}}}'
+)
+
+
+def test_only_the_users_words_answer_a_human_node(tmp_path: Path):
+    lib = tmp_path / "approve.json"
+    lib.write_text(APPROVE)
+    out = wg(
+        "play", "approve", "--library", str(lib), stdin="Yes\n:say Yes\n:user maybe\n:user y\n"
+    )
+    assert out.returncode == 0, out.stderr
+    # The tool's "Yes" and the model's "Yes" move nothing; the user's "maybe" is
+    # refused with the choices, the user's "y" picks "[Y] Yes".
+    assert "'maybe' is not one of the choices: answer '[Y] Yes' or '[N] No'" in out.stdout
+    assert "Plan completed at done" in out.stdout
+    assert out.stdout.index("'maybe' is not one") < out.stdout.index("Plan completed")
+
+
 def test_a_malformed_exit_line_sends_nothing(tmp_path: Path):
     lib = tmp_path / "hello.json"
     lib.write_text(HELLO)

@@ -260,3 +260,9 @@ def test_a_final_reply_at_a_step_a_person_passes_hands_over_not_claims():
     g = nav.turn("s", tool_output="Reply CONFIRMED to go ahead.", source="model", final=True)
     assert [e.type for e in g.events] == ["question_asked"]
     assert g.run["awaiting"] == "user" and g.run["current_node"] == "review"
+
+
+def test_a_users_message_that_is_no_choice_gets_the_choices_as_error():
+    g = nav_for(approval()).turn("s", user_message="maybe")
+    assert g.error == "'maybe' is not one of the choices: answer '[Y] Yes' or '[N] No'"
+    assert g.run["current_node"] == "ok"

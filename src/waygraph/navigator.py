@@ -278,6 +278,7 @@ class Navigator(GuidedSessions):
                 text=render.context(plan, run, max_tokens=self.max_tokens),
                 events=[Event(e) for e in events],
                 run=record if record is not None else engine.to_record(plan, run),
+                error=_refusal(events),
             )
 
         return self._retry(session_id, attempt)
@@ -326,12 +327,11 @@ class Navigator(GuidedSessions):
                 plan = self._plan_of(run)
                 run, events = self._hear(plan, run, run.turn + 1, text, by)
                 record = self._commit(run, plan, version, events, new=False)
-                rejected = next((e for e in events if e["type"] == "answer_rejected"), None)
                 return Guidance(
                     text=render.context(plan, run, max_tokens=self.max_tokens),
                     events=[Event(e) for e in events],
                     run=record,
-                    error=None if rejected is None else rejected_answer(rejected),
+                    error=_refusal(events),
                 )
 
             return self._retry(session_id, attempt)
@@ -368,6 +368,12 @@ class Navigator(GuidedSessions):
         )
         record = self._commit(run, plan, 0, events, new=True)
         return plan, run, events, record
+
+
+def _refusal(events: list[Mapping[str, Any]]) -> str | None:
+    """The error a turn's refused answer gets (the choices it should have picked), or None."""
+    rejected = next((e for e in events if e["type"] == "answer_rejected"), None)
+    return None if rejected is None else rejected_answer(rejected)
 
 
 def __getattr__(name: str) -> Any:

@@ -32,7 +32,9 @@ PLAY_HELP = (
     "Type a tool's output and press Enter (it is verified as the tool result), "
     "'!command' to run a real command and use its output and exit code, "
     "':exit N text' to give an exit code, ':say text' for what the model tells the user "
-    "(a claim, never evidence), ':rewind', ':state', ':reset' or ':quit'."
+    "(a claim, never evidence; a question waits for the user), ':user text' for what the "
+    "user says (a person's answer: a human node's choice, a manual confirmation), "
+    "':rewind', ':state', ':reset' or ':quit'."
 )
 
 #: Rich styles for the events worth a glance: good news green, trouble red or yellow.
@@ -149,6 +151,11 @@ def play(
             nav.reset(session)
             console.print("Session reset.")
             break
+        if line.startswith(":user"):
+            # The person's own words: the only evidence a human node or manual check takes.
+            guidance = nav.turn(session, user_message=line[5:].strip() or " ")
+            _show_guidance(guidance)
+            continue
         if line.startswith(":say"):
             # What the model would tell the user: a claim, never evidence.
             guidance = nav.turn(
@@ -300,6 +307,8 @@ def _tool_result(line: str, root: Path) -> tuple[str, int | None] | None:
 def _show_guidance(guidance: Any) -> None:
     for event in guidance.events:
         console.print(event_line(event))
+    if guidance.error:
+        console.print(f"[yellow]{plain(guidance.error)}[/]")
     if guidance.text:
         console.print(
             Panel(plain(guidance.text), title="guidance for the model", border_style="dim")
