@@ -356,7 +356,7 @@ def _ask(t: Turn, node: Node) -> None:
         return
     manual = next(v for v in node.verify.walk() if v.type == "manual")  # type: ignore[union-attr]
     value = None if manual.value is None else str(manual.value)
-    t.emit("human_asked", node.id, prompt=node.action or node.question, choices=[], value=value)
+    t.emit("human_asked", node.id, prompt=node.question, choices=[], value=value)
 
 
 def enter(t: Turn, node_id: str, *, fresh: bool) -> None:

@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from waygraph.engine.rules import asks_person
+from waygraph.describe import waiting_for as describe_waiting
 from waygraph.errors import WaygraphError
 from waygraph.navigator import Guidance, Navigator
-from waygraph.people import MAX_ANSWER_CHARS, choice_labels, choices_text
+from waygraph.people import MAX_ANSWER_CHARS, choices_text
 
 __all__ = [
     "BY",
@@ -88,16 +88,19 @@ def waiting_for(nav: Navigator, record: Mapping[str, Any] | None) -> dict[str, A
     """
     if not record or record.get("status") != "running" or record.get("awaiting") != "user":
         return None
-    plan = nav.plan_for(record)
-    node = plan.graph.nodes.get(str(record.get("current_node"))) if plan is not None else None
-    if plan is None or node is None or not asks_person(node):
+    # One reading of what a waiting run asks, the dashboard's and the CLI's:
+    # the human_asked event the engine recorded for the current node.
+    session = record.get("session_id")
+    events = nav.events(str(session)) if isinstance(session, str) else record.get("events") or []
+    asked = describe_waiting(record, events)
+    if asked is None or asked["kind"] == "question":
         return None
-    if node.type == "human":
-        labels = choice_labels(plan.graph, node.id)
-        return {"node": node.id, "question": node.question, "choices": labels, "value": None}
-    manual = next(v for v in node.verify.walk() if v.type == "manual")  # type: ignore[union-attr]
-    value = None if manual.value is None else str(manual.value)
-    return {"node": node.id, "question": node.question, "choices": [], "value": value}
+    return {
+        "node": asked["node"],
+        "question": asked["prompt"],
+        "choices": asked["choices"],
+        "value": asked["value"],
+    }
 
 
 def ask_user(waiting: Mapping[str, Any]) -> dict[str, Any]:
