@@ -26,19 +26,21 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from waygraph.model import Edge, Graph
+    from waygraph.model import Edge, Graph, Node, Verify
 
 __all__ = [
     "MAX_ANSWER_CHARS",
     "accelerator",
     "answer_key",
     "answer_keys",
+    "asks_person",
     "choice_labels",
     "choice_of",
     "choices",
     "choices_text",
     "human_lines",
     "is_refusal",
+    "manual_check",
     "manual_request",
     "rejected_answer",
 ]
@@ -55,6 +57,31 @@ _REFUSAL = re.compile(
 _ACCELERATOR = re.compile(r"\s*(?:\[(\w)\]|(\w)\)|(\w) -)\s*(.*)", re.DOTALL)
 #: Characters around an answer that do not change it ("Yes." is "yes").
 _PUNCTUATION = " \t\r\n.!?。！？\"'`*"
+
+
+def asks_person(node: Node) -> bool:
+    """Whether only a person can move a run on at ``node``: a human node or a manual check.
+
+    Example:
+        >>> from waygraph.model import Node
+        >>> asks_person(Node(id="ok", type="human")), asks_person(Node(id="t"))
+        (True, False)
+    """
+    return node.type == "human" or manual_check(node) is not None
+
+
+def manual_check(node: Node) -> Verify | None:
+    """The ``manual`` check in a task's verify (nested in all/any/not too), or None.
+
+    Example:
+        >>> from waygraph.model import Node, Verify
+        >>> manual_check(Node(id="t", verify=Verify(type="manual", value="OK"))).value
+        'OK'
+    """
+    verify = node.verify
+    if verify is None or (verify.type != "manual" and not verify.checks):
+        return None  # the common case, decided without walking the tree
+    return next((v for v in verify.walk() if v.type == "manual"), None)
 
 
 def is_refusal(answer: str) -> bool:

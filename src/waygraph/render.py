@@ -37,9 +37,15 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
-from waygraph.engine.rules import asks_person
 from waygraph.model import Node, Plan
-from waygraph.people import choice_labels, choices_text, human_lines, manual_request
+from waygraph.people import (
+    asks_person,
+    choice_labels,
+    choices_text,
+    human_lines,
+    manual_check,
+    manual_request,
+)
 from waygraph.verify import describe
 
 __all__ = [
@@ -246,8 +252,7 @@ def _notice_text(plan: Plan, node: Node, notice: Mapping[str, object]) -> str:
         )
     if kind == "question":
         return (
-            "You asked the user a question: wait for their answer before going on "
-            "with this step."
+            "You asked the user a question: wait for their answer before going on with this step."
         )
     if kind == "awaiting_person":
         return (
@@ -434,8 +439,8 @@ def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
     if node.tool_hint:
         lines.append(f"Hint: {node.tool_hint}")
     lines.append(f"Verify: {describe(node.verify)}")
-    if asks_person(node):
-        manual = next(v for v in node.verify.walk() if v.type == "manual")  # type: ignore[union-attr]
+    manual = manual_check(node)
+    if manual is not None:
         lines.append(f"Ask the user: {manual_request(manual.value)}.")
     elif node.verify is not None and node.verify.command_matches and node.tool_hint:
         lines.append(f"Only the step's own command counts (for example: {node.tool_hint}).")

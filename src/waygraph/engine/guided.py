@@ -18,7 +18,6 @@ from typing import Any
 from waygraph.engine.rules import (
     Turn,
     answer,
-    asks_person,
     decide,
     enter,
     escalate,
@@ -39,6 +38,7 @@ from waygraph.engine.state import (
     Run,
 )
 from waygraph.model import Plan, RunStatus
+from waygraph.people import asks_person
 
 # ---------------------------------------------------------------- public API
 

@@ -28,7 +28,7 @@ from waygraph.engine.state import (
     frozen_checkpoint,
 )
 from waygraph.model import Edge, Node, Plan, RunStatus, Verify
-from waygraph.people import choice_of
+from waygraph.people import asks_person, choice_of, manual_check
 from waygraph.people import choices as choice_edges
 
 
@@ -216,9 +216,7 @@ def unverified(plan: Plan, run: Run | Draft) -> list[str]:
 # ---------------------------------------------------------------- routing
 
 
-def _set(
-    run: Draft, node_id: str, outcome: str, attempts: int, *, retrying: bool = False
-) -> None:
+def _set(run: Draft, node_id: str, outcome: str, attempts: int, *, retrying: bool = False) -> None:
     state = run.visited.get(node_id)
     tried = state.get("tried") if state is not None else None
     new: dict[str, Any] = {"outcome": outcome, "attempts": attempts}
@@ -337,16 +335,6 @@ def _follow(t: Turn, edge: Edge) -> None:
 _COUNTING_CONDITIONS = FAILURE_CONDITIONS - {"on_retry"}
 
 
-def asks_person(node: Node) -> bool:
-    """Whether only a person can move the run on at ``node``: a human node or a manual check."""
-    if node.type == "human":
-        return True
-    verify = node.verify
-    if verify is None or (verify.type != "manual" and not verify.checks):
-        return False  # the common case, decided without walking the tree
-    return any(v.type == "manual" for v in verify.walk())
-
-
 def _ask(t: Turn, node: Node) -> None:
     """The run now waits for a person at ``node``; record what they are asked."""
     t.run.awaiting = "user"
@@ -354,8 +342,8 @@ def _ask(t: Turn, node: Node) -> None:
         labels = [e.label for e in choice_edges(t.plan.graph, node.id)]
         t.emit("human_asked", node.id, prompt=node.question, choices=labels)
         return
-    manual = next(v for v in node.verify.walk() if v.type == "manual")  # type: ignore[union-attr]
-    value = None if manual.value is None else str(manual.value)
+    manual = manual_check(node)
+    value = None if manual is None or manual.value is None else str(manual.value)
     t.emit("human_asked", node.id, prompt=node.question, choices=[], value=value)
 
 
