@@ -64,6 +64,14 @@ _NOT_RUN_LINE = re.compile(
     r")$",
     re.IGNORECASE,
 )
+#: Words one of those lines holds; an output without any is ruled out at once.
+_HINT = re.compile(
+    r"sh: |not found|no such file|syntax error|unexpected|permission denied|unterminated"
+    r"|bad substitution|no module named|can't open|cannot find module|no tests ran",
+    re.IGNORECASE,
+)
+#: Characters of the output the hint is looked for in (the first lines' worth).
+_HINT_CHARS = 8000
 #: pytest's exit status for "usage error" (a missing file or option).
 _PYTEST_USAGE = 4
 #: Only the first lines of the output are looked at: a shell error is its start.
@@ -123,11 +131,15 @@ def never_ran(output: str, exit_code: int | None) -> str | None:
         >>> never_ran("3 passed in 0.1s", 0) is None
         True
     """
+    if exit_code == 0:
+        return None
     if exit_code in _NOT_RUN_STATUSES:
         return f"the command did not run (exit status {exit_code}: {_NOT_RUN_STATUSES[exit_code]})"
+    if _HINT.search(output, 0, _HINT_CHARS) is None:
+        return None  # every verdict asks: most outputs are ruled out by one search
     lines = [line.strip() for line in output.strip().splitlines()[:_LINES_LOOKED_AT]]
     lines = [line for line in lines if line and _MARKER.fullmatch(line) is None]
-    if not lines or exit_code == 0:
+    if not lines:
         return None
     shell_errors = [line for line in lines if _NOT_RUN_LINE.match(line)]
     if not shell_errors:

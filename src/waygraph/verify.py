@@ -225,9 +225,9 @@ def evaluate(
         # Defence in depth: drivers never judge model text, but a custom
         # caller might; a claim is not evidence.
         return Verdict("unknown", "words the model wrote are a claim, not evidence")
-    if observation.source != "human" and _reads_output(verify):
-        why = never_ran(observation.text, observation.exit_code)
-        if why is not None:
+    if observation.source != "human":
+        why = never_ran(observation.output, observation.exit_code)
+        if why is not None and _reads_output(verify):
             return Verdict("fail", why)
     return _evaluate(verify, observation, context or _NO_CONTEXT)
 
