@@ -137,7 +137,8 @@ def never_ran(output: str, exit_code: int | None) -> str | None:
         return f"the command did not run (exit status {exit_code}: {_NOT_RUN_STATUSES[exit_code]})"
     if _HINT.search(output, 0, _HINT_CHARS) is None:
         return None  # every verdict asks: most outputs are ruled out by one search
-    lines = [line.strip() for line in output.strip().splitlines()[:_LINES_LOOKED_AT]]
+    # The first lines only, from a bounded head: a dump of megabytes is not split whole.
+    lines = [line.strip() for line in output[:_HINT_CHARS].strip().splitlines()[:_LINES_LOOKED_AT]]
     lines = [line for line in lines if line and _MARKER.fullmatch(line) is None]
     if not lines:
         return None
