@@ -243,3 +243,11 @@ def test_reset_keeps_the_event_projection_trimmed(hold_library: str):
     assert record["status"] == "aborted"
     assert len(record["events"]) == engine.MAX_EVENTS
     assert record["events"][-1]["type"] == "plan_aborted"
+
+
+def test_a_library_that_does_not_load_leaves_no_store_open(tmp_path):
+    # The library is loaded before the store is opened: nothing to close, no file made.
+    db = tmp_path / "runs.db"
+    with pytest.raises(WaygraphError):
+        Navigator(tmp_path / "no-such-library", store=f"sqlite:///{db}", strict=True)
+    assert not db.exists()

@@ -24,7 +24,7 @@ from typing import Any, Self, TypeVar
 
 from waygraph import engine, render
 from waygraph.errors import WaygraphError
-from waygraph.library import Library
+from waygraph.library import Library, load_library
 from waygraph.live_library import LiveLibrary
 from waygraph.match import Matcher
 from waygraph.model import Plan
@@ -65,8 +65,10 @@ class GuidedSessions:
         self.strict = strict
         self.conflict_timeout = conflict_timeout
         self.max_tokens = max_tokens
+        # The library first: one that does not load must leave no store open.
+        loaded = library if isinstance(library, Library) else load_library(library)
         self.store: Store = open_store(store if store is not None else default_store_url())
-        self.live = LiveLibrary(library, self.store)
+        self.live = LiveLibrary(loaded, self.store)
         # session -> (running run, stored version) as this process last wrote
         # it; least recently used first, bounded so 100,000 sessions fit.
         self._cache: OrderedDict[str, tuple[engine.Run, int]] = OrderedDict()
