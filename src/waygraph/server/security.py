@@ -33,7 +33,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from waygraph.server.errors import error_response
 
-__all__ = ["COOKIE", "DEFAULT_MAX_BODY", "LOOPBACK_HOSTS", "Gate", "is_loopback"]
+__all__ = ["COOKIE", "DEFAULT_MAX_BODY", "LOOPBACK_HOSTS", "Gate", "is_loopback", "same_origin"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -62,6 +62,23 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False  # a host name: it may resolve anywhere
+
+
+def same_origin(path: str) -> str:
+    """``path`` as a redirect target that stays on this server.
+
+    Browsers read ``//host/x`` (and ``/\\host/x``: backslashes count as
+    slashes) as another site, and an absolute-form request line
+    (``GET http://host/ HTTP/1.1``) puts a scheme in the path; so leading
+    slashes and backslashes collapse into one ``/`` and a path that does not
+    start with one gets it. What follows is percent-encoded by the redirect,
+    so tabs or newlines a browser would strip cannot rebuild a ``//``.
+
+    Example:
+        >>> same_origin("//evil.example/a"), same_origin("http://x/")
+        ('/evil.example/a', '/http://x/')
+    """
+    return "/" + path.lstrip("/\\")
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -181,8 +198,8 @@ class Gate:
         given = [value for name, value in query if name == "token"]
         if scope["method"] == "GET" and given and hmac.compare_digest(given[-1].encode(), expected):
             rest = urlencode([(n, v) for n, v in query if n != "token"])
-            target = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
-            response = RedirectResponse(target, status_code=303)
+            target = same_origin(scope.get("root_path", "") + scope["path"])
+            response = RedirectResponse(target + (f"?{rest}" if rest else ""), status_code=303)
             response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
             return response
         return self._unauthorized(scope, headers, bool(auth or given))
