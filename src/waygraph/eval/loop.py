@@ -8,10 +8,10 @@ the current step. Without hooks the same loop is the unguided baseline.
 
 The tools are confined to the workspace as far as a plain subprocess allows:
 commands run there with a minimal environment and a timeout, their output is
-cut to :data:`MAX_OUTPUT` characters, and commands or paths that name a place
-outside (``..``, absolute paths, ``~``) are refused. That keeps an honest
-model inside the folder; it is **not** a security sandbox against a hostile
-one (use a container for that).
+cut to :data:`MAX_OUTPUT` bytes as it is read (:mod:`waygraph.runner`), and
+commands or paths that name a place outside (``..``, absolute paths, ``~``)
+are refused. That keeps an honest model inside the folder; it is **not** a
+security sandbox against a hostile one (use a container for that).
 
 Example:
     >>> from pathlib import Path
@@ -21,21 +21,18 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from waygraph import runner
 from waygraph.hooks import Hooks
 
 __all__ = [
@@ -95,12 +92,12 @@ WRITE_FILE_TOOL: dict[str, Any] = {
 #: Every tool the loop offers, by name.
 TOOLS: dict[str, dict[str, Any]] = {"shell": SHELL_TOOL, "write_file": WRITE_FILE_TOOL}
 
-#: Characters of tool output sent back to the model (the rest is cut from the middle).
+#: Bytes of tool output sent back to the model (the rest is dropped from the middle).
 MAX_OUTPUT = 8000
 #: Seconds a single command may run before it and its children are killed.
 COMMAND_TIMEOUT = 60.0
 #: Seconds between looks at a run_shell stop event while a command runs.
-STOP_POLL = 0.1
+STOP_POLL = runner.STOP_POLL
 
 
 @dataclass
@@ -173,14 +170,6 @@ def _names_a_place(part: str) -> bool:
     return not top or Path("/", top[0]).exists()
 
 
-def _truncate(output: str) -> str:
-    if len(output) <= MAX_OUTPUT:
-        return output
-    half = MAX_OUTPUT // 2
-    cut = len(output) - MAX_OUTPUT
-    return f"{output[:half]}\n... [{cut} characters cut] ...\n{output[-half:]}"
-
-
 def run_shell(
     command: str,
     workspace: Path,
@@ -234,44 +223,16 @@ def _run(
     timeout: float,
     stop: threading.Event | None,
 ) -> tuple[str, int]:
-    # A session of its own, so a timeout kills the command's children too.
-    process = subprocess.Popen(
-        command,
-        shell=isinstance(command, str),
-        cwd=workspace,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-        start_new_session=True,
+    # The one runner: output bounded as it is read, and the command's whole tree
+    # (detached children included) killed at the deadline, at stop and on exit.
+    result = runner.run(
+        command, cwd=workspace, env=env, timeout=timeout, stop=stop, keep=MAX_OUTPUT // 2
     )
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        # Without a stop event one wait does; with one, wake up to look at it.
-        wait = left if stop is None else min(left, STOP_POLL)
-        try:
-            output, _ = process.communicate(timeout=max(wait, 0))
-            return _truncate(output), process.returncode
-        except subprocess.TimeoutExpired:
-            if stop is not None and stop.is_set():
-                _kill(process)
-                return "stopped: the run was interrupted", 130
-            if left <= wait:
-                _kill(process)
-                return f"timed out after {timeout:g}s", 124
-
-
-def _kill(process: subprocess.Popen[str]) -> None:
-    """Kill a command started in a session of its own, with its children."""
-    if hasattr(os, "killpg"):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-    else:  # pragma: no cover - Windows
-        process.kill()
-    process.communicate()
+    if result.stopped:
+        return "stopped: the run was interrupted", runner.EXIT_STOPPED
+    if result.timed_out:
+        return f"timed out after {timeout:g}s", runner.EXIT_TIMEOUT
+    return result.output, result.exit_code
 
 
 def inside(path: str, workspace: Path) -> Path | None:

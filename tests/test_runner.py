@@ -1,0 +1,148 @@
+"""Issue 33, item 1: one command runner that cannot hurt the host.
+
+Each test runs the runner in a child Python process (as ``waygraph plan``
+would), attacks it the way the issue reproduced, and checks what the host
+sees: its memory, whether anything the command started still writes after
+the deadline or after waygraph is killed, and whether the command can read
+waygraph's environment.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from waygraph import runner
+from waygraph.gates import run_command
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the subreaper wrapper is Linux's"
+)
+
+#: Runs the runner on argv[1] in the current folder with the timeout argv[2]; prints
+#: the exit code, the bytes dropped and this process's peak memory (VmHWM, kB).
+CHILD = """
+import sys
+from waygraph import runner
+env = {"PATH": "/usr/bin:/bin"}
+result = runner.run(sys.argv[1], timeout=float(sys.argv[2]), env=env, keep=100_000)
+peak = [l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
+print(result.exit_code, result.dropped, peak)
+print(result.output)
+"""
+
+
+def child(command: str, cwd: Path, timeout: float, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, command, str(timeout)],
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(path: Path, limit: float = 30.0) -> None:
+    deadline = time.monotonic() + limit
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.05)
+
+
+def test_the_buffer_keeps_head_and_tail_and_counts_the_middle():
+    buf = runner.BoundedBuffer(keep=4)
+    for chunk in (b"ab", b"cdef", b"ghijklmnop", b"q"):
+        buf.add(chunk)
+    assert buf.text() == "abcd\n[... 9 bytes dropped ...]\nnopq"
+    assert buf.dropped == 9
+    short = runner.BoundedBuffer(keep=4)
+    short.add(b"abcdefgh")
+    assert (short.text(), short.dropped) == ("abcdefgh", 0)
+
+
+@pytest.mark.timeout(180)
+def test_300_mb_of_output_keeps_the_host_under_200_mb(tmp_path: Path):
+    process = child("yes 0123456789abcdef | head -c 300000000", tmp_path, 150)
+    out, _ = process.communicate(timeout=170)
+    code, dropped, peak_kb = out.split("\n", 1)[0].split()
+    assert code == "0"
+    assert int(dropped) == 300_000_000 - 200_000
+    assert int(peak_kb) < 200 * 1024
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("redirect", ["", "> /dev/null 2>&1"])
+def test_a_detached_child_dies_at_the_deadline(tmp_path: Path, redirect: str):
+    # With the child holding the pipe (no redirect) reading stops at the deadline too.
+    command = f"(setsid sh -c 'sleep 6; echo late > late.txt' {redirect} &); sleep 100"
+    started = time.monotonic()
+    out, _ = child(command, tmp_path, 2).communicate(timeout=50)
+    assert out.split()[0] == str(runner.EXIT_TIMEOUT)
+    assert not (tmp_path / "late.txt").exists()  # it returned before the child could write
+    time.sleep(max(0.0, started + 8 - time.monotonic()))
+    assert not (tmp_path / "late.txt").exists()
+
+
+@pytest.mark.timeout(60)
+def test_what_a_command_leaves_behind_dies_when_it_ends(tmp_path: Path):
+    command = "(setsid sh -c 'sleep 3; echo late > late.txt' > /dev/null 2>&1 &); echo done"
+    started = time.monotonic()
+    out, _ = child(command, tmp_path, 30).communicate(timeout=50)
+    assert out.split()[0] == "0" and "done" in out
+    time.sleep(max(0.0, started + 5 - time.monotonic()))
+    assert not (tmp_path / "late.txt").exists()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
+def test_killing_waygraph_kills_its_running_command(tmp_path: Path, how: int):
+    command = (
+        "(setsid sh -c 'sleep 6; echo late > late.txt' > /dev/null 2>&1 &); "
+        "touch started.txt; sleep 6; echo marker > marker.txt"
+    )
+    process = child(command, tmp_path, 40)
+    wait_for(tmp_path / "started.txt")
+    started = time.monotonic()
+    process.send_signal(how)
+    process.communicate(timeout=30)
+    time.sleep(max(0.0, started + 8 - time.monotonic()))
+    assert not (tmp_path / "marker.txt").exists()
+    assert not (tmp_path / "late.txt").exists()
+
+
+SNOOP = r"""
+tr '\0' '\n' < /proc/$PPID/environ
+up=$(awk '/^PPid/{print $2}' /proc/$PPID/status)
+tr '\0' '\n' < /proc/$up/environ; head -c 4096 /proc/$up/mem | tr -dc 'A-Z0-9-'
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_command_cannot_read_waygraphs_environment(tmp_path: Path):
+    # Root here: only a user namespace of its own keeps CAP_SYS_PTRACE from the command.
+    out, _ = child(SNOOP, tmp_path, 30, OPENAI_API_KEY="sk-SECRET-4471").communicate(timeout=50)
+    assert "SECRET-4471" not in out
+    assert "Permission denied" in out
+
+
+def test_bad_commands_are_answered_not_raised(tmp_path: Path):
+    assert runner.run("echo a\0b", timeout=5).exit_code == runner.EXIT_CANNOT_START
+    missing = runner.run("true", cwd=tmp_path / "missing", timeout=5)
+    assert missing.exit_code == runner.EXIT_CANNOT_START and "missing" in missing.output
+
+
+@pytest.mark.timeout(60)
+def test_a_gate_kills_the_command_and_all_its_children(tmp_path: Path):
+    # docs/guided.md: "the command and all its children are killed", setsid ones too.
+    command = "(setsid sh -c 'sleep 6; echo late > late.txt' > /dev/null 2>&1 &); sleep 100"
+    started = time.monotonic()
+    obs = run_command(command, cwd=tmp_path, timeout=2)
+    assert obs.exit_code == runner.EXIT_TIMEOUT and "timed out" in obs.output
+    time.sleep(max(0.0, started + 8 - time.monotonic()))
+    assert not (tmp_path / "late.txt").exists()
