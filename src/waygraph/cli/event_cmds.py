@@ -47,6 +47,20 @@ BusOption = Annotated[
     ),
 ]
 
+#: Seconds to wait for NATS and PostgreSQL at start (kept in step with waygraph.events.startup).
+DEFAULT_WAIT = 60.0
+
+WaitOption = Annotated[
+    float,
+    typer.Option(
+        "--wait",
+        min=0,
+        metavar="SECONDS",
+        help="At start, wait this long for NATS (and the planner's PostgreSQL store) to "
+        "answer, trying again with a line per try; 0: try once. Then exit 2.",
+    ),
+]
+
 events_app = typer.Typer(
     help="Watch the event bus.", no_args_is_help=True, pretty_exceptions_enable=False
 )
@@ -288,8 +302,13 @@ def _check_bus(runnable: Any, bus_url: str, label: str) -> None:
         )
 
 
-def _serve(kind_name: str, target: str, bus_url: str, store: str | None) -> None:
+def _serve(kind_name: str, target: str, bus_url: str, store: str | None, wait: float) -> None:
     from waygraph.events import Planner, Worker, open_bus
+    from waygraph.events.planner import default_plan_store_url
+    from waygraph.events.startup import wait_for_bus, wait_for_store
+
+    def say(line: str) -> None:
+        err_console.print(f"{plain(kind_name)}: {plain(line)}", highlight=False, soft_wrap=True)
 
     kind: type[Any] = Planner if kind_name == "planner" else Worker
     # Set while the module is imported and run: workers and planners built
@@ -299,6 +318,12 @@ def _serve(kind_name: str, target: str, bus_url: str, store: str | None) -> None
         settings["WAYGRAPH_DATABASE_URL"] = store
 
     async def main(stop: asyncio.Event) -> None:
+        # The store first: a module-level Planner opens it while the module is
+        # imported. The bus after the module, so a broken module fails at once.
+        if kind is Planner and not await wait_for_store(
+            store or default_plan_store_url(), wait, say, stop
+        ):
+            return
         module, attr = load_user_module(target)
         # A factory may build a planner and its workers together, so workers
         # pass store= too (None: the planner's default).
@@ -306,6 +331,8 @@ def _serve(kind_name: str, target: str, bus_url: str, store: str | None) -> None
         runnables = find_runnables(module, attr, kind, options)
         for runnable in runnables:
             _check_bus(runnable, bus_url, kind_name)
+        if not await wait_for_bus(bus_url, wait, say, stop):
+            return
         started: list[Any] = []
         try:
             for runnable in runnables:
@@ -360,6 +387,7 @@ def worker_command(
     ],
     bus_url: BusOption = DEFAULT_BUS_URL,
     verbose: VerboseOption = False,
+    wait: WaitOption = DEFAULT_WAIT,
 ) -> None:
     """Run the workers a Python module defines against a bus until Ctrl-C.
 
@@ -367,7 +395,7 @@ def worker_command(
     several processes running the same worker share the work.
     """
     _show_activity(verbose)
-    _serve("worker", target, bus_url, None)
+    _serve("worker", target, bus_url, None, wait)
 
 
 @app.command("planner")
@@ -391,6 +419,7 @@ def planner_command(
         ),
     ] = None,
     verbose: VerboseOption = False,
+    wait: WaitOption = DEFAULT_WAIT,
 ) -> None:
     """Run the planners a Python module defines against a bus until Ctrl-C.
 
@@ -398,7 +427,7 @@ def planner_command(
     and events between them; each plan moves on in one process at a time.
     """
     _show_activity(verbose)
-    _serve("planner", target, bus_url, store)
+    _serve("planner", target, bus_url, store, wait)
 
 
 # ------------------------------------------------------- -v, send and ask
