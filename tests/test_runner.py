@@ -146,3 +146,22 @@ def test_a_gate_kills_the_command_and_all_its_children(tmp_path: Path):
     assert obs.exit_code == runner.EXIT_TIMEOUT and "timed out" in obs.output
     time.sleep(max(0.0, started + 8 - time.monotonic()))
     assert not (tmp_path / "late.txt").exists()
+
+
+@pytest.mark.timeout(60)
+def test_every_other_caller_goes_through_the_runner(tmp_path: Path):
+    from waygraph.cli.play_cmds import _tool_result
+    from waygraph.demo import Workspace
+    from waygraph.eval.workspace import run_python
+
+    # play's `!command` held all output; now it is bounded.
+    played = _tool_result("!yes 0123456789 | head -c 5000000", tmp_path)
+    assert played is not None and "bytes dropped" in played[0] and played[1] == 0
+    # The demo's tool and eval's checks leave nothing running behind them.
+    leave = "(setsid sh -c 'sleep 3; echo late >> late.txt' > /dev/null 2>&1 &)"
+    started = time.monotonic()
+    assert Workspace(tmp_path).run(f"{leave}; echo ok").exit_code == 0
+    code = f"import subprocess; subprocess.run({leave!r}, shell=True); print('ok')"
+    assert run_python(tmp_path, "-c", code) == (True, "ok\n")
+    time.sleep(max(0.0, started + 5 - time.monotonic()))
+    assert not (tmp_path / "late.txt").exists()

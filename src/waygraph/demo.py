@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -36,6 +35,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from waygraph import runner
 from waygraph._extras import require
 from waygraph.cli.app import plain
 from waygraph.navigator import Guidance, Navigator
@@ -48,6 +48,8 @@ __all__ = ["DemoResult", "Workspace", "make_project", "run_demo"]
 PLAN_ID = "bugfix_workflow"
 USER_REQUEST = "The discount in pricing.py is broken and the tests fail. Please fix the bug."
 COMMAND_TIMEOUT = 60
+#: Bytes of a tool's output kept from each end (the middle is dropped and counted).
+OUTPUT_KEEP = 100_000
 OUTPUT_SHOWN = 12  # lines of tool output shown per turn
 
 PRICING = '''\
@@ -120,22 +122,14 @@ class Workspace:
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         # The project's tests run with this interpreter, so `python` works anywhere.
         command = command.replace("python ", f"{shlex.quote(sys.executable)} ", 1)
-        try:
-            proc = subprocess.run(
-                command,
-                shell=True,
-                cwd=self.root,
-                stdout=subprocess.PIPE,
-                # One stream, in the order written: a status line echoed last
-                # must come out last (only then is it an exit status).
-                stderr=subprocess.STDOUT,
-                text=True,
-                timeout=COMMAND_TIMEOUT,
-                env=env,
-            )
-        except subprocess.TimeoutExpired:
+        # The one runner: one stream in the order written (a status line echoed
+        # last must come out last), output bounded, the whole tree killed at the end.
+        result = runner.run(
+            command, cwd=self.root, env=env, timeout=COMMAND_TIMEOUT, keep=OUTPUT_KEEP
+        )
+        if result.timed_out:
             return ToolResult(f"command timed out after {COMMAND_TIMEOUT}s", 124)
-        return ToolResult(proc.stdout.strip(), proc.returncode)
+        return ToolResult(result.output.strip(), result.exit_code)
 
     def edit(self, relative: str, old: str, new: str) -> ToolResult:
         """Replace the first ``old`` in a file with ``new``; exit code 1 when it cannot."""

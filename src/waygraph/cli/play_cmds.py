@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.panel import Panel
 
+from waygraph import runner
 from waygraph.cli.app import (
     AllowCommandsOption,
     LibraryOption,
@@ -279,20 +279,20 @@ def _tool_result(line: str, root: Path) -> tuple[str, int | None] | None:
     """The tool output and exit code a typed line stands for; None when there is none to send."""
     if line.startswith("!"):
         try:
-            proc = subprocess.run(
-                line[1:], shell=True, cwd=root, capture_output=True, text=True, timeout=300
-            )
+            # The one runner: bounded output, and Ctrl-C or the time limit kills
+            # the command's whole tree.
+            proc = runner.run(line[1:], cwd=root, timeout=300, keep=100_000)
         except KeyboardInterrupt:
             console.print("[yellow]Interrupted; nothing was sent to the plan.[/]")
             return None
-        except subprocess.TimeoutExpired:
+        if proc.timed_out:
             console.print("[yellow]Stopped after 300 s; nothing was sent to the plan.[/]")
             return None
-        output = (proc.stdout + proc.stderr).rstrip()
+        output = proc.output.rstrip()
         console.print(
-            Panel(plain(output) or "(no output)", title=f"exit code {plain(proc.returncode)}")
+            Panel(plain(output) or "(no output)", title=f"exit code {plain(proc.exit_code)}")
         )
-        return output, proc.returncode
+        return output, proc.exit_code
     if line.startswith(":exit"):
         parts = line.split(maxsplit=2)
         try:

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from waygraph import runner
+
 __all__ = [
     "GITIGNORE",
     "GIT_ENV",
@@ -117,19 +119,12 @@ def sha256_text(text: str | bytes) -> str:
 def run_python(root: Path, *args: str, timeout: float = 60.0) -> tuple[bool, str]:
     """Run this interpreter with ``args`` in ``root``; (exit code 0?, combined output)."""
     env = {**_env(), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(root)}
-    try:
-        done = subprocess.run(
-            [sys.executable, *args],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+    # The agent's code runs here: through the one runner, so it cannot print
+    # without end or leave processes behind.
+    result = runner.run([sys.executable, *args], cwd=root, env=env, timeout=timeout, keep=100_000)
+    if result.timed_out:
         return False, f"timed out after {timeout:g}s"
-    return done.returncode == 0, (done.stdout + done.stderr)
+    return result.exit_code == 0, result.output
 
 
 # ------------------------------------------------------------------ checks the tasks share
