@@ -19,8 +19,13 @@ What a confined command may do:
   kernel's business, so symlinks, ``..``, globbing, ``$(dirname $PWD)`` or a
   ``python3 -c "open(...)"`` reach nothing more than the rules allow.
 
-The network is not confined. Landlock needs Linux 5.13 or newer with Landlock
-enabled; :func:`abi_version` says whether it is there (0: it is not).
+Without network (``waygraph plan``'s default; ``--allow-network`` opens it),
+a command cannot open internet or UNIX sockets: a seccomp filter refuses
+``socket()`` for them (UDP and pathname UNIX sockets included, so local
+daemons such as PostgreSQL are out of reach), and Landlock refuses TCP (ABI
+4+) and abstract UNIX sockets (ABI 6+) as well. Landlock needs Linux 5.13 or
+newer with Landlock enabled; :func:`abi_version` says whether it is there (0:
+it is not).
 
 Example:
     >>> abi_version() >= 0
@@ -41,6 +46,10 @@ _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+# Network rights (ABI 4) and scopes (ABI 6): handled with no rule, they are refused.
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
 
 EXECUTE = 1 << 0
 WRITE_FILE = 1 << 1
@@ -124,9 +133,11 @@ def read_only_paths(extra: Iterable[str] = ()) -> list[str]:
     return seen
 
 
-def restrict(writable: Sequence[str], readable: Sequence[str]) -> None:
+def restrict(writable: Sequence[str], readable: Sequence[str], *, network: bool = True) -> None:
     """Confine this process (and what it starts) to the rules in the module docstring.
 
+    Without ``network``, TCP (Landlock, ABI 4+), abstract UNIX sockets (ABI
+    6+) and every new internet or UNIX socket (seccomp) are refused too.
     Raises OSError when the kernel refuses; nothing is confined then.
     """
     abi = abi_version()
@@ -134,7 +145,11 @@ def restrict(writable: Sequence[str], readable: Sequence[str]) -> None:
         raise OSError("Landlock is not available in this kernel")
     libc = _libc()
     handled = _handled(abi)
-    attr = ctypes.c_uint64(handled)
+    net = 0 if network or abi < 4 else _NET_BIND_TCP | _NET_CONNECT_TCP
+    scoped = 0 if network or abi < 6 else _SCOPE_ABSTRACT_UNIX_SOCKET
+    # The struct grew with the ABI (fs; fs, net; fs, net, scoped): pass what is used.
+    fields = (handled, net, scoped)[: 3 if scoped else 2 if net else 1]
+    attr = (ctypes.c_uint64 * len(fields))(*fields)
     ruleset = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
@@ -151,6 +166,58 @@ def restrict(writable: Sequence[str], readable: Sequence[str]) -> None:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
     finally:
         os.close(ruleset)
+    if not network:
+        _refuse_sockets(libc)
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = (
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    )
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter)))
+
+
+# (audit arch, socket, io_uring_setup) by machine: seccomp filters see syscall numbers.
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
+_AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
+_EACCES = 13
+
+
+def _refuse_sockets(libc: ctypes.CDLL) -> None:
+    """A seccomp filter: socket() for UNIX, IPv4 and IPv6 fails with EACCES (Landlock
+    does not cover UDP or pathname UNIX sockets), and so does io_uring (it can open
+    sockets without socket()) and any syscall of another ABI (i386's socketcall).
+    socketpair() stays allowed: it reaches nothing outside."""
+    arch = _SECCOMP_ARCH.get(os.uname().machine)
+    if arch is None:
+        raise OSError(f"cannot refuse the network on {os.uname().machine} (no seccomp table)")
+    audit, socket_nr, uring_nr = arch
+    ld, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K
+    allow, deny = 0x7FFF0000, 0x00050000 | _EACCES  # SECCOMP_RET_ALLOW, RET_ERRNO
+    program = [
+        (ld, 0, 0, 4),  # arch
+        (jeq, 0, 9, audit),  # another ABI: deny
+        (ld, 0, 0, 0),  # syscall number
+        (0x45, 7, 0, 0x40000000),  # BPF_JSET: x32's numbers (x86_64) are another ABI
+        (jeq, 6, 0, uring_nr),
+        (jeq, 0, 4, socket_nr),  # not socket(): allow
+        (ld, 0, 0, 16),  # socket()'s domain (low word of args[0])
+        (jeq, 3, 0, _AF_UNIX),
+        (jeq, 2, 0, _AF_INET),
+        (jeq, 1, 0, _AF_INET6),
+        (ret, 0, 0, allow),
+        (ret, 0, 0, deny),
+    ]
+    filters = (_SockFilter * len(program))(*(_SockFilter(*op) for op in program))
+    prog = _SockFprog(len(program), filters)
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
 def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> None:
@@ -168,20 +235,22 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> None:
         os.close(fd)
 
 
-def command_line(workspace: str, tmp: str, command: str) -> list[str]:
+def command_line(workspace: str, tmp: str, command: str, *, network: bool = True) -> list[str]:
     """The argv that runs ``command`` with ``/bin/sh`` confined to ``workspace`` and ``tmp``.
 
     The launcher starts without ``site`` (fast, and nothing of the workspace
     is imported), so this process's own Python folders (a virtual
-    environment's) are passed on as readable.
+    environment's) are passed on as readable. Without ``network`` the
+    command cannot open internet or UNIX sockets (see :func:`restrict`).
 
     Example:
-        >>> command_line("/w", "/t", "ls")[-4:]
-        ['/w', '/t', '--', 'ls']
+        >>> command_line("/w", "/t", "ls", network=False)[-5:]
+        ['--no-network', '/w', '/t', '--', 'ls']
     """
     reads = [arg for p in {sys.prefix, sys.exec_prefix} for arg in ("--read", p)]
     launcher = [sys.executable, "-I", "-S", os.path.abspath(__file__)]
-    return [*launcher, *reads, workspace, tmp, "--", command]
+    net = [] if network else ["--no-network"]
+    return [*launcher, *reads, *net, workspace, tmp, "--", command]
 
 
 def _main(argv: list[str]) -> int:
@@ -189,12 +258,15 @@ def _main(argv: list[str]) -> int:
     while len(argv) >= 2 and argv[0] == "--read":
         extra.append(argv[1])
         argv = argv[2:]
+    network = argv[:1] != ["--no-network"]
+    argv = argv if network else argv[1:]
     if len(argv) != 4 or argv[2] != "--":
-        print("usage: landlock.py [--read PATH]... WORKSPACE TMP -- COMMAND", file=sys.stderr)
+        usage = "usage: landlock.py [--read PATH]... [--no-network] WORKSPACE TMP -- COMMAND"
+        print(usage, file=sys.stderr)
         return 2
     workspace, tmp, _, command = argv
     try:
-        restrict([workspace, tmp], read_only_paths(extra))
+        restrict([workspace, tmp], read_only_paths(extra), network=network)
     except OSError as exc:
         print(f"waygraph: cannot confine the command: {exc}", file=sys.stderr)
         return 126

@@ -272,6 +272,14 @@ def plan_command(
             "has none; without it the shell tool refuses there.",
         ),
     ] = False,
+    allow_network: Annotated[
+        bool,
+        typer.Option(
+            "--allow-network",
+            help="Let confined shell commands open internet and UNIX sockets (refused by "
+            "default: a plan's commands reach no server and no local daemon).",
+        ),
+    ] = False,
     mode: Annotated[
         Mode,
         typer.Option(
@@ -410,7 +418,11 @@ def plan_command(
     functions: list[Callable[..., Any]] = []
     if not no_workspace_tools:
         functions += workspace_tools(
-            root, timeout=step_timeout, stop=interrupted_event, unconfined=unconfined
+            root,
+            timeout=step_timeout,
+            stop=interrupted_event,
+            unconfined=unconfined,
+            allow_network=allow_network,
         )
     for target in tools or []:
         functions += load_tools(target)

@@ -50,6 +50,7 @@ def workspace_tools(
     timeout: float = COMMAND_TIMEOUT,
     stop: threading.Event | None = None,
     unconfined: bool = False,
+    allow_network: bool = False,
 ) -> list[Callable[..., str]]:
     """The ``shell``, ``write_file`` and ``read_file`` tools, confined to ``workspace``.
 
@@ -59,7 +60,8 @@ def workspace_tools(
     installation, whatever paths, links or globs the command uses. Where the
     kernel has no Landlock the tool refuses to run commands, saying why,
     unless ``unconfined`` (then only the plain checks below apply). Commands
-    run with a minimal environment and ``timeout``. ``read_file`` and
+    run with a minimal environment and ``timeout``, and (confined) cannot open
+    internet or UNIX sockets unless ``allow_network``. ``read_file`` and
     ``write_file`` resolve real paths (symbolic links included) and refuse
     any outside the workspace. A refused or failing call raises, so the step
     fails (and is retried, falls back or triggers a revision). Setting
@@ -85,7 +87,9 @@ def workspace_tools(
             raise CommandFailed("not run: the run was interrupted")
         if not unconfined and landlock.abi_version() < 1:
             raise CommandFailed(NO_CONFINEMENT)
-        output, code = run_shell(command, root, timeout, stop=stop, sandboxed=not unconfined)
+        output, code = run_shell(
+            command, root, timeout, stop=stop, sandboxed=not unconfined, network=allow_network
+        )
         if code != 0:
             raise CommandFailed(f"exit code {code}: {_tail(output)}")
         return output

@@ -177,13 +177,15 @@ def run_shell(
     *,
     stop: threading.Event | None = None,
     sandboxed: bool = False,
+    network: bool = False,
 ) -> tuple[str, int]:
     """Run ``command`` in ``workspace``; return (output, exit code).
 
     Exit code 126: refused (it leaves the workspace); 124: timed out; 130:
     stopped because ``stop`` was set (the command and its children are killed).
     With ``sandboxed``, the kernel confines the command to the workspace and a
-    private temporary folder (:mod:`waygraph.landlock`); the caller checks
+    private temporary folder (:mod:`waygraph.landlock`), and without
+    ``network`` it cannot open internet or UNIX sockets; the caller checks
     first that confinement is available.
 
     Example:
@@ -212,7 +214,7 @@ def run_shell(
         # folder are out of reach), and temporary files go to the private folder.
         env["PATH"] = os.pathsep.join((os.path.dirname(sys.executable), env["PATH"]))
         env["TMPDIR"] = tmp
-        argv = landlock.command_line(str(workspace.resolve()), tmp, command)
+        argv = landlock.command_line(str(workspace.resolve()), tmp, command, network=network)
         return _run(argv, workspace, env, timeout, stop)
 
 
