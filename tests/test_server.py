@@ -408,7 +408,7 @@ def test_stream_on_postgresql_is_woken_by_notify(postgres_url, tmp_path):
     from waygraph.server.live import PostgresFeed
 
     nav = Navigator(store=postgres_url, strict=True)
-    # Poll only every 5 s: events arriving sooner prove LISTEN/NOTIFY woke the stream.
+    # A listening feed never polls: events arriving prove LISTEN/NOTIFY woke the stream.
     app = create_app(nav, heartbeat=30.0)
     assert isinstance(app.state.feed, PostgresFeed)
     port = free_port()
@@ -429,8 +429,8 @@ def test_stream_on_postgresql_is_woken_by_notify(postgres_url, tmp_path):
         )
         reader.start()
         time.sleep(0.5)
-        # Listening (streams poll every 0.5 s only while the feed is not).
-        assert app.state.feed.interval == PostgresFeed.FALLBACK
+        # Listening: streams read only when notified (they poll only while the feed is not).
+        assert app.state.feed.listening
         started = time.monotonic()
         writer.turn("pg-1", tool_output="boom", exit_code=1)
         reader.join(timeout=15)

@@ -49,6 +49,23 @@ def serve(
         int, typer.Option("--max-body", min=1, help="Largest request body in bytes.")
     ] = 1024 * 1024,
     allow_commands: AllowCommandsOption = False,
+    max_streams: Annotated[
+        int,
+        typer.Option(
+            "--max-streams",
+            min=1,
+            help="Event streams open at once, in all (at most half the connection limit); "
+            "more are refused with 503.",
+        ),
+    ] = 256,
+    max_streams_per_client: Annotated[
+        int,
+        typer.Option(
+            "--max-streams-per-client",
+            min=1,
+            help="Event streams open at once from one client address; more are refused with 429.",
+        ),
+    ] = 32,
     workspace: Annotated[
         Path | None,
         typer.Option(
@@ -67,6 +84,7 @@ def serve(
     from waygraph.server import create_app
     from waygraph.server.protocol import connection_limit, guarded_protocol
     from waygraph.server.security import LOOPBACK_HOSTS, is_loopback
+    from waygraph.server.streams import stream_limit
 
     if not is_loopback(host) and not token:
         raise ConfigError(
@@ -83,8 +101,16 @@ def serve(
     )
     # Without a token, only loopback Host names are served (no DNS rebinding).
     allowed = None if token else frozenset(LOOPBACK_HOSTS | {host.strip("[]").lower()})
+    connections = connection_limit()
     application = create_app(
-        navigator, token=token, max_body=max_body, allowed_hosts=allowed, workspace=workspace
+        navigator,
+        token=token,
+        max_body=max_body,
+        allowed_hosts=allowed,
+        workspace=workspace,
+        # Streams never fill the connection limit: the API and health keep room.
+        max_streams=stream_limit(max_streams, connections),
+        max_streams_per_client=max_streams_per_client,
     )
     shown = f"[{host}]" if ":" in host else host
     try:
@@ -114,7 +140,7 @@ def serve(
             log_level="warning",
             server_header=False,
             # Slow clients cannot lock others out (see waygraph.server.protocol).
-            http=guarded_protocol(max_connections=connection_limit()),
+            http=guarded_protocol(max_connections=connections),
             timeout_keep_alive=5,
             timeout_graceful_shutdown=5,
         )

@@ -27,6 +27,12 @@ from waygraph.server.live import open_feed
 from waygraph.server.pages import router as pages_router
 from waygraph.server.security import DEFAULT_MAX_BODY, Gate
 from waygraph.server.service import Service
+from waygraph.server.streams import (
+    DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_STREAMS_PER_CLIENT,
+    StreamGuard,
+    StreamSlots,
+)
 from waygraph.store import Store
 
 __all__ = ["STATIC", "Settings", "create_app"]
@@ -64,17 +70,23 @@ def create_app(
     heartbeat: float = 15.0,
     refresh: float = 2.0,
     workspace: str | os.PathLike[str] | None = None,
+    max_streams: int = DEFAULT_MAX_STREAMS,
+    max_streams_per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT,
 ) -> FastAPI:
     """The ASGI app serving ``navigator`` (or a new strict one on ``library`` and ``store``).
 
     ``token``: required bearer token (None: no token, for loopback only).
     ``max_body``: largest request body in bytes. ``allowed_hosts``: Host
     header names accepted (None: any). ``poll_interval``: seconds between
-    store reads of a live stream (stores without notifications).
+    store reads of a live stream that just got events (stores without
+    notifications; an idle stream backs off to 4 s).
     ``heartbeat``: seconds between keep-alive comments on idle streams.
     ``refresh``: seconds between the dashboard's sessions-table refreshes.
     ``workspace``: the folder whose session plans (``.sessions``) the
-    dashboard lists too (None: none).
+    dashboard lists too (None: none). ``max_streams``,
+    ``max_streams_per_client``: event streams open at once, in all and per
+    client address (more are refused with 503 or 429, see
+    :mod:`waygraph.server.streams`).
     """
     owned = navigator is None
     nav = navigator if navigator is not None else Navigator(library, store=store, strict=True)
@@ -105,9 +117,12 @@ def create_app(
     app.state.settings = settings
     app.state.workspace = workspace
     app.state.feed = feed
+    app.state.streams = StreamSlots(max_streams, max_streams_per_client)
     install_handlers(app)
     app.include_router(api_router)
     app.include_router(pages_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    # Inside the gate: a stream is counted only once its request is let in.
+    app.add_middleware(StreamGuard, slots=app.state.streams, feed=feed)
     app.add_middleware(Gate, token=token, max_body=max_body, allowed_hosts=allowed_hosts)
     return app

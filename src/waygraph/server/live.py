@@ -5,11 +5,16 @@ How the server learns of a commit depends on the store:
 - **PostgreSQL**: while the server listens, every commit sends a ``NOTIFY``
   in its own transaction (:meth:`waygraph.store.postgres.PostgresStore.listen`
   registers the listener); one listener thread wakes exactly the streams of
-  the session that changed. A slow fallback poll
-  covers notifications lost while the listener reconnects.
+  the session that changed, and an idle stream reads nothing. Every stream
+  re-reads when the listener (re)connects, which covers notifications lost
+  meanwhile; while it is down, streams poll.
 - **SQLite, files, memory**: each stream asks the store for events after the
-  last one it sent, every ``poll_interval`` seconds (one indexed query; other
-  processes' commits are seen too).
+  last one it sent (one indexed query; other processes' commits are seen
+  too), ``poll_interval`` seconds after a read that found some, backing off
+  to :data:`MAX_POLL` while the session is quiet (:func:`poll_delay`).
+
+Either way, a write this server served wakes its session's streams at once
+(:class:`waygraph.server.streams.StreamGuard`).
 
 Wire format (``text/event-stream``): a plan event is a default ``message``
 with ``id: <seq>`` and the event as JSON data, so a reconnecting browser
@@ -31,7 +36,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import anyio
@@ -41,7 +47,17 @@ from waygraph.server.errors import ApiError
 from waygraph.server.service import Service
 from waygraph.store import Store
 
-__all__ = ["ChangeFeed", "PollingFeed", "PostgresFeed", "open_feed", "session_stream", "sse"]
+__all__ = [
+    "MAX_POLL",
+    "ChangeFeed",
+    "PollingFeed",
+    "PostgresFeed",
+    "Watch",
+    "open_feed",
+    "poll_delay",
+    "session_stream",
+    "sse",
+]
 
 log = logging.getLogger("waygraph.server")
 
@@ -61,43 +77,139 @@ def sse(data: Any, *, event: str | None = None, event_id: int | None = None) -> 
     return "\n".join(lines) + "\n\n"
 
 
-class ChangeFeed:
-    """Tells streams when a session may have changed: here, simply after ``interval``."""
+#: The longest pause between an idle stream's store reads when nothing notifies.
+MAX_POLL = 4.0
 
-    def __init__(self, interval: float = 0.5) -> None:
+
+def poll_delay(idle: int, base: float = 0.5, longest: float = MAX_POLL) -> float:
+    """Seconds before a stream reads the store again, after ``idle`` reads that found nothing.
+
+    ``base`` after a read that found events, doubling while the session stays
+    quiet, up to ``longest``: a busy session is followed closely and an idle
+    one costs a read every few seconds, not every ``base``.
+
+    Example:
+        >>> [poll_delay(n) for n in range(6)]
+        [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    """
+    if base >= longest:
+        return base
+    return min(longest, base * 2.0 ** min(max(idle, 0), 32))
+
+
+class Watch:
+    """One stream's view of the feed: when to read its session's events again.
+
+    Before each read the stream calls :meth:`reading`; a change signalled
+    during the read is kept, so the following :meth:`wait` returns at once
+    (no commit slips between a read and the wait).
+    """
+
+    def __init__(self, feed: ChangeFeed, session_id: str) -> None:
+        self.feed = feed
+        self.session_id = session_id
+        #: Reads in a row that found nothing (the backoff of polling feeds).
+        self.idle = 0
+        self._woken = asyncio.Event()
+        self._due = 0.0
+
+    def wake(self) -> None:
+        """The session may have changed: read at once (call on the event loop)."""
+        self._woken.set()
+
+    def reading(self) -> None:
+        """Say a read starts: later changes wake the next wait."""
+        self._woken.clear()
+
+    def read(self, found: bool) -> None:
+        """Say what the read found; sets when the next poll is due."""
+        self.idle = 0 if found else self.idle + 1
+        self._due = time.monotonic() + poll_delay(self.idle, self.feed.interval, self.feed.longest)
+
+    async def wait(self, timeout: float) -> bool:
+        """True when the store should be read now; False when ``timeout`` passed first.
+
+        While the feed is notified of every commit (PostgreSQL listening), only
+        a notification makes it True: an idle stream costs no reads at all.
+        """
+        pause = timeout if self.feed.listening else min(timeout, self._due - time.monotonic())
+        if pause > 0:
+            with anyio.move_on_after(pause):
+                await self._woken.wait()
+        if self._woken.is_set():
+            return True
+        return not self.feed.listening and time.monotonic() >= self._due
+
+
+class ChangeFeed:
+    """Tells streams when their session may have changed.
+
+    This base polls: a stream reads the store ``interval`` seconds after a
+    read that found events, backing off to ``longest`` while its session
+    stays quiet (:func:`poll_delay`). :meth:`touch` wakes the streams of a
+    session at once (the server calls it after a write it served itself).
+    """
+
+    #: True while every commit is notified, so streams need not poll.
+    listening = False
+
+    def __init__(self, interval: float = 0.5, longest: float = MAX_POLL) -> None:
         self.interval = interval
+        self.longest = max(longest, interval)
+        self._watches: dict[str, set[Watch]] = {}
 
     def start(self) -> None:
         """Begin watching (called once the event loop runs)."""
 
     def stop(self) -> None:
-        """Stop watching; waiting streams fall back to their timeouts."""
+        """Stop watching; waiting streams fall back to polling."""
 
-    async def wait(self, session_id: str, timeout: float) -> None:
-        """Return when ``session_id`` may have changed, or after ``timeout`` seconds."""
-        await anyio.sleep(min(self.interval, timeout))
+    @contextmanager
+    def watch(self, session_id: str) -> Iterator[Watch]:
+        """A :class:`Watch` on ``session_id`` for as long as the ``with`` block runs."""
+        watch = Watch(self, session_id)
+        self._watches.setdefault(session_id, set()).add(watch)
+        try:
+            yield watch
+        finally:
+            watches = self._watches.get(session_id)
+            if watches is not None:
+                watches.discard(watch)
+                if not watches:
+                    self._watches.pop(session_id, None)
+
+    def touch(self, session_id: str | None) -> None:
+        """Wake the streams of ``session_id`` (None: every stream); call on the event loop."""
+        targets = (
+            list(self._watches.values())
+            if session_id is None
+            else [self._watches.get(session_id, set())]
+        )
+        for watches in targets:
+            for watch in list(watches):
+                watch.wake()
 
 
 class PollingFeed(ChangeFeed):
-    """For stores without notifications: streams re-read every ``interval`` seconds."""
+    """For stores without notifications: streams poll, backing off while idle."""
 
 
 class PostgresFeed(ChangeFeed):
-    """LISTENs on the store's channel in a thread and wakes the streams of a changed session."""
+    """LISTENs on the store's channel in a thread and wakes the streams of a changed session.
 
-    #: Seconds between re-reads even without a notification (one may be lost on reconnect).
-    FALLBACK = 5.0
+    While the LISTEN connection is up, streams read only when notified; while
+    it is down (or cannot be registered) they poll as without notifications.
+    """
+
     #: Seconds after (re)connecting when every stream re-reads a second time.
     SETTLE = 1.0
 
     def __init__(self, store: Any, poll_interval: float = 0.5) -> None:
-        # Until the LISTEN connection is up (and whenever it is down), streams
-        # poll as they would without notifications.
         super().__init__(poll_interval)
         self.poll_interval = poll_interval
         self.store = store
+        self.listening = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._waiters: dict[str, set[asyncio.Event]] = {}
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -112,34 +224,13 @@ class PostgresFeed(ChangeFeed):
         if self._thread is not None:
             self._thread.join(timeout=3)
             self._thread = None
-
-    async def wait(self, session_id: str, timeout: float) -> None:
-        event = asyncio.Event()
-        self._waiters.setdefault(session_id, set()).add(event)
-        try:
-            with anyio.move_on_after(min(self.interval, timeout)):
-                await event.wait()
-        finally:
-            waiters = self._waiters.get(session_id)
-            if waiters is not None:
-                waiters.discard(event)
-                if not waiters:
-                    self._waiters.pop(session_id, None)
-
-    def _wake(self, session_id: str | None) -> None:
-        # Runs on the event loop. None: anything may have changed.
-        targets = (
-            list(self._waiters.values())
-            if session_id is None
-            else [self._waiters.get(session_id, set())]
-        )
-        for waiters in targets:
-            for event in list(waiters):
-                event.set()
+        self.listening = False
 
     def _signal(self, session_id: str | None) -> None:
         if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self._wake, session_id)
+            # The loop may close meanwhile: then nobody waits any more.
+            with suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self.touch, session_id)
 
     def _listen(self) -> None:
         failures = 0
@@ -147,12 +238,13 @@ class PostgresFeed(ChangeFeed):
             try:
                 conn = self.store.listen()
             except Exception as exc:
-                self.interval = self.poll_interval
                 if not failures:
                     log.warning(
-                        "live updates: cannot LISTEN (%s); streams poll every %s s meanwhile",
+                        "live updates: cannot LISTEN (%s); streams poll meanwhile (every %s s "
+                        "to %s s)",
                         exc,
                         self.poll_interval,
+                        self.longest,
                     )
                 failures += 1
                 # A role that may not register stays refused: retry ever more slowly.
@@ -161,7 +253,7 @@ class PostgresFeed(ChangeFeed):
             if failures:
                 log.warning("live updates: listening again")
             failures = 0
-            self.interval = self.FALLBACK
+            self.listening = True
             try:
                 self._signal(None)  # whatever happened while not listening
                 # Commits whose statement began before the listener was
@@ -177,7 +269,9 @@ class PostgresFeed(ChangeFeed):
             except Exception as exc:
                 log.warning("live updates: the LISTEN connection failed (%s); reconnecting", exc)
             finally:
-                self.interval = self.poll_interval
+                # Streams waiting for a notification now poll instead.
+                self.listening = False
+                self._signal(None)
                 conn.close()
 
 
@@ -208,22 +302,35 @@ async def session_stream(
     key = await to_thread.run_sync(service.session_key, session_id)
     yield "retry: 2000\n" + sse({"session_id": session_id, "key": key}, event="run")
     last_beat = time.monotonic()
-    while True:
-        try:
-            current = await to_thread.run_sync(service.session_key, session_id)
-        except ApiError:
-            current = key  # the session's records vanished (a wiped store): keep waiting
-        if current != key:
-            key, after = current, 0
-            yield sse({"session_id": session_id, "key": key}, event="run", event_id=0)
-        events = await to_thread.run_sync(service.store.events, key, after, BATCH)
-        for stored in events:
-            after = stored.seq
-            yield sse({"seq": stored.seq, "key": key, **stored.data}, event_id=stored.seq)
-        if len(events) == BATCH:
-            continue  # more backlog: no waiting
-        now = time.monotonic()
-        if now - last_beat >= heartbeat:
-            last_beat = now
-            yield ": keep-alive\n\n"
-        await feed.wait(session_id, max(0.01, heartbeat - (now - last_beat)))
+    with feed.watch(session_id) as watch:
+        while True:
+            watch.reading()
+            # One trip to the thread pool a read: the run it follows and its new events.
+            current, events = await to_thread.run_sync(_read, service, session_id, key, after)
+            if current != key:
+                key, after = current, 0
+                yield sse({"session_id": session_id, "key": key}, event="run", event_id=0)
+                continue
+            for stored in events:
+                after = stored.seq
+                yield sse({"seq": stored.seq, "key": key, **stored.data}, event_id=stored.seq)
+            watch.read(bool(events))
+            if len(events) == BATCH:
+                continue  # more backlog: no waiting
+            while True:
+                now = time.monotonic()
+                if now - last_beat >= heartbeat:
+                    last_beat = now
+                    yield ": keep-alive\n\n"
+                if await watch.wait(max(0.01, heartbeat - (now - last_beat))):
+                    break
+
+
+def _read(service: Service, session_id: str, key: str, after: int) -> tuple[str, list[Any]]:
+    try:
+        current = service.session_key(session_id)
+    except ApiError:
+        current = key  # the session's records vanished (a wiped store): keep waiting
+    if current != key:
+        return current, []
+    return key, service.store.events(key, after, BATCH)
