@@ -831,14 +831,17 @@ def test_a_plan_that_cannot_be_read_is_never_overwritten(
 ):
     start(planner, "Export posts")
     before = plan_file(tmp_path, "telegram_42").read_bytes()
-    real = Path.read_bytes
+    from waygraph.sessions import _files
 
-    def unreadable(self: Path) -> bytes:
-        if self.name == "plan.json":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    real = _files.read_regular_file
 
-    monkeypatch.setattr(Path, "read_bytes", unreadable)
+    # Plan files are read through safe_files' one reader (issue 33).
+    def unreadable(path: Path) -> bytes:
+        if path.name == "plan.json":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(_files, "read_regular_file", unreadable)
     planner.after_model_reply(S, "[Step] Convert\nExported. [done]", 1)
     assert planner.on_user_message(S, "continue") == "continue"
     assert planner.plan(S) is None
@@ -846,11 +849,17 @@ def test_a_plan_that_cannot_be_read_is_never_overwritten(
     assert plan_file(tmp_path, "telegram_42").read_bytes() == before
 
 
-def test_a_directory_in_place_of_plan_json_degrades(planner: SessionPlanner, tmp_path: Path):
-    plan_file(tmp_path, "telegram_42").mkdir(parents=True)
+def test_a_directory_in_place_of_plan_json_is_moved_aside(planner: SessionPlanner, tmp_path: Path):
+    # Issue 33: a directory is refused unread, like a FIFO or a link, and
+    # renamed aside (contents and all) when the next plan starts.
+    path = plan_file(tmp_path, "telegram_42")
+    path.mkdir(parents=True)
+    (path / "inside.txt").write_text("kept")
     planner.on_user_message(S, "Migrate the blog")
     planner.after_model_reply(S, "Working.", 1)
-    assert planner.plan(S) is None
+    aside = [p for p in path.parent.iterdir() if p.name.startswith("plan.json.corrupt-")]
+    assert len(aside) == 1 and (aside[0] / "inside.txt").read_text() == "kept"
+    assert path.is_file() and planner.plan(S) is not None
 
 
 def test_two_sessions_never_share_a_file(tmp_path: Path):

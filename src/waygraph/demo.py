@@ -39,6 +39,7 @@ from waygraph import runner
 from waygraph._extras import require
 from waygraph.cli.app import plain
 from waygraph.navigator import Guidance, Navigator
+from waygraph.safe_files import read_regular_file
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
@@ -135,8 +136,9 @@ class Workspace:
         """Replace the first ``old`` in a file with ``new``; exit code 1 when it cannot."""
         try:
             target = self.path(relative)
-            text = target.read_text()
-        except (OSError, PermissionError) as exc:
+            # A regular file only: a FIFO or a link the model left must not hang or leak.
+            text = read_regular_file(target).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
             return ToolResult(f"cannot edit {relative}: {exc}", 1)
         if old not in text:
             return ToolResult(f"{relative}: the text to replace was not found", 1)

@@ -20,6 +20,7 @@ from waygraph.cli.user_code import load_user_module
 from waygraph.errors import CommandFailed, ConfigError
 from waygraph.eval.loop import COMMAND_TIMEOUT, inside, run_shell
 from waygraph.eval.loop import write_file as write_in_workspace
+from waygraph.safe_files import read_regular_file
 
 __all__ = [
     "READ_LIMIT",
@@ -116,7 +117,9 @@ def workspace_tools(
             raise FileNotFoundError(f"no file {path!r} in the workspace")
         if target.stat().st_size > READ_LIMIT:
             raise ValueError(f"{path!r} is larger than {READ_LIMIT} bytes; read a part with shell")
-        return target.read_text(encoding="utf-8", errors="replace")
+        # The model can swap in a FIFO or a link after the checks above: read
+        # only a regular file, without following or blocking (issue 33).
+        return read_regular_file(target, limit=READ_LIMIT).decode("utf-8", errors="replace")
 
     return [shell, write_file, read_file]
 

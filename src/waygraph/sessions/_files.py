@@ -7,9 +7,14 @@ session id made safe (every character outside ``[A-Za-z0-9_-]`` becomes
 finished plans archived as ``plan-<id>.json`` and corrupt files moved aside as
 ``plan.json.corrupt-<timestamp>``.
 
-Reads tell three cases apart: no file, a corrupt file (not JSON or not a
-plan), and an I/O failure (raised as :class:`OSError`, so the caller can
-degrade instead of overwriting a file it merely could not read).
+Reads tell four cases apart: no file, a corrupt file (not JSON or not a
+plan), a refused file (not a regular file, or over the JSON budget: a model
+can leave a FIFO or a link there), and an I/O failure (raised as
+:class:`OSError`, so the caller can degrade instead of overwriting a file it
+merely could not read). Every read goes through
+:func:`waygraph.safe_files.read_regular_file`, and a session folder (or
+``.sessions``) that is a symbolic link is refused, since reads and writes
+through it would land outside the workspace.
 
 Example:
     >>> safe_name("telegram:42"), safe_name("../etc")
@@ -24,6 +29,7 @@ import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -31,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from waygraph.errors import CorruptPlan, StoreError
+from waygraph.safe_files import RefusedFile, read_regular_file
 from waygraph.sessions._rules import PLAN_STATUSES, STEP_STATUSES, steps_done
 
 __all__ = [
@@ -56,6 +63,8 @@ MAX_FOLDER_CHARS = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _MISSING = "missing"
 _CORRUPT = "corrupt"
+_REFUSED = "refused"
+_UNUSABLE = (_CORRUPT, _REFUSED)
 _OK = "ok"
 
 
@@ -64,7 +73,9 @@ class Slot:
     """A session's folder and what its plan.json holds right now.
 
     ``plan`` is None when there is no usable plan; ``corrupt`` says a file is
-    there but unreadable as a plan (it is moved aside when a new plan is saved).
+    there but unreadable as a plan (it is moved aside when a new plan is saved);
+    ``refused`` says that file was not even read (not a regular file, or too
+    large), and ``problem`` says why in one line.
     """
 
     session_id: str
@@ -72,6 +83,7 @@ class Slot:
     plan: dict[str, Any] | None
     corrupt: bool = False
     problem: str = ""
+    refused: bool = False
 
     @property
     def path(self) -> Path:
@@ -136,26 +148,49 @@ def _validate(data: Any) -> dict[str, Any]:
 def _peek(path: Path) -> tuple[str, dict[str, Any] | None, str]:
     """(state, plan, why) for one plan file; I/O errors other than absence raise."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path)
     except FileNotFoundError:
         return _MISSING, None, ""
+    except RefusedFile as exc:
+        return _REFUSED, None, str(exc)
     try:
         return _OK, _validate(json.loads(raw.decode("utf-8"))), ""
     except (UnicodeDecodeError, json.JSONDecodeError, CorruptPlan) as exc:
         return _CORRUPT, None, str(exc)
 
 
+def _refuse_linked(*folders: Path) -> None:
+    """Raise :class:`RefusedFile` when one of ``folders`` is a symbolic link (missing is fine)."""
+    for folder in folders:
+        try:
+            mode = os.lstat(folder).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode):
+            raise RefusedFile(folder, "a symbolic link", expected="a folder")
+
+
+def _slot(session_id: str, folder: Path, state: str, why: str) -> Slot:
+    """A slot without a usable plan: empty, corrupt or refused."""
+    unusable = state in _UNUSABLE
+    return Slot(session_id, folder, None, unusable, why, refused=state == _REFUSED)
+
+
 def locate(workspace: str | os.PathLike[str], session_id: str) -> Slot:
     """Find the folder and plan of ``session_id``.
 
     It changes nothing but temporary files a killed writer left behind in
-    the session's folders (:func:`clean_stale_temps`). Raises
-    :class:`OSError` when a plan file exists but cannot be read.
+    the session's folders (:func:`clean_stale_temps`). A plan file that is
+    not a regular file or is too large is not read: the slot is corrupt and
+    refused. Raises :class:`OSError` when a plan file exists but cannot be
+    read, and :class:`~waygraph.safe_files.RefusedFile` when ``.sessions`` or
+    the session's folder is a symbolic link.
     """
     root = sessions_root(workspace)
     base = safe_name(session_id)
     own = root / base
     hashed = root / f"{base}-{_digest(session_id)[:8]}"
+    _refuse_linked(root, own, hashed)
     for folder in (own, hashed):
         if folder.is_dir():
             clean_stale_temps(folder)
@@ -167,25 +202,29 @@ def locate(workspace: str | os.PathLike[str], session_id: str) -> Slot:
     hashed_state, hashed_plan, hashed_why = _peek(hashed / PLAN_FILE)
     if hashed_plan is not None and hashed_plan["session_id"] == session_id:
         return Slot(session_id, hashed, hashed_plan)
-    if hashed_state == _CORRUPT:
-        return Slot(session_id, hashed, None, corrupt=True, problem=hashed_why)
+    if hashed_state in _UNUSABLE:
+        return _slot(session_id, hashed, hashed_state, hashed_why)
     if own_state == _MISSING:
         return Slot(session_id, own, None)
-    if own_state == _CORRUPT:
+    if own_state in _UNUSABLE:
         # An unreadable plan in the session's own folder counts as its own.
-        return Slot(session_id, own, None, corrupt=True, problem=own_why)
+        return _slot(session_id, own, own_state, own_why)
     if hashed_state == _MISSING:
         return Slot(session_id, hashed, None)
     # Both taken by other sessions (someone's id literally is "<safe>-<hash8>"):
     # the full digest cannot clash.
     full = root / f"{base}-{_digest(session_id)}"
+    _refuse_linked(full)
     state, plan, why = _peek(full / PLAN_FILE)
-    return Slot(session_id, full, plan, corrupt=state == _CORRUPT, problem=why)
+    if plan is not None:
+        return Slot(session_id, full, plan)
+    return _slot(session_id, full, state, why)
 
 
 def _free_name(path: Path) -> Path:
     candidate, n = path, 1
-    while candidate.exists():
+    # lexists: a dangling link is a name taken too.
+    while os.path.lexists(candidate):
         n += 1
         candidate = path.with_name(f"{path.name}-{n}")
     return candidate
@@ -200,22 +239,28 @@ def save(
 ) -> None:
     """Write ``plan`` as the slot's plan.json atomically.
 
-    A corrupt file there is first copied aside as ``plan.json.corrupt-<stamp>``;
-    ``archive`` (the finished plan being replaced) is kept as
-    ``plan-<id>.json``, also as a copy. Then the new content is written to a
-    temporary file in the same folder, fsynced, and renamed over plan.json in
-    one step, and the folder is fsynced: a crash at any point leaves the old
-    plan.json or the new one, never half of either and never none. Raises
-    :class:`OSError` on failure.
+    A corrupt or refused file there is first renamed aside as
+    ``plan.json.corrupt-<stamp>``: the name moves, whatever it is (a link
+    stays a link, a FIFO is never opened), so nothing is read through it or
+    copied. ``archive`` (the finished plan being replaced) is kept as
+    ``plan-<id>.json``, a copy read as a regular file only. Then the new
+    content is written to a temporary file in the same folder, fsynced, and
+    renamed over plan.json in one step, and the folder is fsynced: a crash
+    at any point leaves the old plan.json or the new one, never half of
+    either (after a corrupt one was moved aside, possibly none, which loads
+    as no plan just as the corrupt one did). Raises :class:`OSError` on
+    failure, :class:`~waygraph.safe_files.RefusedFile` when ``.sessions`` or
+    the folder is a symbolic link.
     """
+    _refuse_linked(slot.folder.parent, slot.folder)
     slot.folder.mkdir(parents=True, exist_ok=True)
-    if slot.corrupt and slot.path.exists():
+    if slot.corrupt and os.path.lexists(slot.path):
         aside = _free_name(slot.folder / f"{PLAN_FILE}.corrupt-{stamp}")
-        _write_atomically(aside, slot.path.read_bytes())
+        os.rename(slot.path, aside)
         log.warning("moved corrupt session plan %s aside to %s", slot.path, aside.name)
     elif archive is not None and slot.path.exists():
         keep = _free_name(slot.folder / f"plan-{archive['id']}.json")
-        _write_atomically(keep, slot.path.read_bytes())
+        _write_atomically(keep, read_regular_file(slot.path))
     text = json.dumps(plan, ensure_ascii=False, indent=2) + "\n"
     _write_atomically(slot.path, text.encode("utf-8"))
 
@@ -301,11 +346,19 @@ def list_session_plans(
     """
     root = sessions_root(workspace)
     try:
-        folders = sorted(p for p in root.iterdir() if p.is_dir())
+        _refuse_linked(root)
+        entries = sorted(root.iterdir())
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise StoreError(f"cannot list session plans in {root}: {exc}") from exc
+    folders = []
+    for entry in entries:
+        if entry.is_symlink():
+            # Following it would read (and show) plans from outside the workspace.
+            log.warning("skipping %s: a symbolic link, not a session folder", entry)
+        elif entry.is_dir():
+            folders.append(entry)
     rows = []
     for folder in folders:
         files = [(folder / PLAN_FILE, False)]
@@ -319,6 +372,8 @@ def list_session_plans(
                 continue
             if state == _CORRUPT:
                 log.warning("skipping corrupt session plan %s (%s)", path, why)
+            elif state == _REFUSED:
+                log.warning("skipping session plan: %s", why)
             if plan is not None:
                 rows.append(_summary(plan, path, archived=archived))
     rows.sort(key=lambda r: (r["updated_at"] or "", r["folder"]), reverse=True)
@@ -344,8 +399,9 @@ def load_session_plan(workspace: str | os.PathLike[str], session_id: str) -> dic
 
     ``session_id`` may also be a folder name as listed by
     :func:`list_session_plans` (``telegram_42`` for ``telegram:42``). A corrupt
-    file gives None; a file that exists but cannot be read raises
-    :class:`~waygraph.errors.StoreError` naming it.
+    file gives None; a file that exists but cannot be read, or is refused
+    unread (a FIFO, a link, a device, a folder, over the JSON budget), raises
+    :class:`~waygraph.errors.StoreError` naming it in one line.
 
     Example:
         >>> load_session_plan("/nonexistent/workspace", "telegram:42") is None
@@ -353,12 +409,17 @@ def load_session_plan(workspace: str | os.PathLike[str], session_id: str) -> dic
     """
     try:
         slot = locate(workspace, session_id)
-        if slot.plan is not None or slot.corrupt:
-            return slot.plan
-        folder = sessions_root(workspace) / session_id
-        if _UNSAFE.search(session_id) or folder.name != session_id:
-            return None
-        _, plan, _ = _peek(folder / PLAN_FILE)
-        return plan
+        if slot.plan is None and not slot.corrupt:
+            folder = sessions_root(workspace) / session_id
+            if _UNSAFE.search(session_id) or folder.name != session_id:
+                return None
+            _refuse_linked(folder)
+            state, plan, why = _peek(folder / PLAN_FILE)
+            if plan is not None:
+                return plan
+            slot = _slot(session_id, folder, state, why)
     except OSError as exc:
         raise StoreError(f"cannot read the session plan of {session_id!r}: {exc}") from exc
+    if slot.refused:
+        raise StoreError(f"cannot read the session plan of {session_id!r}: {slot.problem}")
+    return slot.plan
