@@ -74,3 +74,16 @@ def test_the_plan_shell_tool_follows_allow_network(tmp_path: Path, servers):
     with pytest.raises(CommandFailed, match="Permission denied"):
         workspace_tools(workspace, timeout=20)[0](tcp)
     assert workspace_tools(workspace, timeout=20, allow_network=True)[0](tcp) == ""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(landlock.abi_version() < 6, reason="signal scoping needs Landlock ABI 6")
+def test_a_confined_command_cannot_signal_its_wrapper_or_waygraph(tmp_path: Path):
+    # Stopping the wrapper would keep it from reaping the tree at the deadline.
+    up = "$(awk '/^PPid/{print $2}' /proc/$PPID/status)"
+    command = f"kill -STOP $PPID; echo wrapper=$?; kill -STOP {up}; echo waygraph=$?; true"
+    output, code = run_shell(command, tmp_path, 20, sandboxed=True)
+    assert code == 0 and "wrapper=1" in output and "waygraph=1" in output, output
+    # Its own children it may still signal.
+    own = run_shell("sleep 30 & kill $!; wait $!; echo $?", tmp_path, 20, sandboxed=True)
+    assert own[0].endswith("143\n") and own[1] == 0, own

@@ -49,7 +49,7 @@ _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 # Network rights (ABI 4) and scopes (ABI 6): handled with no rule, they are refused.
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
-_SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 EXECUTE = 1 << 0
 WRITE_FILE = 1 << 1
@@ -137,7 +137,8 @@ def restrict(writable: Sequence[str], readable: Sequence[str], *, network: bool 
     """Confine this process (and what it starts) to the rules in the module docstring.
 
     Without ``network``, TCP (Landlock, ABI 4+), abstract UNIX sockets (ABI
-    6+) and every new internet or UNIX socket (seccomp) are refused too.
+    6+) and every new internet or UNIX socket (seccomp) are refused too. With
+    ABI 6+ the process can signal only processes inside its sandbox.
     Raises OSError when the kernel refuses; nothing is confined then.
     """
     abi = abi_version()
@@ -146,7 +147,9 @@ def restrict(writable: Sequence[str], readable: Sequence[str], *, network: bool 
     libc = _libc()
     handled = _handled(abi)
     net = 0 if network or abi < 4 else _NET_BIND_TCP | _NET_CONNECT_TCP
-    scoped = 0 if network or abi < 6 else _SCOPE_ABSTRACT_UNIX_SOCKET
+    # Signals only inside the sandbox (ABI 6+): a command cannot kill or stop the
+    # runner's wrapper (which must outlive it to reap its tree) nor waygraph.
+    scoped = 0 if abi < 6 else _SCOPE_SIGNAL | (0 if network else _SCOPE_ABSTRACT_UNIX_SOCKET)
     # The struct grew with the ABI (fs; fs, net; fs, net, scoped): pass what is used.
     fields = (handled, net, scoped)[: 3 if scoped else 2 if net else 1]
     attr = (ctypes.c_uint64 * len(fields))(*fields)
