@@ -297,3 +297,14 @@ def test_a_write_served_here_wakes_its_session_streams() -> None:
     ]:
         asyncio.run(call(method, path))
     assert touched == ["s1", "s2", "s3"]
+
+
+def test_the_api_document_names_the_stream_refusals() -> None:
+    from fastapi.testclient import TestClient
+
+    from waygraph.server import create_app
+
+    with TestClient(create_app(store="memory://")) as client:
+        document = client.get("/openapi.json").json()
+    answers = document["paths"]["/api/sessions/{session_id}/stream"]["get"]["responses"]
+    assert {"429", "503"} <= set(answers)

@@ -274,7 +274,8 @@ def reset_session(request: Request, session_id: SessionId) -> dict[str, Any]:
             "description": "Server-sent events: the session's events as they are committed",
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
-        **responses(401, 404, 422),
+        # 429/503: over the streams' own limits (waygraph.server.streams).
+        **responses(401, 404, 422, 429, 503),
     },
     tags=["sessions"],
 )

@@ -14,7 +14,9 @@ for a request that failed validation), so clients handle one shape:
 413    ``body_too_large``    the body is over ``--max-body``
 415    ``unsupported_media_type``  a body that is not ``application/json``
 422    ``invalid_request``   a field has the wrong type, range or shape
+429    ``too_many_streams``  the client has its limit of event streams open
 503    ``store_unavailable`` the store could not be read or written
+503    ``too_many_streams``  the server has its limit of event streams open
 =====  ====================  ===========================================
 
 Example:
@@ -59,6 +61,7 @@ _CODES = {
     413: "body_too_large",
     415: "unsupported_media_type",
     422: "invalid_request",
+    429: "too_many_streams",
     503: "store_unavailable",
 }
 
