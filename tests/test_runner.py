@@ -165,3 +165,12 @@ def test_every_other_caller_goes_through_the_runner(tmp_path: Path):
     assert run_python(tmp_path, "-c", code) == (True, "ok\n")
     time.sleep(max(0.0, started + 5 - time.monotonic()))
     assert not (tmp_path / "late.txt").exists()
+
+
+def test_the_demos_commands_get_no_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from waygraph.demo import Workspace
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-DEMO-SECRET-9")
+    result = Workspace(tmp_path).run("env; echo done")
+    assert result.exit_code == 0 and "done" in result.output
+    assert "DEMO-SECRET" not in result.output

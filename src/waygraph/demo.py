@@ -120,7 +120,13 @@ class Workspace:
 
     def run(self, command: str) -> ToolResult:
         """Run a shell command in the workspace (bounded by COMMAND_TIMEOUT)."""
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        # The model's commands get no secrets (OPENAI_API_KEY is in this environment).
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.root),
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
         # The project's tests run with this interpreter, so `python` works anywhere.
         command = command.replace("python ", f"{shlex.quote(sys.executable)} ", 1)
         # The one runner: one stream in the order written (a status line echoed
