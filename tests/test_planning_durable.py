@@ -279,7 +279,7 @@ def test_saved_run_says_what_a_resume_will_run():
     run_id = asyncio.run(interrupted_run(store, Tools(hold=True)))
     saved = load_run(store, run_id)
     assert saved.committed() == {"a": "completed", "b": "pending", "c": "pending"}
-    assert saved.describe() == "running, 1 of 3 steps completed; to run: b, c"
+    assert saved.describe() == "running, 1 of 3 steps completed; interrupted: b; to run: b, c"
 
 
 # ------------------------------------------------------------------ kill -9

@@ -135,6 +135,9 @@ _DAG_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "plan_started": lambda ev: f"Plan started: {ev.get('steps')} steps for “{ev.get('goal')}”",
     "node_started": lambda ev: f"Step {ev.get('node')} started",
     "node_finished": _step_finished,
+    "node_interrupted": lambda ev: (
+        f"Step {ev.get('node')} interrupted (running when the run stopped); it runs again"
+    ),
     "run_checkpoint": lambda ev: "Run state saved (after a revision or a resume)",
 }
 

@@ -351,6 +351,14 @@ def plan_command(
             "GOAL: steps whose result was saved are not run again. Give the same tools.",
         ),
     ] = None,
+    takeover: Annotated[
+        bool,
+        typer.Option(
+            "--takeover",
+            help="With --resume: take the run over from the process holding it now (said "
+            "first), instead of being refused until its lease expires.",
+        ),
+    ] = False,
     store: Annotated[
         str | None,
         typer.Option(
@@ -370,6 +378,7 @@ def plan_command(
     """
     from waygraph.cli._preflight import check_endpoint
     from waygraph.cli.plan_dryrun import run_dry
+    from waygraph.cli.plan_resume import announce_resume
     from waygraph.cli.plan_tools import (
         WORKSPACE_TOOLS,
         load_tools,
@@ -386,7 +395,7 @@ def plan_command(
         PlanningPattern,
         ToolDefinitionError,
     )
-    from waygraph.planning._journal import load_run, new_run_id
+    from waygraph.planning._journal import new_run_id
 
     if dry_run and approve:
         raise ConfigError(
@@ -403,6 +412,8 @@ def plan_command(
             raise ConfigError("--resume and --dry-run exclude each other: a dry run stores nothing")
     elif goal is None or not goal.strip():
         raise ConfigError('the goal is empty; say what to achieve: waygraph plan "GOAL" ...')
+    if takeover and resume is None:
+        raise ConfigError("--takeover takes over a stored run: name it with --resume RUN_ID")
     if not llm or not model:
         raise ConfigError(
             "--llm URL and --model NAME are required, e.g. "
@@ -538,21 +549,13 @@ def plan_command(
         raise ConfigError(f"--tools: {exc}") from None
 
     if resume is not None:
-        saved = load_run(agent.store, resume)
-        view.plan_ready(plan=Plan.model_validate(saved.state["plan"]))
-        view.start()
-        err_console.print(
-            f"resuming run {plain(resume)} from {plain(agent.store.url)}: "
-            f"{plain(saved.describe())}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        announce_resume(agent.store, resume, takeover=takeover, view=view)
     else:
         view.planning(f"asking {planner_name} at {llm}")
 
     def start() -> Coroutine[Any, Any, PlanExecutionResult]:
         if resume is not None:
-            return agent.resume(resume)
+            return agent.resume(resume, takeover=takeover)
         assert goal is not None
         return agent.execute(goal, context=context, run_id=run_id)
 

@@ -22,6 +22,7 @@ from waygraph.planning._approval import ConsoleApproval
 from waygraph.planning._dryrun import dry_run_result, report_without_plan, simulate_plan
 from waygraph.planning._executor import PlanRun
 from waygraph.planning._journal import Journal, load_run, new_run_id, restore
+from waygraph.planning._lease import refusal
 from waygraph.planning._llm import LLM
 from waygraph.planning._models import (
     Plan,
@@ -382,12 +383,16 @@ class PlanningAgent:
             }
         )
 
-    async def resume(self, run_id: str) -> PlanExecutionResult:
+    async def resume(self, run_id: str, *, takeover: bool = False) -> PlanExecutionResult:
         """Continue the stored run ``run_id`` (after a crash, a kill, Ctrl-C).
 
         Steps whose result was committed are not called again; steps that
-        were running when the process stopped run again, as do the steps not
-        reached yet. The agent needs the tools the run uses; its pattern
+        were running when the process stopped are marked interrupted and run
+        again, as do the steps not reached yet. A run another process holds
+        (its lease is live: see docs/planning.md) raises
+        :class:`~waygraph.errors.PlanningError` before anything is called,
+        naming the holder and until when; ``takeover=True`` takes it at once
+        (for a holder known to be gone). The agent needs the tools the run uses; its pattern
         (modes, limits, revision settings) applies from now on. A run that
         already ended is not run again: its stored result comes back.
         Raises :class:`~waygraph.errors.RunNotFoundError` for an unknown id.
@@ -411,6 +416,7 @@ class PlanningAgent:
             saved = load_run(self.store, run_id)
             plan = Plan.model_validate(saved.state["plan"])
             run = self._new_run(plan, saved.state["goal"], meter)
+            interrupted = saved.interrupted()
             failed = restore(run, saved)
             journal = Journal(self.store, run_id, session=saved.session, version=saved.version)
             if saved.ended:
@@ -419,9 +425,16 @@ class PlanningAgent:
                 result = await run.run()
                 self._state, self._plan, self.run_id = run.snapshot(), run.plan, run_id
                 return result.model_copy(update={"run_id": run_id})
+            held = saved.lease
+            if held is not None and held.live() and not takeover:
+                raise PlanningError(refusal(run_id, held))
+            if held is not None and held.live():
+                log.warning("run %s: taking over the lease of %s", run_id, held.describe())
             rerun = [sid for sid, status in run.status.items() if status == "pending"]
             try:
-                await journal.begin(run, resumed=True, rerun=rerun)
+                await journal.begin(
+                    run, resumed=True, rerun=rerun, interrupted=interrupted, previous=held
+                )
             except Conflict:
                 raise PlanningError(
                     f"run {run_id!r} changed while it was being resumed: another process "

@@ -241,9 +241,9 @@ class Agent:
         """
         return await self.pattern.execute(self, query)
 
-    async def resume(self, run_id: str) -> Any:
+    async def resume(self, run_id: str, *, takeover: bool = False) -> Any:
         """Continue the stored run ``run_id`` after a crash (see :meth:`PlanningAgent.resume`)."""
-        return await self._own.resume(run_id)
+        return await self._own.resume(run_id, takeover=takeover)
 
     def get_plan(self) -> Any:
         """The plan of the latest run with the agent's own pattern (None before one)."""

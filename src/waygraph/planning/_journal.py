@@ -13,7 +13,13 @@ finished); the events carry what a resume needs:
 
 Resuming reads the last checkpoint and replays the ``node_finished`` events
 after it: a step whose result was committed is never called again; a step
-that was running when the process died runs again.
+that was running when the process died is marked ``interrupted`` (a
+``node_interrupted`` event, and the record's ``interrupted``) and runs again.
+
+The record also holds the run's lease (:mod:`waygraph.planning._lease`):
+who runs it and until when, renewed with every commit and every
+:data:`~waygraph.planning._lease.RENEW` seconds, and released when the run
+ends or is stopped, so a second process is refused before it runs anything.
 
 Commits happen off the event loop (in a thread) and in groups: while one
 commit is in flight, the steps finishing meanwhile queue up and go in the
@@ -39,6 +45,7 @@ from waygraph import model, tracing
 from waygraph.engine.dag import DagRun
 from waygraph.errors import PlanningError, RunNotFoundError, WaygraphError
 from waygraph.planning._graph import _slug, to_graph_plan
+from waygraph.planning._lease import LEASE_SECONDS, RENEW, Lease
 from waygraph.planning._models import (
     Plan,
     PlanRevision,
@@ -149,6 +156,10 @@ class SavedRun:
     status: str
     state: dict[str, Any]
     finished: tuple[dict[str, Any], ...]
+    #: Who ran (or runs) it, as the record says; None when no one holds it.
+    lease: Lease | None = None
+    #: The steps the record listed as running at its last commit.
+    running: tuple[str, ...] = ()
 
     @property
     def ended(self) -> bool:
@@ -168,6 +179,21 @@ class SavedRun:
                 statuses[event["node"]] = event["status"]
         return statuses
 
+    def interrupted(self) -> list[str]:
+        """The steps that were running when the run stopped and whose result was not saved.
+
+        A resume runs them again; until then they are neither done nor pending.
+        """
+        if self.ended:
+            return []
+        committed = self.committed()
+        was_running = [sid for sid, s in self.state["status"].items() if s == "running"]
+        return [
+            sid
+            for sid in dict.fromkeys([*was_running, *self.running])
+            if sid in self.state["status"] and committed.get(sid, "pending") == "pending"
+        ]
+
     def describe(self) -> str:
         """One line: how far the run got, as a resume will continue it.
 
@@ -175,12 +201,15 @@ class SavedRun:
             >>> saved = SavedRun("dag_1", 3, None, "p", "running",
             ...     {"status": {"a": "completed", "b": "running", "c": "pending"}}, ())
             >>> saved.describe()
-            'running, 1 of 3 steps completed; to run: b, c'
+            'running, 1 of 3 steps completed; interrupted: b; to run: b, c'
         """
         committed = self.committed()
         done = sum(1 for s in committed.values() if s == "completed")
         todo = [sid for sid in self.state["status"] if committed.get(sid, "pending") == "pending"]
         line = f"{self.status}, {done} of {len(self.state['status'])} steps completed"
+        stopped = self.interrupted()
+        if stopped:
+            line += f"; interrupted: {', '.join(stopped)}"
         return line + (f"; to run: {', '.join(todo)}" if todo and not self.ended else "")
 
 
@@ -201,6 +230,7 @@ def load_run(store: Store, run_id: str) -> SavedRun:
     if state is None:
         raise PlanningError(f"run {run_id!r} has no saved state to resume from")
     data = record.data
+    running = data.get("current_node")
     return SavedRun(
         run_id=run_id,
         version=record.version,
@@ -209,6 +239,8 @@ def load_run(store: Store, run_id: str) -> SavedRun:
         status=str(record.status or data.get("status") or "running"),
         state=state,
         finished=tuple(finished),
+        lease=Lease.from_data(data.get("lease")),
+        running=tuple(str(s) for s in running) if isinstance(running, list) else (),
     )
 
 
@@ -278,11 +310,21 @@ class Journal:
         *,
         session: str | None = None,
         version: int = 0,
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self.session = session or run_id
         self.version = version
+        #: This process's hold on the run (None once released at the end).
+        self.lease: Lease | None = Lease.mine(lease_seconds)
+        self.lease_seconds = lease_seconds
+        # Renewed well before it lapses, however short a caller makes it.
+        self._renew = min(RENEW, lease_seconds / 3)
+        self._interrupted: list[str] = []
+        # The record changed without an event (a step started, a renewal):
+        # the next pass commits the record alone.
+        self._dirty = False
         self.error: BaseException | None = None
         self._run: PlanRun | None = None
         self._plan_id = ""
@@ -298,14 +340,24 @@ class Journal:
     # ------------------------------------------------------------ what happened
 
     async def begin(
-        self, run: PlanRun, *, resumed: bool = False, rerun: list[str] | None = None
+        self,
+        run: PlanRun,
+        *,
+        resumed: bool = False,
+        rerun: list[str] | None = None,
+        interrupted: list[str] | None = None,
+        previous: Lease | None = None,
     ) -> None:
-        """Commit the run's start (``plan_started``, or ``plan_resumed`` and a checkpoint).
+        """Commit the run's start (``plan_started``, or ``plan_resumed`` and a checkpoint)
+        with this process's lease.
 
         Awaited before any step starts, so a store that cannot be written,
         or a run another process resumed first (:class:`~waygraph.errors.Conflict`),
-        stops the run before it calls anything.
+        stops the run before it calls anything. On resume, each of
+        ``interrupted`` (steps that were running when ``previous``'s owner
+        stopped) gets a ``node_interrupted`` event before it runs again.
         """
+        self._interrupted = list(interrupted or [])
         self._run = run
         self._plan_id = _slug(run.initial_plan.goal or run.goal)
         self._path = [
@@ -315,8 +367,13 @@ class Journal:
         ]
         events: list[dict[str, Any]]
         if resumed:
+            owner = previous.describe() if previous is not None else None
             events = [
-                {"type": "plan_resumed", "rerun": rerun or []},
+                {"type": "node_interrupted", "node": sid, "owner": owner}
+                for sid in self._interrupted
+            ]
+            events += [
+                {"type": "plan_resumed", "rerun": rerun or [], "interrupted": self._interrupted},
                 {"type": "run_checkpoint", "state": _state_data(run)},
             ]
         else:
@@ -337,8 +394,10 @@ class Journal:
         """A step was started: the next commit's record lists it in ``current_node``.
 
         No event of its own: a step's start is in its ``node_finished``
-        result (``started_at``), and the record says what runs now.
+        result (``started_at``), and the record says what runs now, so a
+        resume after a kill knows which steps were interrupted.
         """
+        self._dirty = True
         self._wake.set()
 
     def finished(self, result: StepResult) -> None:
@@ -372,6 +431,10 @@ class Journal:
         visited = {
             sid: {"outcome": model.node_outcome(s), "status": s} for sid, s in run.status.items()
         }
+        if self.lease is not None:
+            # Every commit renews the lease: a run that commits is alive.
+            self.lease = self.lease.renewed(self.lease_seconds)
+        extra: dict[str, Any] = {"interrupted": self._interrupted} if self._interrupted else {}
         return {
             "kind": KIND,
             "run_id": self.run_id,
@@ -385,6 +448,8 @@ class Journal:
             "total_nodes": len(visited),
             "completed_nodes": list(run.status.values()).count(StepStatus.COMPLETED),
             "revisions": run.applied_revisions + run.sub_revisions,
+            "lease": self.lease.data() if self.lease is not None else None,
+            **extra,
             **self._final,
         }
 
@@ -406,15 +471,20 @@ class Journal:
         # other in a thread, so a disk's fsync never holds up running steps.
         blocking = not isinstance(self.store, MemoryStore)
         while True:
-            await self._wake.wait()
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._renew)
+            except TimeoutError:
+                # Nothing to commit for a while: commit the record alone to
+                # renew the lease (and find out early if someone took it over).
+                self._dirty = True
             if not self._closing:
                 # Steps finishing close together go in one commit (group commit);
                 # the end of the run does not wait for the pause.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._closed.wait(), LINGER)
             self._wake.clear()
-            while self._pending and self.error is None:
-                events, self._pending = self._pending, []
+            while (self._pending or self._dirty) and self.error is None:
+                events, self._pending, self._dirty = self._pending, [], False
                 record = self._record()
                 try:
                     if blocking:
@@ -445,10 +515,16 @@ class Journal:
         await self._stop_writer()
 
     async def flush(self) -> None:
-        """Commit what is queued and stop writing; the run stays resumable (``running``)."""
+        """Commit what is queued and stop writing; the run stays resumable (``running``).
+
+        The lease is released with that commit: the process is stopping, so a
+        resume need not wait for the lease to expire.
+        """
         await self._stop_writer()
 
     async def _stop_writer(self) -> None:
+        self.lease = None
+        self._dirty = True
         self._closing = True
         self._closed.set()
         self._wake.set()
