@@ -8,7 +8,7 @@ the same guarantees:
   first and last ``keep`` bytes are kept, the middle is dropped and counted
   (``[... N bytes dropped ...]``), so memory does not grow with output.
 - **Nothing outlives its deadline.** On Linux the command runs under a small
-  wrapper process (this file, run as a script) that is a child subreaper
+  wrapper process (:mod:`waygraph._reaper`) that is a child subreaper
   (``PR_SET_CHILD_SUBREAPER``): every process the command starts, detached
   (``setsid``) ones included, stays its descendant. At the deadline, when
   ``stop`` is set, on Ctrl-C, when the command itself ends, and when waygraph
@@ -45,6 +45,8 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from waygraph import _reaper
+
 __all__ = [
     "EXIT_CANNOT_START",
     "EXIT_STOPPED",
@@ -56,17 +58,14 @@ __all__ = [
 
 #: Exit codes for a command that did not finish by itself (the shell's conventions).
 EXIT_TIMEOUT = 124
-EXIT_CANNOT_START = 127
-EXIT_STOPPED = 130
+EXIT_CANNOT_START = _reaper.EXIT_CANNOT_START
+EXIT_STOPPED = _reaper.EXIT_STOPPED
 #: Seconds between looks at a ``stop`` event while a command runs.
 STOP_POLL = 0.1
 #: Seconds the wrapper gets to kill and reap the tree before it is killed itself.
 REAP_GRACE = 10.0
 _CHUNK = 65536
 _LINUX = sys.platform.startswith("linux")
-# prctl options (linux/prctl.h) and unshare flags (linux/sched.h).
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 4, 36
-_CLONE_NEWUSER = 0x10000000
 
 
 class BoundedBuffer:
@@ -154,7 +153,7 @@ def run(
     wrapped = _LINUX and os.path.exists(f"/proc/{os.getpid()}/stat")
     if wrapped:
         # -I -S: the wrapper imports nothing from the workspace, or the site.
-        prefix = [sys.executable, "-I", "-S", os.path.abspath(__file__)]
+        prefix = [sys.executable, "-I", "-S", os.path.abspath(_reaper.__file__)]
         argv = [*prefix, "--parent", str(os.getpid()), "--", *argv]
     buffer = BoundedBuffer(keep)
     with _undumpable():
@@ -245,14 +244,14 @@ def _undumpable() -> Iterator[None]:
     with _dumpable_lock:
         _running += 1
         if _running == 1 and libc is not None:
-            libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+            libc.prctl(_reaper.PR_SET_DUMPABLE, 0, 0, 0, 0)
     try:
         yield
     finally:
         with _dumpable_lock:
             _running -= 1
             if _running == 0 and libc is not None:
-                libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+                libc.prctl(_reaper.PR_SET_DUMPABLE, 1, 0, 0, 0)
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -262,112 +261,3 @@ def _libc() -> ctypes.CDLL | None:
         return ctypes.CDLL(None, use_errno=True)
     except OSError:  # pragma: no cover - a Linux without a C library to call
         return None
-
-
-# --- The wrapper: `python -I -S runner.py --parent PID -- ARGV...` --------------------
-
-
-class _Stop(Exception):
-    """Raised by the wrapper's signal handler: waygraph asked it to end the tree."""
-
-
-def _descendants(root: int) -> list[int]:
-    """Every process below ``root``, from /proc (children files need CONFIG_PROC_CHILDREN)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue  # it exited while we looked
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    found: list[int] = []
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _kill_all() -> None:
-    """Kill every descendant and reap until none is left (orphans come to us: subreaper)."""
-    me = os.getpid()
-    while True:
-        for pid in _descendants(me):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            return
-
-
-def _own_user_namespace(libc: ctypes.CDLL) -> None:
-    """Enter a user namespace of our own (the command inherits it), mapping our ids to
-    themselves: the command keeps its uid, but holds no capability over waygraph (a
-    root command cannot ptrace-read a non-dumpable waygraph). Skipped where refused."""
-    uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(_CLONE_NEWUSER) != 0:
-        return
-    with contextlib.suppress(OSError):
-        maps = (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1"))
-        for name, text in maps:
-            with open(f"/proc/self/{name}", "w") as file:
-                file.write(text)
-
-
-def _wrap(parent: int, argv: list[str]) -> int:
-    libc = ctypes.CDLL(None, use_errno=True)
-    # Die (through our SIGTERM handler, which kills the tree) when waygraph dies.
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    if os.getppid() != parent:
-        return EXIT_STOPPED  # waygraph died before the signal was armed
-    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    _own_user_namespace(libc)
-    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-
-    def stop(signum: int, frame: object) -> None:
-        raise _Stop
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, stop)
-    code = EXIT_STOPPED
-    try:
-        # Its own process group; default SIGPIPE (Python ignores it) so `yes | head` ends.
-        child = os.posix_spawnp(
-            argv[0],
-            argv,
-            os.environ,
-            setpgroup=0,
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGINT),
-        )
-        while True:
-            pid, status = os.waitpid(-1, 0)
-            if pid == child:
-                code = os.waitstatus_to_exitcode(status)
-                code = 128 - code if code < 0 else code
-                break
-    except _Stop:
-        pass
-    except OSError as exc:
-        print(f"waygraph: cannot run {argv[0]}: {exc}", file=sys.stderr, flush=True)
-        code = EXIT_CANNOT_START
-    # Whatever the command left behind dies with it: nothing it started writes afterwards.
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_IGN)
-    _kill_all()
-    return code
-
-
-def _main(args: list[str]) -> int:
-    if len(args) < 4 or args[0] != "--parent" or args[2] != "--" or not args[1].isdigit():
-        print("usage: runner.py --parent PID -- ARGV...", file=sys.stderr)
-        return 2
-    return _wrap(int(args[1]), args[3:])
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
