@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from waygraph.cli import library_cmds  # noqa: F401
 from waygraph.cli import init_cmds  # noqa: F401
 from waygraph.cli import run_cmds  # noqa: F401
@@ -27,4 +29,11 @@ __all__ = ["app", "main"]
 
 def main() -> None:
     """The ``waygraph`` command's entry point: run the typer app on ``sys.argv``."""
+    # Text from files and models reaches stdout and stderr in many places; a
+    # character the stream cannot encode (a lone surrogate, or any non-ASCII
+    # text under an ASCII locale) is written as an escape, not a traceback.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     app()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -40,6 +41,7 @@ __all__ = [
     "load",
     "plain",
     "print_json",
+    "printable",
     "stdout_is_terminal",
     "write_output",
 ]
@@ -70,7 +72,25 @@ def plain(text: object) -> str:
         >>> plain("pip install 'waygraph[llm]'")
         "pip install 'waygraph\\\\[llm]'"
     """
-    return escape(str(text))
+    return escape(printable(str(text)))
+
+
+#: A lone surrogate: Python text can hold one (JSON's "\\ud800" makes it), but
+#: no encoder writes it, so printing it raised UnicodeEncodeError mid-output.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate written as its ``\\uXXXX`` escape.
+
+    Any text a file holds can then be printed; inside a JSON string the
+    escape is JSON's own, so ``--json`` output reads back to the same text.
+
+    Example:
+        >>> printable("p\\ud800x")
+        'p\\\\ud800x'
+    """
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _print_version(value: bool) -> None:
@@ -198,7 +218,7 @@ def print_json(data: Any) -> None:
           "plans": 2
         }
     """
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    typer.echo(printable(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
 def write_output(content: str | bytes, output: Path | None, *, announce: bool = True) -> None:

@@ -228,11 +228,14 @@ def _problem_data(problem: Problem) -> dict[str, Any]:
 
 def _where(problem: Problem) -> str:
     """``file:plan/node`` (or ``/edge``), with `` field F`` when known."""
+    from waygraph.ids import shown_id
+
     text = display_path(problem.file) if problem.file else ""
-    location = problem.plan or ""
+    # A refused id is shown escaped: its U+202E would reverse the row.
+    location = shown_id(problem.plan or "")
     for part in (problem.node, problem.edge):
         if part:
-            location += f"/{part}"
+            location += f"/{shown_id(part)}"
     if location:
         text = f"{text}:{location}" if text else location
     if problem.field:
@@ -408,7 +411,7 @@ def _other_kind_data(path: Path) -> tuple[str, Any] | None:
     """
     from waygraph._check_kinds import kind_of
     from waygraph.formats import format_of
-    from waygraph.formats.json_library import check_file_size
+    from waygraph.formats.json_library import check_file_size, parse_json
     from waygraph.formats.yaml_library import parse_yaml
 
     fmt = format_of(path)
@@ -417,7 +420,10 @@ def _other_kind_data(path: Path) -> tuple[str, Any] | None:
     try:
         text = path.read_text(encoding="utf-8")
         check_file_size(len(text), fmt, str(path))
-        data = json.loads(text) if fmt == "json" else parse_yaml(text, file=str(path))
+        # parse_json, not json.loads: a file nested past the recursion limit
+        # is a PlanSyntaxError (then a load-error row), not a traceback.
+        parse = parse_json if fmt == "json" else parse_yaml
+        data = parse(text, file=str(path))
     except (OSError, UnicodeDecodeError, ValueError, WaygraphError):
         return None
     kind = kind_of(data)

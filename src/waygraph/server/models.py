@@ -3,7 +3,8 @@
 Text arriving from clients must be valid Unicode: a lone surrogate (which
 JSON escapes can carry) could not be stored or echoed back, so it is refused
 with a 422 here rather than failing later. Identifiers (session ids, filter
-values) must also be free of control characters.
+values) must also be free of control and Unicode format characters, by the
+same rule as :func:`waygraph.ids.id_problem`.
 
 Example:
     >>> TurnRequest.model_validate({"tool_output": "3 passed", "exit_code": 0}).exit_code
@@ -16,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
+from waygraph.ids import FORBIDDEN_ID_CHARS, MAX_ID_CHARS
 from waygraph.turns import MAX_BY_CHARS
 
 __all__ = [
@@ -42,8 +44,9 @@ __all__ = [
     "Waiting",
 ]
 
-#: Session ids, plan ids and filter values: 1-200 characters, no control characters.
-ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]{1,200}$"
+#: Session ids, plan ids and filter values: 1-200 characters, no control or format
+#: characters (U+202E, U+200D, U+FEFF, ...): the rule of ``waygraph.ids.id_problem``.
+ID_PATTERN = rf"^[^{FORBIDDEN_ID_CHARS}]{{1,{MAX_ID_CHARS}}}$"
 #: A search of the sessions table: as an id, but may be empty (a cleared search box).
 SEARCH_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"
 #: The largest text field a request may carry (the body limit applies too).
