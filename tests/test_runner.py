@@ -174,3 +174,18 @@ def test_the_demos_commands_get_no_secrets(tmp_path: Path, monkeypatch: pytest.M
     result = Workspace(tmp_path).run("env; echo done")
     assert result.exit_code == 0 and "done" in result.output
     assert "DEMO-SECRET" not in result.output
+
+
+def test_waygraph_is_as_dumpable_after_its_commands_as_before():
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    assert libc.prctl(3, 0, 0, 0, 0) == 1  # PR_GET_DUMPABLE
+    assert runner.run("echo hi", timeout=10).exit_code == 0
+    assert libc.prctl(3, 0, 0, 0, 0) == 1
+    libc.prctl(4, 0, 0, 0, 0)  # a process that was not dumpable stays so
+    try:
+        assert runner.run("echo hi", timeout=10).exit_code == 0
+        assert libc.prctl(3, 0, 0, 0, 0) == 0
+    finally:
+        libc.prctl(4, 1, 0, 0, 0)

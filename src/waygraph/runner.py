@@ -233,24 +233,28 @@ def _end(process: subprocess.Popen[bytes], wrapped: bool) -> None:
 
 _dumpable_lock = threading.Lock()
 _running = 0
+_was_dumpable = 1
+_PR_GET_DUMPABLE = 3
 
 
 @contextlib.contextmanager
 def _undumpable() -> Iterator[None]:
     """This process not dumpable while any command runs: its /proc files (environ, mem)
-    are then closed to other processes of its user that lack CAP_SYS_PTRACE."""
-    global _running
+    are then closed to other processes of its user that lack CAP_SYS_PTRACE. Afterwards
+    it is as dumpable as it was (a process that was not stays not)."""
+    global _running, _was_dumpable
     libc = _libc()
     with _dumpable_lock:
         _running += 1
         if _running == 1 and libc is not None:
+            _was_dumpable = libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0)
             libc.prctl(_reaper.PR_SET_DUMPABLE, 0, 0, 0, 0)
     try:
         yield
     finally:
         with _dumpable_lock:
             _running -= 1
-            if _running == 0 and libc is not None:
+            if _running == 0 and libc is not None and _was_dumpable == 1:
                 libc.prctl(_reaper.PR_SET_DUMPABLE, 1, 0, 0, 0)
 
 
