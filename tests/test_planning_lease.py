@@ -476,6 +476,7 @@ def test_two_waygraph_plan_resumes_after_a_kill_one_runs_the_other_is_refused(tm
     ran = next(err for code, err in outputs if code == 0)
     assert "is being run by" in refused or "another process is resuming it" in refused
     assert "step s2 interrupted" in ran
+    assert "which is gone: taking it over" in ran  # the killed run's lease, taken at once
     # s2 once by the killed run and once by the winner; the loser ran nothing.
     assert (tmp_path / "ledger").read_text().split() == ["s1", "s2", "s2", "s3"]
     kinds = types(open_store(url), run_id)

@@ -47,8 +47,8 @@ def announce_resume(
         )
     elif held is not None and not saved.ended and held.gone():
         err_console.print(
-            f"run {plain(run_id)} was held by pid {held.pid} on {plain(held.host)}, which is "
-            "gone: taking it over",
+            f"run {plain(run_id)} was held by pid {plain(held.pid)} on {plain(held.host)}, "
+            "which is gone: taking it over",
             highlight=False,
             soft_wrap=True,
         )

@@ -436,6 +436,10 @@ class PlanningAgent:
                     run, resumed=True, rerun=rerun, interrupted=interrupted, previous=held
                 )
             except Conflict:
+                # Lost the race for the lease: name the winner when its lease is there.
+                winner = load_run(self.store, run_id).lease
+                if winner is not None and winner.live():
+                    raise PlanningError(refusal(run_id, winner)) from None
                 raise PlanningError(
                     f"run {run_id!r} changed while it was being resumed: another process "
                     "is resuming it; resume a run in one place at a time"
