@@ -118,7 +118,7 @@ def test_open_store_understands_every_url_form(
         ("sqlite://host/x.db", "three slashes"),
         ("sqlite:x.db", "sqlite URLs start with sqlite://"),
         ("sqlite:///x.db?synchronous=sometimes", "synchronous must be one of normal, full"),
-        ("sqlite:///x.db?bogus=1", "unknown option(s) bogus (known: synchronous, timeout)"),
+        ("sqlite:///x.db?bogus=1", "unknown option(s) bogus (known: synchronous, timeout, mode)"),
         ("sqlite:///x.db?timeout=soon", "timeout must be a number"),
         ("file://", "names its folder"),
         ("file:///tmp/x?fsync=0", "unknown option(s) fsync"),

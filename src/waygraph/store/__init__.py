@@ -7,7 +7,8 @@
 ``sqlite:///PATH``         one SQLite file, the default (``sqlite:///rel.db``,
                            ``sqlite:////abs.db``, ``sqlite:///:memory:``);
                            ``?synchronous=full`` for power-loss durability,
-                           ``?timeout=SECONDS`` to wait for other writers
+                           ``?timeout=SECONDS`` to wait for other writers,
+                           ``?mode=ro`` to open it read-only
 ``postgresql://...``       PostgreSQL (also ``postgres://``); ``?schema=NAME``
 a plain path               SQLite at that path
 =========================  ==================================================
@@ -63,7 +64,7 @@ __all__ = [
 SCHEMES = ("memory://", "file://DIR", "sqlite:///PATH", "postgresql://USER@HOST/DB")
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
-_SQLITE_OPTIONS = ("synchronous", "timeout")
+_SQLITE_OPTIONS = ("synchronous", "timeout", "mode")
 
 
 def default_store_url() -> str:
@@ -111,7 +112,10 @@ def _open_sqlite(url: str, rest: str) -> SQLiteStore:
                 f"store URL {url!r}: timeout must be a number of seconds "
                 f"(got {options['timeout']!r})"
             ) from None
-    return SQLiteStore(path[1:], url=url, **kwargs)
+    mode = options.get("mode", "rw")
+    if mode not in ("ro", "rw"):
+        raise ConfigError(f"store URL {url!r}: mode must be ro or rw (got {mode!r})")
+    return SQLiteStore(path[1:], url=url, read_only=mode == "ro", **kwargs)
 
 
 def _open_files(url: str, rest: str) -> FileStore:

@@ -18,7 +18,14 @@ from waygraph.store._sql import migrate_data
 from waygraph.store._stats_sql import tables
 from waygraph.store.rows import latest_sql
 
-__all__ = ["LATEST_INDEX", "MOVE_LATEST", "ROWS_INDEX", "SCHEMA_VERSION", "ensure_schema"]
+__all__ = [
+    "LATEST_INDEX",
+    "MOVE_LATEST",
+    "ROWS_INDEX",
+    "SCHEMA_VERSION",
+    "current_schema",
+    "ensure_schema",
+]
 
 #: Bumped whenever the tables change; ``meta.schema_version`` records it so a
 #: later waygraph can migrate old files and an old one refuses newer files.
@@ -114,11 +121,7 @@ def ensure_schema(conn: sqlite3.Connection, url: str, path: str) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         found = _schema_version(conn)
-        if found is not None and found > SCHEMA_VERSION:
-            raise StoreError(
-                f"{url}: {path} has schema version {found}, newer than the "
-                f"{SCHEMA_VERSION} this waygraph reads; upgrade waygraph"
-            )
+        _refuse_newer(found, url, path)
         if found is not None and found < 4 and not _has_latest_column(conn):
             conn.execute("ALTER TABLE records ADD COLUMN latest INTEGER NOT NULL DEFAULT 0")
             conn.execute(_FILL_LATEST)
@@ -135,6 +138,31 @@ def ensure_schema(conn: sqlite3.Connection, url: str, path: str) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def current_schema(conn: sqlite3.Connection, url: str, path: str) -> str | None:
+    """None when the file's tables are this waygraph's as they are (no write needed).
+
+    Otherwise ``"empty"`` (no store in it yet) or what is out of date; a
+    newer schema raises :class:`StoreError` as :func:`ensure_schema` does.
+    """
+    found = _schema_version(conn)
+    if found is None:
+        return "empty"
+    _refuse_newer(found, url, path)
+    if found < SCHEMA_VERSION:
+        return f"schema version {found}, older than the {SCHEMA_VERSION} this waygraph reads"
+    if not _has_latest_index(conn):
+        return "no index for the sessions table"
+    return None
+
+
+def _refuse_newer(found: int | None, url: str, path: str) -> None:
+    if found is not None and found > SCHEMA_VERSION:
+        raise StoreError(
+            f"{url}: {path} has schema version {found}, newer than the "
+            f"{SCHEMA_VERSION} this waygraph reads; upgrade waygraph"
+        )
 
 
 def _has_latest_index(conn: sqlite3.Connection) -> bool:

@@ -13,6 +13,10 @@ Durability (``?synchronous=``):
 - ``full``: the WAL is fsynced at every commit, so a commit that returned
   survives power loss too, at the price of one fsync.
 
+A file that cannot be written (a read-only mount, no write permission) or a
+URL with ``?mode=ro`` opens read-only (``store._sqlite_readonly``): every
+read works, and a write raises one :class:`StoreError` saying it is read-only.
+
 Example:
     >>> store = SQLiteStore(":memory:")
     >>> store.commit("run_1", {"n": 1}, 0, [{"type": "plan_activated"}])
@@ -38,6 +42,11 @@ from waygraph.errors import ConfigError, StoreError
 from waygraph.store._checkpoint import Checkpointer
 from waygraph.store._counts_sql import counts_sql
 from waygraph.store._sql import commit_writes, sql_filters
+from waygraph.store._sqlite_readonly import (
+    check_schema_read_only,
+    connect_read_only,
+    read_only_reason,
+)
 from waygraph.store._sqlite_schema import MOVE_LATEST, SCHEMA_VERSION, ensure_schema
 from waygraph.store._stats_sql import count_commits, query_tallies, runners
 from waygraph.store.base import (
@@ -108,6 +117,8 @@ class SQLiteStore(Store):
     ``synchronous``: ``"normal"`` (default) or ``"full"``, see the module
     docstring. ``timeout``: seconds to wait for another process's write lock
     before raising :class:`StoreError`. Parent directories are created.
+    ``read_only``: open for reading only (``?mode=ro``); a file that cannot be
+    written opens so anyway, and :attr:`read_only` says why.
 
     One connection serves every thread behind a lock: SQLite runs one writer
     at a time anyway, single-threaded use pays only an uncontended lock, and
@@ -128,6 +139,7 @@ class SQLiteStore(Store):
         timeout: float = 10.0,
         url: str | None = None,
         clock: Callable[[], float] = time.time,
+        read_only: bool = False,
     ) -> None:
         given = os.fspath(path)
         self.url = url if url is not None else f"sqlite:///{given}"
@@ -147,7 +159,12 @@ class SQLiteStore(Store):
         self._clock = MonotonicClock(clock)
         self._closed = False
         self._memory = self.path == ":memory:"
-        if not self._memory:
+        if self._memory and read_only:
+            raise ConfigError(f"{self.url}: an in-memory store cannot be read-only")
+        #: Why the store is read-only ("opened with ?mode=ro", "... is on a
+        #: read-only file system"), or None when it can be written.
+        self.read_only: str | None = read_only_reason(self.path, requested=read_only)
+        if not self._memory and self.read_only is None:
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -168,6 +185,8 @@ class SQLiteStore(Store):
         return {1: "normal", 2: "full"}.get(value, str(value))
 
     def _connect(self) -> sqlite3.Connection:
+        if self.read_only is not None:
+            return self._connect_read_only(self.read_only)
         with self._errors(f"opening {self.path}"):
             conn = sqlite3.connect(
                 self.path,
@@ -194,6 +213,23 @@ class SQLiteStore(Store):
                 raise
         return conn
 
+    def _connect_read_only(self, why: str) -> sqlite3.Connection:
+        # No WAL switch, no checkpoints, no schema migration: each is a write.
+        with self._errors(f"opening {self.path} read-only ({why})"):
+            conn = connect_read_only(self.path, self._timeout)
+            try:
+                check_schema_read_only(conn, self.url, self.path, why)
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    def _refuse_write(self, doing: str) -> None:
+        if self.read_only is not None:
+            raise StoreError(
+                f"{self.url}: cannot {doing}: the store is read-only ({self.read_only})"
+            )
+
     def _conn(self) -> sqlite3.Connection:
         """The connection; call with ``self._lock`` held."""
         if self._closed:
@@ -219,6 +255,7 @@ class SQLiteStore(Store):
 
     def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
         what = ", ".join(repr(c.key) for c in commits)
+        self._refuse_write(f"commit {what}")
         with self._lock, self._errors(f"committing {what}"):
             conn = self._conn()
             conn.execute("BEGIN IMMEDIATE")
@@ -303,6 +340,7 @@ class SQLiteStore(Store):
         return None if row is None else int(row[0])
 
     def clear_current(self, session: str) -> None:
+        self._refuse_write(f"clear the pointer of session {session!r}")
         with self._lock, self._errors(f"clearing the pointer of session {session!r}"):
             self._conn().execute("DELETE FROM session_pointers WHERE session = ?", (session,))
 
