@@ -191,3 +191,20 @@ def _read_as_nobody(tmp_path: Path, nobody: list[str]) -> None:
         f"refused sqlite:///{folder / 'w.db'}: cannot commit 'run_2': the store is read-only "
         f"(no permission to write {folder / 'w.db'})",
     ]
+
+
+def test_a_mount_that_cannot_be_asked_is_taken_for_a_permission(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from waygraph.store import _sqlite_readonly
+
+    def refuse(target: str) -> os.statvfs_result:
+        raise PermissionError(13, "Permission denied", target)
+
+    make_store(tmp_path / "w.db")
+    monkeypatch.setattr(_sqlite_readonly.os, "access", lambda target, mode: False)
+    monkeypatch.setattr(_sqlite_readonly.os, "statvfs", refuse)
+    store = SQLiteStore(tmp_path / "w.db")
+    assert store.read_only == f"no permission to write {tmp_path / 'w.db'}"
+    assert store.sessions() == ["s1"]
+    store.close()

@@ -47,10 +47,19 @@ def read_only_reason(path: str, *, requested: bool = False) -> str | None:
         if not os.path.exists(target) or os.access(target, os.W_OK):
             continue
         # os.access says no even to root on a read-only mount (EROFS).
-        if hasattr(os, "statvfs") and os.statvfs(target).f_flag & os.ST_RDONLY:
+        if _on_read_only_mount(target):
             return f"{target} is on a read-only file system"
         return f"no permission to write {target}"
     return None
+
+
+def _on_read_only_mount(target: str) -> bool:
+    if not hasattr(os, "statvfs"):  # Windows: no mount flags to ask
+        return False
+    try:
+        return bool(os.statvfs(target).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False  # then it is said to be a permission, which is true enough
 
 
 def connect_read_only(path: str, timeout: float) -> sqlite3.Connection:
