@@ -43,7 +43,11 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api")
 
 SessionId = Annotated[
-    str, Path(pattern=ID_PATTERN, description="The agent's session id (any text but controls).")
+    str,
+    Path(
+        pattern=ID_PATTERN,
+        description="The agent's session id (any text but control and format characters).",
+    ),
 ]
 PlanId = Annotated[str, Path(pattern=ID_PATTERN, description="A plan id from GET /api/plans.")]
 Filter = Annotated[str | None, Query(pattern=ID_PATTERN)]
