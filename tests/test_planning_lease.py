@@ -292,8 +292,10 @@ def test_the_process_a_run_was_taken_from_stops_at_its_next_commit():
         gate.set()
         return taken, await task
 
-    taken, _old = asyncio.run(scenario())
+    taken, old = asyncio.run(scenario())
     assert taken.success
+    # The process the run was taken from does not report a success it could not save.
+    assert not old.success and "could not be saved" in old.final_output
     # The old holder's first commit after the takeover is refused: nothing it
     # did afterwards reaches the store, whose run is the taker's, ended once.
     kinds = types(store, "dag_taken")

@@ -375,6 +375,12 @@ class PlanningAgent:
             await journal.close(
                 success=result.success, final_output=result.final_output, reason=run.stop_reason
             )
+            if journal.error is not None:
+                # Results of this process never reached the store (another
+                # process took the run over, the store failed): it must not
+                # report a success; the stored run says what was saved.
+                why = f"the run could not be saved to {self.store.url}: {journal.error}"
+                result = result.model_copy(update={"success": False, "final_output": why})
         return result.model_copy(
             update={
                 "execution_time": time.perf_counter() - clock,
