@@ -31,6 +31,7 @@ MEANS: dict[str, type[BaseException] | tuple[type[BaseException], ...] | None] =
     "Conflict": RuntimeError,
     "InputError": (ValueError, TypeError),
     "NotWaitingError": RuntimeError,
+    "RefusedFile": OSError,
     "IntegrationVersionError": ValueError,
     "ConfigError": ValueError,
     "GraphvizNotFoundError": ValueError,

@@ -16,6 +16,7 @@ keeps working for callers who do not know waygraph::
     │   └── Conflict                      another writer committed first
     ├── InputError (ValueError, TypeError) a call's argument is of the wrong type or too long
     ├── NotWaitingError (RuntimeError)    an answer for a session that waits for nobody
+    ├── RefusedFile (OSError)             a workspace file that is not a regular file
     ├── ConfigError (ValueError)          a bad URL, option or setting
     │   ├── GraphvizNotFoundError         Graphviz's dot is not installed
     │   └── MissingExtra (ImportError)    an optional package (an extra) is not installed
@@ -49,6 +50,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +87,7 @@ __all__ = [
     "PlanSyntaxError",
     "PlannerSetupError",
     "PlanningError",
+    "RefusedFile",
     "RunNotFoundError",
     "StateMachineError",
     "StoreError",
@@ -200,6 +203,32 @@ class InputError(WaygraphError, ValueError, TypeError):
 
 class NotWaitingError(WaygraphError, RuntimeError):
     """An answer came for a session that is not waiting for a person's answer."""
+
+
+class RefusedFile(WaygraphError, OSError):
+    """A file waygraph would not read: not a regular file, or over its size limit
+    (:func:`waygraph.safe_files.read_regular_file`).
+
+    ``reason`` says what it is (``"a symbolic link"``, ``"a FIFO"``, ``"over
+    the 4194304-byte limit"``); ``str()`` is one line naming the file.
+
+    Example:
+        >>> str(RefusedFile("/w/plan.json", "a FIFO"))
+        'refused /w/plan.json: it is a FIFO, not a regular file'
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], reason: str, expected: str = "a regular file"
+    ) -> None:
+        self.path = os.fspath(path)
+        self.reason = reason
+        self.expected = expected
+        what = f"it is {reason}, not {expected}" if expected else f"it is {reason}"
+        super().__init__(f"refused {self.path}: {what}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # OSError pickles through its args; keep the path and reason instead.
+        return (type(self), (self.path, self.reason, self.expected))
 
 
 class ConfigError(WaygraphError, ValueError):

@@ -32,6 +32,7 @@ import errno
 import os
 import stat
 
+from waygraph.errors import RefusedFile
 from waygraph.formats.json_library import MAX_FILE_BYTES
 
 __all__ = ["MAX_FILE_BYTES", "RefusedFile", "describe_mode", "read_regular_file"]
@@ -49,31 +50,6 @@ _FLAGS = (
 #: say ELOOP, FreeBSD EMLINK) and for a socket (ENXIO).
 _LINK_ERRORS = {errno.ELOOP, errno.EMLINK}
 _CHUNK = 1024 * 1024
-
-
-class RefusedFile(OSError):
-    """A file waygraph would not read: not a regular file, or over its size limit.
-
-    ``reason`` says what it is (``"a symbolic link"``, ``"a FIFO"``, ``"over
-    the 4194304-byte limit"``); ``str()`` is one line naming the file.
-
-    Example:
-        >>> str(RefusedFile("/w/plan.json", "a FIFO"))
-        'refused /w/plan.json: it is a FIFO, not a regular file'
-    """
-
-    def __init__(
-        self, path: str | os.PathLike[str], reason: str, expected: str = "a regular file"
-    ) -> None:
-        self.path = os.fspath(path)
-        self.reason = reason
-        self.expected = expected
-        what = f"it is {reason}, not {expected}" if expected else f"it is {reason}"
-        super().__init__(f"refused {self.path}: {what}")
-
-    def __reduce__(self) -> tuple[object, ...]:
-        # OSError pickles through its args; keep the path and reason instead.
-        return (type(self), (self.path, self.reason, self.expected))
 
 
 def describe_mode(mode: int) -> str:
