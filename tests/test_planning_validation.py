@@ -88,6 +88,14 @@ def test_duplicate_ids_are_reported():
     assert "duplicate_step" in codes(problems(step("a"), step("a")))
 
 
+@pytest.mark.parametrize("bad", ["a\u202eb", "x\u200d", "\ufeffs", "s\x01"])
+def test_a_step_id_with_format_or_control_characters_is_a_problem(bad: str):
+    # Issue 33: ids refuse what would hide or reverse them, generated plans' too.
+    found = problems(step(bad))
+    assert "bad_step_id" in codes(found)
+    assert all(bad != p.step_id for p in found if p.code == "bad_step_id")
+
+
 @pytest.mark.parametrize(("edges", "expected"), [
     ({"s1": ["s4"], "s4": ["s1"]}, ["s1 -> s4 -> s1"]),
     ({"s1": ["s1"]}, ["s1 -> s1"]),

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from waygraph.ids import id_problem
 from waygraph.planning._models import Plan, PlanProblem, PlanStep
 from waygraph.planning._pattern import PlanningPattern
 from waygraph.planning._references import find_references
@@ -218,6 +219,11 @@ def structural_problems(plan: Plan) -> list[PlanProblem]:
     problems: list[PlanProblem] = []
     seen: set[str] = set()
     for step in plan.steps:
+        if (problem := id_problem(step.id)) is not None:
+            # The one rule of ids (waygraph.ids): no control or format characters,
+            # which would hide or reverse the id wherever it is shown.
+            shown = step.id.encode("unicode_escape").decode("ascii")[:60]
+            problems.append(PlanProblem("bad_step_id", f"the step id {problem}", shown))
         if step.id in seen:
             problems.append(
                 PlanProblem(
