@@ -6,9 +6,12 @@ event-driven state machines and generated plans share this one registry.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["CODES", "GENERATED_PLAN_CODES", "STATE_MACHINE_CODES", "Level"]
+if TYPE_CHECKING:
+    from waygraph.model import Edge, Graph
+
+__all__ = ["CODES", "GENERATED_PLAN_CODES", "STATE_MACHINE_CODES", "Level", "Reports"]
 
 Level = Literal["error", "warning"]
 
@@ -97,3 +100,24 @@ CODES: dict[str, tuple[Level, str]] = {
     **STATE_MACHINE_CODES,
     **GENERATED_PLAN_CODES,
 }
+
+
+class Reports:
+    """What every part of the plan checker reads and where its problems go.
+
+    The checker (``waygraph.check._PlanChecker``) provides both; its parts
+    (route, predicate and human-node checks) declare them once, here.
+    """
+
+    if TYPE_CHECKING:
+        graph: Graph
+
+        def add(
+            self,
+            code: str,
+            message: str,
+            *,
+            node: str | None = None,
+            edge: Edge | None = None,
+            field: str | None = None,
+        ) -> None: ...

@@ -12,27 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from waygraph._check_codes import Reports
 from waygraph.people import answer_keys, choices
 
 if TYPE_CHECKING:
-    from waygraph.model import Edge, Graph, Node
+    from waygraph.model import Edge, Node
 
 
-class HumanChecks:
+class HumanChecks(Reports):
     """Checks of human nodes (a mixin of the plan checker)."""
-
-    if TYPE_CHECKING:
-        graph: Graph
-
-        def add(
-            self,
-            code: str,
-            message: str,
-            *,
-            node: str | None = None,
-            edge: Edge | None = None,
-            field: str | None = None,
-        ) -> None: ...
 
     def check_human(self, node: Node) -> None:
         """A human node without choices, and choices one answer could pick twice."""

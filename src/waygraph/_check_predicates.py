@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import regex
 
+from waygraph._check_codes import Reports
 from waygraph.patterns import FLAGS, MATCH_TIMEOUT, compile_pattern, nested_quantifier
 
 if TYPE_CHECKING:
@@ -29,20 +30,8 @@ _TEXT_VALUE_TYPES = {
 }
 
 
-class PredicateChecks:
+class PredicateChecks(Reports):
     """Checks of verify and ``when`` trees (a mixin of the plan checker)."""
-
-    if TYPE_CHECKING:
-
-        def add(
-            self,
-            code: str,
-            message: str,
-            *,
-            node: str | None = None,
-            edge: Edge | None = None,
-            field: str | None = None,
-        ) -> None: ...
 
     def check_predicate(
         self, root: Verify, path: str, *, node: str | None = None, edge: Edge | None = None

@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from waygraph._check_codes import Reports
 from waygraph.engine import first_edge
 from waygraph.model import Edge, Node
 from waygraph.people import answer_keys
 
 if TYPE_CHECKING:
-    from waygraph.model import Graph, Plan
+    from waygraph.model import Plan
 
 SUCCESS = ("on_success", "always")
 EXHAUST = ("on_exhaust", "on_fail", "always")
@@ -32,25 +33,14 @@ def names(ids: Iterable[str]) -> str:
     return shown + (f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else "")
 
 
-class RouteChecks:
+class RouteChecks(Reports):
     """Checks of edges and reachability (a mixin of the plan checker)."""
 
     if TYPE_CHECKING:
         # What the plan checker (waygraph.check._PlanChecker) provides.
         plan: Plan
-        graph: Graph
         nodes: dict[str, Node]
         entry: str | None
-
-        def add(
-            self,
-            code: str,
-            message: str,
-            *,
-            node: str | None = None,
-            edge: Edge | None = None,
-            field: str | None = None,
-        ) -> None: ...
 
         def guided_out(self, node_id: str) -> Sequence[Edge]: ...
 
