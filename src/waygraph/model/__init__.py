@@ -180,6 +180,23 @@ class Node(_Frozen):
     next_plan: str | None = None
     next_plan_when: Literal["completed", "always"] | None = None
     meta: dict[str, Any] | None = None
+    # Attractor pipelines (docs/dot.md). ``handler`` is the handler type that
+    # runs the node when waygraph executes the plan (``codergen``,
+    # ``wait.human``, ``tool``, ``parallel``, ``parallel.fan_in``,
+    # ``stack.manager_loop``, ``conditional`` or a registered custom type);
+    # None means the node type's own. ``command`` is a tool node's
+    # ``tool_command``; ``timeout`` is in seconds.
+    handler: str | None = None
+    command: str | None = None
+    goal_gate: bool = False
+    retry_target: str | None = None
+    fallback_retry_target: str | None = None
+    allow_partial: bool = False
+    timeout: float | None = Field(default=None, gt=0)
+    #: Every other attribute as the file wrote it (``llm_model``, ``class``,
+    #: ``fidelity``, ``human.default_choice``, a custom handler's own ...),
+    #: model-stylesheet values included.
+    attrs: dict[str, str] | None = None
 
     @property
     def title(self) -> str:
@@ -211,6 +228,10 @@ class Edge(_Frozen):
     on_event: str | None = None
     weight: float = 0
     label: str | None = None
+    #: Attractor attributes as the file wrote them (``fidelity``,
+    #: ``thread_id``, ``loop_restart``, and ``condition`` in the
+    #: specification's own language, which executed pipelines route on).
+    attrs: dict[str, str] | None = None
 
     def describe(self) -> str:
         """The edge in one line, e.g. ``a -> b (on_success)``."""
@@ -389,6 +410,9 @@ class Plan(_Frozen):
     graph: Graph
     linear: bool = False
     meta: dict[str, Any] | None = None
+    #: Attractor graph attributes as the file wrote them (``model_stylesheet``,
+    #: ``retry_target``, ``default_fidelity``, ``stack.child_dotfile`` ...).
+    attrs: dict[str, str] | None = None
 
     @field_validator("id")
     @classmethod
