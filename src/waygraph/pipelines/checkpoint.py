@@ -1,0 +1,55 @@
+"""Where an executed pipeline stands: the specification's checkpoint (§5.3), saved after every node.
+
+A :class:`Checkpoint` is what a run needs to continue after a crash without
+redoing a finished node: the node that finished last and the one to run
+next, the nodes finished in order, retry counters, the context, the last
+outcome of each node, and the run's log. The runner writes it to
+``checkpoint.json`` in the run folder and to the store; ``--resume`` reads it
+back.
+
+Example:
+    >>> cp = Checkpoint(run_id="r1", plan_id="p", current_node="plan", next_node="build",
+    ...                 completed_nodes=("start", "plan"), context={"graph.goal": "ship"})
+    >>> Checkpoint.model_validate_json(cp.model_dump_json()) == cp
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from waygraph.pipelines.outcome import Outcome
+
+__all__ = ["Checkpoint", "PipelineStatus"]
+
+#: ``running`` until the run ends; ``interrupted`` when it stopped before its end
+#: (killed, or its owner lost the run) and can be resumed.
+PipelineStatus = Literal["running", "success", "fail", "interrupted"]
+
+
+class Checkpoint(BaseModel):
+    """A pipeline run's state after its last finished node."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    run_id: str
+    plan_id: str
+    #: The pipeline file the run was started from, when it came from one.
+    source: str | None = None
+    status: PipelineStatus = "running"
+    #: ISO 8601 time of the save (set by the runner; the model holds no clock).
+    timestamp: str = ""
+    current_node: str | None = None
+    #: The node the run executes next; None once it has ended.
+    next_node: str | None = None
+    completed_nodes: tuple[str, ...] = ()
+    node_retries: dict[str, int] = Field(default_factory=dict)
+    node_outcomes: dict[str, Outcome] = Field(default_factory=dict)
+    context: dict[str, Any] = Field(default_factory=dict)
+    logs: tuple[str, ...] = ()
+    #: The outcome the run ended with, once it has ended.
+    outcome: Outcome | None = None
+    #: A question a human gate is waiting on (its node id, text and choices).
+    waiting: dict[str, Any] | None = None
