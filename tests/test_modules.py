@@ -70,8 +70,11 @@ def test_every_kind_of_run_speaks_run_status():
     from waygraph.model import FINISHED, RunStatus
     from waygraph.sessions import _rules
 
+    from waygraph.pipelines.checkpoint import PipelineStatus
+
     values = {s.value for s in RunStatus}
     assert set(get_args(PlanStatus)) <= values
+    assert set(get_args(PipelineStatus)) <= values
     assert set(_rules.PLAN_STATUSES) <= values
     assert _rules.FINISHED is FINISHED
 

@@ -7,7 +7,7 @@
 - ``planned``: the planning agent (:mod:`waygraph.planning`) asks the model for
   a plan whose steps call the same two tools, validates it and runs it.
 
-Each returns an :class:`Outcome`; the task's checker decides success.
+Each returns a :class:`ModeOutcome`; the task's checker decides success.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from waygraph.hooks import Hooks
 from waygraph.library import Library
 from waygraph.navigator import Navigator
 
-__all__ = ["MODES", "ModelSettings", "Outcome", "run_mode"]
+__all__ = ["MODES", "ModeOutcome", "ModelSettings", "run_mode"]
 
 #: Every mode, in report order.
 MODES = ("baseline", "guided", "planned")
@@ -50,7 +50,7 @@ class ModelSettings:
 
 
 @dataclass
-class Outcome:
+class ModeOutcome:
     """What a mode reports about one run (the checker adds success)."""
 
     tool_calls: int = 0
@@ -73,7 +73,7 @@ def run_mode(
     settings: ModelSettings,
     *,
     library: Library | None = None,
-) -> Outcome:
+) -> ModeOutcome:
     """Run ``task`` in ``workspace`` in ``mode``; model errors propagate."""
     if mode == "planned":
         return _planned(task, workspace, settings)
@@ -101,7 +101,7 @@ def run_mode(
             max_steps=task.max_steps,
             command_timeout=settings.command_timeout,
         )
-        outcome = Outcome(
+        outcome = ModeOutcome(
             tool_calls=len(result.steps),
             tokens=result.tokens,
             model_calls=result.model_calls,
@@ -138,10 +138,10 @@ def _task_failures(navigator: Navigator, session: str, run: dict[str, Any]) -> i
     )
 
 
-def _planned(task: EvalTask, workspace: Path, settings: ModelSettings) -> Outcome:
+def _planned(task: EvalTask, workspace: Path, settings: ModelSettings) -> ModeOutcome:
     from waygraph.planning import OpenAILLM, PlanningAgent, PlanningPattern, Tool
 
-    outcome = Outcome(verification_failures=0)
+    outcome = ModeOutcome(verification_failures=0)
 
     def shell(command: str, expect_failure: bool = False) -> str:
         """Run one shell command in the project folder and return its output. A non-zero

@@ -28,7 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from waygraph.errors import ConfigError
-from waygraph.eval.modes import MODES, ModelSettings, Outcome, run_mode
+from waygraph.eval.modes import MODES, ModelSettings, ModeOutcome, run_mode
 from waygraph.eval.suite import EvalTask, select_tasks
 from waygraph.library import Library, load_library
 
@@ -53,7 +53,7 @@ class Record(BaseModel):
     model_calls: int = 0
     plan: str | None = None
     plan_status: str | None = None
-    #: The mode declared the work done (see ``Outcome.completed``).
+    #: The mode declared the work done (see ``ModeOutcome.completed``).
     completed: bool = False
     #: Declared done while the checker says it is not.
     false_completion: bool = False
@@ -104,7 +104,7 @@ def _one_run(
     task: EvalTask, mode: str, repeat: int, settings: ModelSettings, library: Library
 ) -> Record:
     started = time.perf_counter()
-    outcome, error = Outcome(), None
+    outcome, error = ModeOutcome(), None
     with tempfile.TemporaryDirectory(prefix=f"waygraph-eval-{task.id}-") as tmp:
         workspace = task.setup(Path(tmp))
         try:

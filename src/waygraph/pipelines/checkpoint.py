@@ -24,9 +24,11 @@ from waygraph.pipelines.outcome import Outcome
 
 __all__ = ["Checkpoint", "PipelineStatus"]
 
-#: ``running`` until the run ends; ``interrupted`` when it stopped before its end
-#: (killed, or its owner lost the run) and can be resumed.
-PipelineStatus = Literal["running", "success", "fail", "interrupted"]
+#: The run's status in waygraph's one vocabulary (:class:`waygraph.model.RunStatus`):
+#: ``running`` (also a run whose process was killed: ``--resume`` continues it),
+#: ``paused`` while a human gate waits for an answer, then ``completed`` or
+#: ``failed``; the specification's own SUCCESS/FAIL is ``outcome.status``.
+PipelineStatus = Literal["running", "paused", "completed", "failed"]
 
 
 class Checkpoint(BaseModel):
