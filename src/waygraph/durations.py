@@ -17,8 +17,8 @@ from waygraph.errors import InputError
 
 __all__ = ["MAX_SECONDS", "PATTERN", "parse_duration"]
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_DURATION = re.compile(r"\s*(\d{1,12}(?:\.\d{1,9})?)\s*([smhdw])\s*")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION = re.compile(r"\s*(\d{1,12}(?:\.\d{1,9})?)\s*(ms|[smhdw])\s*")
 #: The longest period taken: two thousand years (a longer one would start before any calendar).
 MAX_SECONDS = 2000 * 365 * 86400.0
 #: A JSON Schema pattern of durations taken (as documents describe ``since``); a subset of
@@ -36,13 +36,13 @@ def parse_duration(text: str, *, name: str = "--since") -> float:
         Traceback (most recent call last):
         ...
         waygraph.errors.InputError: --since 'soon' is not a duration: use a number and a unit \
-(s, m, h, d, w), e.g. 30m, 12h or 7d
+(ms, s, m, h, d, w), e.g. 30m, 12h or 7d
     """
     found = _DURATION.fullmatch(text)
     if found is None or float(found.group(1)) <= 0:
         raise InputError(
             f"{name} {text!r} is not a duration: use a number and a unit "
-            "(s, m, h, d, w), e.g. 30m, 12h or 7d"
+            "(ms, s, m, h, d, w), e.g. 30m, 12h or 7d"
         )
     seconds = float(found.group(1)) * _UNITS[found.group(2)]
     if seconds > MAX_SECONDS:

@@ -28,10 +28,13 @@ from waygraph.predicates import MAX_CONDITION_CHARS, parse_condition, parse_lite
 
 _OUTCOMES = {
     ("==", "success"): "on_success",
+    # A guided run has no partial success: a step that passes its check succeeded.
+    ("==", "partial_success"): "on_success",
     ("==", "fail"): "on_fail",
     ("==", "failure"): "on_fail",
     ("==", "retry"): "on_retry",
     ("!=", "success"): "on_fail",
+    ("!=", "fail"): "on_success",
 }
 _OUTCOME_START_RE = re.compile(r"outcome\s*!?=")
 _OUTCOME_RE = re.compile(r"outcome\s*(==|=|!=)\s*([\"']?)([A-Za-z_]+)\2")
@@ -41,6 +44,10 @@ _CLAUSE_RE = re.compile(
     r"""("(?:[^"\\]++|\\.)*+"|'(?:[^'\\]++|\\.)*+'|[^\s"'=!<>&|()\[\],]++)""",
     re.DOTALL,
 )
+
+
+_OTHER_OUTCOMES = frozenset({"skipped", "skip"})
+_SPEC_CLAUSE_RE = re.compile(r"([^\W\d]\w*(?:\.\w+)*)\s*(!=|=)\s*([^\s\"'=!<>].*?)\s*", re.DOTALL)
 
 
 def edge_condition(text: str) -> tuple[str, Verify | None]:
@@ -113,10 +120,12 @@ def _outcome(clause: str) -> str | None:
     match = _OUTCOME_RE.fullmatch(clause)
     op = "==" if match and match.group(1) == "=" else (match.group(1) if match else "")
     named = _OUTCOMES.get((op, match.group(3).lower())) if match else None
+    if named is None and match is not None and match.group(3).lower() in _OTHER_OUTCOMES:
+        return None  # outcome=skipped ...: a data clause on "outcome" (see _clause)
     if named is None:
         raise PlanFormatError(
-            "an outcome clause is outcome=success, outcome=fail, outcome=retry or "
-            "outcome!=success, joined to other clauses with &&",
+            "an outcome clause is outcome=success, outcome=partial_success, outcome=fail, "
+            "outcome=retry or outcome!=success, joined to other clauses with &&",
             value=clause,
         )
     return named
@@ -129,7 +138,13 @@ def _clause(clause: str) -> Verify:
         # Attractor writes `context.key=value` with bare text values.
         match = _CLAUSE_RE.fullmatch(clause) if len(clause) <= MAX_CONDITION_CHARS else None
         if match is None:
-            raise
+            # The specification's literal is the rest of the clause, spaces and all
+            # (`preferred_label=[A] Approve`).
+            spec = _SPEC_CLAUSE_RE.fullmatch(clause) if len(clause) <= MAX_CONDITION_CHARS else None
+            if spec is None:
+                raise
+            path, op, raw = spec.groups()
+            return Verify(type="compare", field=path, op="==" if op == "=" else "!=", value=raw)
         path, op, raw = match.groups()
         value: Any
         try:

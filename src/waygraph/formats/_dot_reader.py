@@ -1,38 +1,52 @@
-"""Reading DOT: text into a validated :class:`~waygraph.model.Plan`.
+"""Reading DOT: text into a validated :class:`~waygraph.model.Plan`, with every problem found.
 
-:func:`parse_dot` tokenizes (:mod:`~waygraph.formats._dot_syntax`), reads the
+:func:`read_dot` tokenizes (:mod:`~waygraph.formats._dot_syntax`), reads the
 statements (:mod:`~waygraph.formats._dot_statements`), then turns their
-attributes into plan data here: shapes into node types, text into numbers,
-booleans, lists, JSON and predicate trees, and ``condition`` through
-:mod:`~waygraph.formats._dot_conditions`. Every refusal names the file and the
-line of the attribute at fault, including those :class:`Plan` validation finds.
+attributes into plan data here: shapes and ``type=`` into node types and
+Attractor handlers, text into typed values (:mod:`~waygraph.formats._dot_values`),
+``condition`` through :mod:`~waygraph.formats._dot_conditions`, the
+``model_stylesheet`` onto the nodes it selects, and ``$goal`` in prompts
+into the goal. It does not stop at the first bad attribute: the
+:class:`DotReport` lists every error and warning, each naming the file, line
+and attribute. Graphviz's layout and styling attributes are ignored; any
+other attribute it does not know is kept in ``attrs`` with a warning.
+:func:`parse_dot` is the strict form: a plan, or the first error.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from waygraph.errors import PlanFormatError, PlanSyntaxError
+from waygraph.formats import _dot_values as values
 from waygraph.formats._dot_attributes import (
-    ATTRACTOR_ONLY,
+    ATTRACTOR_EDGE_ATTRIBUTES,
+    ATTRACTOR_GRAPH_ATTRIBUTES,
+    ATTRACTOR_NODE_ATTRIBUTES,
+    BOOLEAN_ATTRIBUTES,
+    DURATION_ATTRIBUTES,
     EDGE_ATTRIBUTES,
     GRAPH_ATTRIBUTES,
+    GRAPHVIZ_ATTRIBUTES,
+    HANDLER_OF_SHAPE,
+    INTEGER_ATTRIBUTES,
     NODE_ATTRIBUTES,
+    OWN_HANDLERS,
+    SHAPE_OF_HANDLER,
     SHAPE_OF_TYPE,
+    TYPE_OF_HANDLER,
     TYPE_OF_SHAPE,
 )
 from waygraph.formats._dot_conditions import edge_condition
 from waygraph.formats._dot_statements import Attr, DotEdge, DotGraph, DotNode, parse_statements
 from waygraph.formats._dot_syntax import tokenize
 from waygraph.formats.json_library import FILE_BUDGETS, validation_error
-from waygraph.model import Plan
-from waygraph.predicates import parse_condition
+from waygraph.model import CONDITIONS, NODE_TYPES, Plan
 
 #: DOT text longer than this is refused before tokenizing: one file is one plan,
 #: and real plans are kilobytes; the bound keeps hostile input to seconds.
@@ -49,25 +63,83 @@ _NODE_TEXT = (
     "status",
     "next_plan",
     "next_plan_when",
+    "retry_target",
+    "fallback_retry_target",
 )
+_T = TypeVar("_T")
+_BAD = object()  # what a typed read gives back after recording its error
+
+
+@dataclass(frozen=True, slots=True)
+class DotReport:
+    """What reading one DOT file found: the plan (None when there are errors), every
+    error and warning, and the line of each node and edge (for later checks to name).
+
+    Example:
+        >>> report = read_dot("digraph p { rankdir=LR; s [shape=Mdiamond, colour=red]; "
+        ...                   "s -> e; e [shape=Msquare] }")
+        >>> report.plan is not None, [w.field for w in report.warnings]
+        (True, ['colour'])
+    """
+
+    plan: Plan | None
+    errors: tuple[PlanFormatError, ...] = ()
+    warnings: tuple[PlanFormatError, ...] = ()
+    node_lines: Mapping[str, int] = field(default_factory=dict)
+    edge_lines: tuple[int, ...] = ()
+
+
+def expand_goal(text: str, goal: str | None) -> str:
+    """``text`` with ``$goal`` replaced by the graph's goal (specification §9.2).
+
+    Example:
+        >>> expand_goal("Plan how to: $goal", "ship it")
+        'Plan how to: ship it'
+    """
+    return text.replace("$goal", goal) if goal is not None and "$goal" in text else text
 
 
 class _Builder:
-    """Turns parsed statements into a validated :class:`Plan`."""
+    """Turns parsed statements into a :class:`Plan`, recording every problem on the way."""
 
     def __init__(self, graph: DotGraph, file: str | None) -> None:
         self.g = graph
         self.file = file
         self.plan_id: str | None = None
+        self.errors: list[PlanFormatError] = []
+        self.warnings: list[PlanFormatError] = []
+        self.stylesheet: Any = None
 
-    def fail(self, message: str, line: int | None, **where: Any) -> PlanFormatError:
-        return PlanFormatError(message, file=self.file, line=line, plan=self.plan_id, **where)
+    def problem(self, message: str, line: int | None, *, warn: bool = False, **where: Any) -> None:
+        err = PlanFormatError(message, file=self.file, line=line, plan=self.plan_id, **where)
+        (self.warnings if warn else self.errors).append(err)
 
-    def build(self) -> Plan:
+    def read(self, attr: Attr, reader: Callable[[str], _T], **where: Any) -> _T | Any:
+        """``reader(attr.value)``, or :data:`_BAD` after recording its error with the line."""
+        try:
+            return reader(attr.value)
+        except PlanFormatError as exc:
+            self.errors.append(
+                exc.located(file=self.file, line=attr.line, plan=self.plan_id, **where)
+            )
+            return _BAD
+
+    def report(self) -> DotReport:
+        plan = self.build()
+        return DotReport(
+            plan if not self.errors else None,
+            tuple(self.errors),
+            tuple(self.warnings),
+            {nid: n.line for nid, n in self.g.nodes.items()},
+            tuple(e.line for e in self.g.edges),
+        )
+
+    # -- graph
+    def build(self) -> Plan | None:
         self.plan_id = self.find_id()
         attrs = self.g.attrs
-        self.check_names(attrs, GRAPH_ATTRIBUTES, "graph", {})
         data: dict[str, Any] = {"id": self.plan_id}
+        extra = self.extras(attrs, GRAPH_ATTRIBUTES, ATTRACTOR_GRAPH_ATTRIBUTES, "graph", {})
         name = attrs.get("name") or attrs.get("label")
         if name is not None:
             data["name"] = name.value
@@ -76,71 +148,120 @@ class _Builder:
                 data[key] = attrs[key].value
         for key in ("domains", "triggers"):
             if key in attrs:
-                data[key] = self.text_list(attrs[key], key)
+                data[key] = self.read(attrs[key], values.text_list, field=key)
         for key in ("trigger_threshold", "stale_after_turns", "max_transitions", "repeat_limit"):
             if key in attrs:
-                data[key] = self.integer(attrs[key], {"field": key})
+                data[key] = self.read(attrs[key], values.integer, field=key)
         if "linear" in attrs:
-            data["linear"] = self.boolean(attrs["linear"], {"field": "linear"})
+            data["linear"] = self.read(attrs["linear"], values.boolean, field="linear")
         if "meta" in attrs:
-            data["meta"] = self.json_object(attrs["meta"], {"field": "meta"})
+            data["meta"] = self.read(attrs["meta"], values.json_object, field="meta")
+        if "model_stylesheet" in attrs:
+            self.stylesheet = self.read(
+                attrs["model_stylesheet"], _stylesheet, field="model_stylesheet"
+            )
+        if extra:
+            data["attrs"] = extra
         default_retries = self.default_retries()
-        nodes = {nid: self.node(nid, n, default_retries) for nid, n in self.g.nodes.items()}
+        has_start = any(self.shape_type(n) == "start" for n in self.g.nodes.values())
+        has_exit = any(self.shape_type(n) == "exit" for n in self.g.nodes.values())
+        nodes = {
+            nid: self.node(nid, n, default_retries, has_start, has_exit)
+            for nid, n in self.g.nodes.items()
+        }
         edges = [self.edge(e) for e in self.g.edges]
-        data["graph"] = {"start": self.start(nodes), "nodes": nodes, "edges": edges}
+        start = self.start(nodes)
+        if self.errors or _BAD in data.values():
+            return None
+        data["graph"] = {"start": start, "nodes": nodes, "edges": edges}
         try:
             return Plan.model_validate(data)
         except ValidationError as exc:
-            raise self.from_validation(exc, data) from None
+            self.errors.append(self.from_validation(exc, data))
         except RecursionError:
-            raise self.fail("a verify tree is nested too deeply", None) from None
+            self.problem("a verify tree is nested too deeply", None)
+        return None
 
     def find_id(self) -> str:
         given = self.g.attrs.get("id")
         if given is not None:
             if not given.value:
-                raise self.fail("the plan id is empty", given.line, field="id", value="")
+                raise PlanFormatError(
+                    "the plan id is empty", file=self.file, line=given.line, field="id", value=""
+                )
             return given.value
         if self.g.name:
             return self.g.name
         if self.file and Path(self.file).stem:
             return Path(self.file).stem
-        raise self.fail(
+        raise PlanFormatError(
             "the plan has no id: name the digraph (digraph my_plan { ... }) "
             "or set the graph attribute id",
-            self.g.line,
+            file=self.file,
+            line=self.g.line,
         )
 
-    def check_names(
-        self, attrs: dict[str, Attr], known: tuple[str, ...], kind: str, where: dict[str, Any]
-    ) -> None:
+    def extras(
+        self,
+        attrs: Mapping[str, Attr],
+        own: tuple[str, ...],
+        attractor: tuple[str, ...],
+        kind: str,
+        where: dict[str, Any],
+    ) -> dict[str, str]:
+        """The attributes kept as written (Attractor's, typed; unknown ones, with a warning);
+        Graphviz's drawing attributes are dropped."""
+        kept: dict[str, str] = {}
         for key, attr in attrs.items():
-            if key in known:
+            if key in own:
                 continue
-            if key in ATTRACTOR_ONLY:
-                message = f"Attractor {kind} attribute {key!r} is not supported by waygraph"
-            else:
-                message = f"unknown {kind} attribute {key!r}; use one of: {', '.join(known)}"
-                if "meta" in known:
-                    message += " (put other data in meta, a JSON object)"
-            raise self.fail(message, attr.line, field=key, value=attr.value, **where)
+            loc = {**where, "field": key}
+            if key in attractor:
+                text = self.typed_extra(key, attr, loc)
+                if text is not None:
+                    kept[key] = text
+            elif key.lower() not in GRAPHVIZ_ATTRIBUTES:
+                self.problem(
+                    f"{kind} attribute {key!r} is not one waygraph or the Attractor "
+                    "specification defines; kept as written for a custom handler "
+                    "(check the spelling)",
+                    attr.line,
+                    warn=True,
+                    value=attr.value,
+                    **loc,
+                )
+                kept[key] = attr.value
+        return kept
+
+    def typed_extra(self, key: str, attr: Attr, loc: dict[str, Any]) -> str | None:
+        if key in BOOLEAN_ATTRIBUTES:
+            flag = self.read(attr, values.boolean, **loc)
+            return None if flag is _BAD else ("true" if flag else "false")
+        reader = {
+            **dict.fromkeys(INTEGER_ATTRIBUTES, values.integer),
+            **dict.fromkeys(DURATION_ATTRIBUTES, values.duration),
+        }.get(key)
+        if reader is not None and self.read(attr, reader, **loc) is _BAD:
+            return None
+        return attr.value
 
     def default_retries(self) -> tuple[bool, int | None]:
         """``(given, value)`` of the graph's default max_retries (both spellings)."""
-        found = [
-            (key, self.retries(self.g.attrs[key], {"field": key}))
-            for key in ("default_max_retry", "default_max_retries")
-            if key in self.g.attrs
-        ]
+        found = []
+        for key in ("default_max_retry", "default_max_retries"):
+            if key in self.g.attrs:
+                value = self.read(self.g.attrs[key], values.retries, field=key)
+                if value is not _BAD:
+                    found.append((key, value))
         if len(found) == 2 and found[0][1] != found[1][1]:
             attr = self.g.attrs["default_max_retries"]
-            raise self.fail(
+            self.problem(
                 "default_max_retry and default_max_retries disagree; keep one",
                 attr.line,
                 field="default_max_retries",
                 value=attr.value,
             )
-        return (True, found[0][1]) if found else (False, None)
+        return (True, found[-1][1]) if found else (False, None)
 
     def start(self, nodes: dict[str, dict[str, Any]]) -> str:
         attr = self.g.attrs.get("start")
@@ -150,34 +271,87 @@ class _Builder:
         if len(starts) == 1:
             return starts[0]
         if not starts:
-            raise self.fail(
-                "no start node: give one node shape=Mdiamond (or type=start), "
-                "or set the graph attribute start",
+            self.problem(
+                "no start node: give one node shape=Mdiamond (or type=start, or the id "
+                "start), or set the graph attribute start",
                 self.g.line,
             )
-        raise self.fail(
+            return ""
+        self.problem(
             f"several start nodes ({', '.join(starts)}); set the graph attribute start",
             self.g.nodes[starts[1]].line,
             node=starts[1],
         )
+        return starts[0]
 
     # -- nodes
+    def shape_type(self, dn: DotNode) -> str | None:
+        """The node type a node's explicit ``type`` or ``shape`` gives, if any."""
+        given = dn.attrs.get("type")
+        if given is not None and given.value.strip():
+            value = given.value.strip()
+            return value if value in NODE_TYPES else TYPE_OF_HANDLER.get(value, "task")
+        shape = dn.attrs.get("shape")
+        return TYPE_OF_SHAPE.get(shape.value.lower()) if shape is not None else None
+
+    def node_kind(
+        self, node_id: str, dn: DotNode, has_start: bool, has_exit: bool, where: dict[str, Any]
+    ) -> tuple[str, str | None]:
+        """``(node type, handler)``: ``type=`` wins, then ``shape``, then the ids the
+        specification reserves (``start``/``Start``, ``exit``/``end``)."""
+        given = dn.attrs.get("type")
+        if given is not None and given.value.strip():
+            value = given.value.strip()
+            if value in NODE_TYPES:
+                return value, None
+            if value in TYPE_OF_HANDLER:
+                return TYPE_OF_HANDLER[value], None if value in OWN_HANDLERS else value
+            return "task", value  # a custom handler (lint: type_known)
+        shape = dn.attrs.get("shape")
+        if shape is not None:
+            folded = shape.value.lower()
+            if folded in TYPE_OF_SHAPE:
+                return TYPE_OF_SHAPE[folded], HANDLER_OF_SHAPE.get(folded)
+            self.problem(
+                f"shape {shape.value!r} names no handler in the Attractor specification; "
+                "read as a task (codergen); set type=... to say otherwise",
+                shape.line,
+                warn=True,
+                field="shape",
+                value=shape.value,
+                **where,
+            )
+            return "task", None
+        if not has_start and node_id in ("start", "Start"):
+            return "start", None
+        if not has_exit and node_id in ("exit", "end", "Exit", "End"):
+            return "exit", None
+        return "task", None
+
     def node(
-        self, node_id: str, dn: DotNode, default_retries: tuple[bool, int | None]
+        self,
+        node_id: str,
+        dn: DotNode,
+        default_retries: tuple[bool, int | None],
+        has_start: bool,
+        has_exit: bool,
     ) -> dict[str, Any]:
         attrs = dn.attrs
         where = {"node": node_id}
-        self.check_names(attrs, NODE_ATTRIBUTES, "node", where)
-        out: dict[str, Any] = {"type": self.node_type(attrs, where)}
+        kind, handler = self.node_kind(node_id, dn, has_start, has_exit, where)
+        out: dict[str, Any] = {"type": kind}
+        if handler is not None:
+            out["handler"] = handler
         if "label" in attrs:
             out["name"] = attrs["label"].value
+        goal = self.g.attrs["goal"].value if "goal" in self.g.attrs else None
         prompt, action = attrs.get("prompt"), attrs.get("action")
-        if out["type"] == "human" and prompt is not None:
+        if kind == "human" and prompt is not None:
             # A human node's prompt is its question, a field of its own (both may be set).
-            out["prompt"] = prompt.value
+            out["prompt"] = expand_goal(prompt.value, goal)
             prompt = None
         if prompt and action and prompt.value != action.value:
-            raise self.fail(
+            self.problem(
                 "both prompt and action are set; they are the same field, keep one",
                 action.line,
                 field="action",
@@ -186,56 +360,83 @@ class _Builder:
             )
         given = action or prompt
         if given is not None:
-            out["action"] = given.value
+            out["action"] = expand_goal(given.value, goal)
+            if "$goal" in given.value and goal is None:
+                self.problem(
+                    "the prompt uses $goal but the graph sets no goal; it is shown as written",
+                    given.line,
+                    warn=True,
+                    field="action" if given is action else "prompt",
+                    **where,
+                )
         for key in _NODE_TEXT:
             if key in attrs:
                 out[key] = attrs[key].value
-        if "required" in attrs:
-            out["required"] = self.boolean(attrs["required"], {**where, "field": "required"})
+        if "tool_command" in attrs:
+            out["command"] = attrs["tool_command"].value
+        for key in ("required", "goal_gate", "allow_partial"):
+            if key in attrs:
+                out[key] = self.read(attrs[key], values.boolean, field=key, **where)
+        if "timeout" in attrs:
+            out["timeout"] = self.read(attrs["timeout"], values.duration, field="timeout", **where)
         if "max_retries" in attrs:
-            out["max_retries"] = self.retries(
-                attrs["max_retries"], {**where, "field": "max_retries"}
+            out["max_retries"] = self.read(
+                attrs["max_retries"], values.retries, field="max_retries", **where
             )
-        elif out["type"] == "task" and default_retries[0]:
+        elif kind == "task" and default_retries[0]:
             out["max_retries"] = default_retries[1]
         if "verify" in attrs:
-            out["verify"] = self.predicate(attrs["verify"], {**where, "field": "verify"})
+            out["verify"] = self.read(attrs["verify"], values.predicate, field="verify", **where)
         if "meta" in attrs:
-            out["meta"] = self.json_object(attrs["meta"], {**where, "field": "meta"})
+            out["meta"] = self.read(attrs["meta"], values.json_object, field="meta", **where)
+        extra = self.extras(attrs, NODE_ATTRIBUTES, ATTRACTOR_NODE_ATTRIBUTES, "node", where)
+        extra = self.node_extras(node_id, dn, kind, handler, extra)
+        if extra:
+            out["attrs"] = extra
         return out
 
-    def node_type(self, attrs: dict[str, Attr], where: dict[str, Any]) -> str:
-        if "type" in attrs:
-            # An explicit type wins; the shape is then only how Graphviz draws it.
-            return attrs["type"].value
-        shape = attrs.get("shape")
-        if shape is None:
-            return "task"
-        kind = TYPE_OF_SHAPE.get(shape.value.lower())
-        if kind is None:
-            shapes = ", ".join(f"{s} ({t})" for t, s in SHAPE_OF_TYPE.items())
-            raise self.fail(
-                f"shape {shape.value!r} has no waygraph node type; use one of {shapes}, "
-                "or set type=...",
-                shape.line,
-                field="shape",
-                value=shape.value,
-                **where,
+    def node_extras(
+        self, node_id: str, dn: DotNode, kind: str, handler: str | None, extra: dict[str, str]
+    ) -> dict[str, str]:
+        """Classes from enclosing subgraphs, a drawing shape the type does not imply, and the
+        stylesheet's values for what the node does not set itself."""
+        classes = [c.strip() for c in extra.get("class", "").split(",") if c.strip()]
+        for derived in getattr(dn, "classes", ()):
+            if derived not in classes:
+                classes.append(derived)
+        if classes:
+            extra["class"] = ",".join(classes)
+        shape = dn.attrs.get("shape")
+        drawn = SHAPE_OF_HANDLER.get(handler or "") or SHAPE_OF_TYPE.get(kind, "box")
+        if shape is not None and shape.value.lower() != drawn.lower():
+            extra["shape"] = shape.value
+        if self.stylesheet not in (None, _BAD):
+            styled = self.stylesheet.properties_for(
+                node_id, shape.value if shape is not None else drawn, classes
             )
-        return kind
+            for key, value in styled.items():
+                if key not in dn.attrs:
+                    extra[key] = value
+        return extra
 
     # -- edges
     def edge(self, de: DotEdge) -> dict[str, Any]:
         attrs = de.attrs
         where = {"edge": de.name}
-        self.check_names(attrs, EDGE_ATTRIBUTES, "edge", where)
         out: dict[str, Any] = {"from": de.source, "to": de.target}
         condition, when = "always", None
-        if "condition" in attrs:
-            condition, when = self.condition(attrs["condition"], where)
+        extra = self.extras(attrs, EDGE_ATTRIBUTES, ATTRACTOR_EDGE_ATTRIBUTES, "edge", where)
+        given = attrs.get("condition")
+        if given is not None and given.value.strip():
+            text = given.value.strip()
+            if text not in CONDITIONS:
+                extra["condition"] = given.value  # the specification's text, routed on when run
+            parsed = self.read(given, edge_condition, field="condition", **where)
+            if parsed is not _BAD:
+                condition, when = parsed
         if "when" in attrs:
             if when is not None:
-                raise self.fail(
+                self.problem(
                     "the condition has clauses besides the outcome and 'when' is set too; "
                     "keep the data clauses in one of them",
                     attrs["when"].line,
@@ -243,7 +444,7 @@ class _Builder:
                     value=attrs["when"].value,
                     **where,
                 )
-            when = self.predicate(attrs["when"], {**where, "field": "when"})
+            when = self.read(attrs["when"], values.predicate, field="when", **where)
         out["condition"] = condition
         if when is not None:
             out["when"] = when
@@ -251,82 +452,10 @@ class _Builder:
             if key in attrs:
                 out[key] = attrs[key].value
         if "weight" in attrs:
-            out["weight"] = self.number(attrs["weight"], {**where, "field": "weight"})
+            out["weight"] = self.read(attrs["weight"], values.number, field="weight", **where)
+        if extra:
+            out["attrs"] = extra
         return out
-
-    def condition(self, attr: Attr, where: dict[str, Any]) -> tuple[str, Any]:
-        """``condition`` as (edge condition, when): a waygraph name or Attractor clauses."""
-        try:
-            return edge_condition(attr.value)
-        except PlanFormatError as exc:
-            loc = {**where, "field": "condition"}
-            raise exc.located(file=self.file, line=attr.line, plan=self.plan_id, **loc) from None
-
-    # -- values
-    def predicate(self, attr: Attr, loc: dict[str, Any]) -> Any:
-        """A Verify tree: JSON when the text starts with '{', else a condition string."""
-        if attr.value.lstrip().startswith("{"):
-            return self.json_value(attr, loc)
-        try:
-            return parse_condition(attr.value)
-        except PlanFormatError as exc:
-            raise exc.located(file=self.file, line=attr.line, plan=self.plan_id, **loc) from None
-
-    def json_value(self, attr: Attr, loc: dict[str, Any]) -> Any:
-        try:
-            return json.loads(attr.value)
-        except ValueError as exc:  # JSONDecodeError, or an integer too long to read
-            message = f"invalid JSON: {getattr(exc, 'msg', exc)}"
-            raise self.fail(message, attr.line, value=attr.value, **loc) from None
-        except RecursionError:
-            raise self.fail("JSON nested too deeply", attr.line, **loc) from None
-
-    def json_object(self, attr: Attr, loc: dict[str, Any]) -> dict[str, Any]:
-        value = self.json_value(attr, loc)
-        if not isinstance(value, dict):
-            raise self.fail("must be a JSON object", attr.line, value=attr.value, **loc)
-        return value
-
-    def text_list(self, attr: Attr, key: str) -> list[str]:
-        if attr.value.lstrip().startswith("["):
-            items = self.json_value(attr, {"field": key})
-            if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
-                raise self.fail(
-                    "must be a JSON list of strings, or comma-separated text",
-                    attr.line,
-                    field=key,
-                    value=attr.value,
-                )
-            return items
-        return [item.strip() for item in attr.value.split(",") if item.strip()]
-
-    def integer(self, attr: Attr, loc: dict[str, Any]) -> int:
-        text = attr.value.strip()
-        if not re.fullmatch(r"[+-]?[0-9]{1,18}", text):
-            raise self.fail("must be a whole number", attr.line, value=attr.value, **loc)
-        return int(text)
-
-    def retries(self, attr: Attr, loc: dict[str, Any]) -> int | None:
-        if attr.value.strip().lower() == "none":
-            return None  # unbounded: the node is held until it passes
-        return self.integer(attr, loc)
-
-    def boolean(self, attr: Attr, loc: dict[str, Any]) -> bool:
-        text = attr.value.strip().lower()
-        if text in ("true", "yes", "1"):
-            return True
-        if text in ("false", "no", "0"):
-            return False
-        raise self.fail("must be true or false", attr.line, value=attr.value, **loc)
-
-    def number(self, attr: Attr, loc: dict[str, Any]) -> float:
-        try:
-            value = float(attr.value)
-        except ValueError:
-            value = math.nan
-        if math.isnan(value):
-            raise self.fail("must be a number", attr.line, value=attr.value, **loc)
-        return value
 
     # -- errors
     def from_validation(self, exc: ValidationError, data: dict[str, Any]) -> PlanFormatError:
@@ -349,11 +478,52 @@ class _Builder:
     def attr_line(attrs: dict[str, Attr], rest: tuple[Any, ...], fallback: int) -> int:
         if not rest:
             return fallback
-        name = {"name": "label", "action": "prompt"}.get(str(rest[0]), str(rest[0]))
+        name = {"name": "label", "action": "prompt", "command": "tool_command"}.get(
+            str(rest[0]), str(rest[0])
+        )
         for key in (str(rest[0]), name):
             if key in attrs:
                 return attrs[key].line
         return fallback
+
+
+def _stylesheet(text: str) -> Any:
+    # Imported here: waygraph.pipelines imports the plan model, which formats load first.
+    from waygraph.pipelines.stylesheet import parse_stylesheet
+
+    return parse_stylesheet(text)
+
+
+def read_dot(text: str, *, file: str | None = None) -> DotReport:
+    """Read one DOT ``digraph``: the plan and every problem found in it.
+
+    Text that is not DOT at all gives a report with that one error (DOT's
+    grammar cannot go on past it); otherwise every bad attribute is an error
+    naming its file, line and attribute, and the plan is None when there are
+    any. Warnings (an attribute kept as written, a shape with no handler, a
+    ``$goal`` without a goal) never stop the plan.
+
+    Example:
+        >>> report = read_dot("digraph p { a [max_retries=x, timeout=soon] }")
+        >>> [(e.line, e.node, e.field) for e in report.errors][:2]
+        [(1, 'a', 'timeout'), (1, 'a', 'max_retries')]
+    """
+    if not isinstance(text, str):
+        raise PlanSyntaxError("DOT text must be a str", file=file, value=type(text).__name__)
+    try:
+        if len(text) > MAX_DOT_CHARS:
+            raise PlanSyntaxError(
+                f"file is larger than {MAX_DOT_CHARS / (1024 * 1024):g} MiB; "
+                "a DOT file holds one plan",
+                file=file,
+            )
+        tokens = tokenize(text, file)
+        if tokens[0].kind == "end":
+            raise PlanSyntaxError("the file is empty; expected 'digraph NAME { ... }'", file=file)
+        graph = parse_statements(tokens, file)
+        return _Builder(graph, file).report()
+    except PlanFormatError as exc:
+        return DotReport(None, (exc,))
 
 
 def parse_dot(text: str, *, file: str | None = None) -> Plan:
@@ -362,7 +532,8 @@ def parse_dot(text: str, *, file: str | None = None) -> Plan:
     The plan id is the graph attribute ``id``, else the digraph's name, else
     the stem of ``file``. Raises :class:`~waygraph.errors.PlanSyntaxError` for
     text that is not DOT in the supported subset and
-    :class:`~waygraph.errors.PlanFormatError` for a bad attribute or plan; both
+    :class:`~waygraph.errors.PlanFormatError` for a bad attribute or plan (the
+    first one; :func:`read_dot` and ``waygraph check`` list them all); both
     name the file and line.
 
     Example:
@@ -371,15 +542,22 @@ def parse_dot(text: str, *, file: str | None = None) -> Plan:
         >>> [(e.from_, e.to) for e in plan.graph.edges], plan.graph.nodes["work"].type
         ([('s', 'work'), ('work', 'end')], 'task')
     """
-    if not isinstance(text, str):
-        raise PlanSyntaxError("DOT text must be a str", file=file, value=type(text).__name__)
-    if len(text) > MAX_DOT_CHARS:
-        raise PlanSyntaxError(
-            f"file is larger than {MAX_DOT_CHARS / (1024 * 1024):g} MiB; a DOT file holds one plan",
-            file=file,
-        )
-    tokens = tokenize(text, file)
-    if tokens[0].kind == "end":
-        raise PlanSyntaxError("the file is empty; expected 'digraph NAME { ... }'", file=file)
-    graph = parse_statements(tokens, file)
-    return _Builder(graph, file).build()
+    report = read_dot(text, file=file)
+    if report.plan is None:
+        first = report.errors[0]
+        if len(report.errors) > 1:
+            more = len(report.errors) - 1
+            note = f" (and {more} more problem{'s' if more > 1 else ''}: waygraph check lists all)"
+            raise type(first)(
+                first.reason + note,
+                file=first.file,
+                line=first.line,
+                plan=first.plan,
+                node=first.node,
+                edge=first.edge,
+                field=first.field,
+                value=first.value,
+                has_value=first.has_value,
+            )
+        raise first
+    return report.plan

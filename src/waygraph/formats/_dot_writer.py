@@ -13,7 +13,8 @@ import math
 from typing import Any
 
 from waygraph.errors import PlanFormatError
-from waygraph.formats._dot_attributes import SHAPE_OF_TYPE
+from waygraph.formats._dot_attributes import SHAPE_OF_HANDLER, SHAPE_OF_TYPE
+from waygraph.formats._dot_conditions import edge_condition
 from waygraph.formats._dot_syntax import quote_id
 from waygraph.formats.json_library import verify_to_data
 from waygraph.model import Edge, Node, Plan, Verify
@@ -117,11 +118,18 @@ def _graph_attributes(plan: Plan) -> list[tuple[str, str]]:
     starts = [nid for nid, n in plan.graph.nodes.items() if n.type == "start"]
     if starts != [plan.graph.start]:
         out.append(("start", quote_id(plan.graph.start)))
+    out += [(quote_id(key), quote_id(value)) for key, value in (plan.attrs or {}).items()]
     return out
 
 
 def _node_attributes(node: Node) -> list[tuple[str, str]]:
-    out = [("shape", SHAPE_OF_TYPE[node.type])]
+    extra = dict(node.attrs or {})
+    implied = SHAPE_OF_HANDLER.get(node.handler or "") or SHAPE_OF_TYPE[node.type]
+    shape = extra.pop("shape", None)
+    out = [("shape", quote_id(shape or implied))]
+    if shape is not None or (node.handler is not None and node.handler not in SHAPE_OF_HANDLER):
+        # The shape alone would not read back as this node's type and handler.
+        out.append(("type", quote_id(node.handler or node.type)))
     if node.name:
         out.append(("label", quote_id(node.name)))
     for key in ("prompt", "action", "tool", "tool_hint", "description"):
@@ -142,21 +150,43 @@ def _node_attributes(node: Node) -> list[tuple[str, str]]:
         out.append(("required", "true" if node.required else "false"))
     if node.meta is not None:
         out.append(("meta", quote_id(_json(node.meta))))
+    if node.command is not None:
+        out.append(("tool_command", quote_id(node.command)))
+    for key in ("goal_gate", "allow_partial"):
+        if getattr(node, key):
+            out.append((key, "true"))
+    for key in ("retry_target", "fallback_retry_target"):
+        value = getattr(node, key)
+        if value is not None:
+            out.append((key, quote_id(value)))
+    if node.timeout is not None:
+        out.append(("timeout", quote_id(_number_text(node.timeout))))
+    out += [(quote_id(key), quote_id(value)) for key, value in extra.items()]
     return out
 
 
 def _edge_attributes(edge: Edge) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
-    if edge.condition != "always":
-        out.append(("condition", edge.condition))
-    if edge.when is not None:
-        out.append(("when", quote_id(_when_text(edge.when))))
+    extra = dict(edge.attrs or {})
+    written = extra.pop("condition", None)
+    if written is not None:
+        # The specification's text as the file wrote it: it reads back to this
+        # edge's condition and when (unless when was given on its own).
+        out.append(("condition", quote_id(written)))
+        if edge.when is not None and edge_condition(written)[1] is None:
+            out.append(("when", quote_id(_when_text(edge.when))))
+    else:
+        if edge.condition != "always":
+            out.append(("condition", edge.condition))
+        if edge.when is not None:
+            out.append(("when", quote_id(_when_text(edge.when))))
     if edge.on_event is not None:
         out.append(("on_event", quote_id(edge.on_event)))
     if edge.weight:
         out.append(("weight", quote_id(_number_text(edge.weight))))
     if edge.label is not None:
         out.append(("label", quote_id(edge.label)))
+    out += [(quote_id(key), quote_id(value)) for key, value in extra.items()]
     return out
 
 

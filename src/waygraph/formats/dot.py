@@ -1,16 +1,21 @@
-"""Plans as Graphviz DOT: the Attractor pipeline subset, plus waygraph's own attributes.
+"""Plans as Graphviz DOT: Attractor pipelines as their specification writes them, plus
+waygraph's own attributes.
 
-One ``digraph`` is one plan. Node shapes give node types (``Mdiamond`` start,
-``Msquare`` exit, ``box`` task, ``diamond`` decision, ``octagon`` escalate,
-``cylinder`` checkpoint, ``hexagon`` human, whose ``prompt`` is its question);
-edges carry a ``condition`` (Attractor's ``outcome=success`` or waygraph's
-``on_success`` ...), an optional ``when`` condition string, and a ``label``
-(out of a human node: the choice). ``docs/dot.md`` lists every attribute.
+One ``digraph`` is one plan. Node shapes give node types and Attractor handlers
+(``Mdiamond`` start, ``Msquare`` exit, ``box`` task, ``diamond`` decision,
+``octagon`` escalate, ``cylinder`` checkpoint, ``hexagon`` human, whose
+``prompt`` is its question; ``parallelogram`` tool, ``component`` parallel,
+``tripleoctagon`` fan-in, ``house`` manager loop); edges carry a ``condition``
+(Attractor's ``outcome=success && context.x=y`` or waygraph's ``on_success``
+...), an optional ``when`` condition string, and a ``label`` (out of a human
+node: the choice). ``docs/dot.md`` lists every attribute.
 
-The tokenizer and parser are our own (no Graphviz or pydot), accept a strict
-subset, and refuse everything else with a :class:`~waygraph.errors.PlanFormatError`
-naming the file, line, plan, node or edge and attribute: nothing in a file is
-silently dropped, and nothing in it is evaluated as code.
+The tokenizer and parser are our own (no Graphviz or pydot). Graphviz's
+drawing attributes are ignored; an attribute neither waygraph nor the
+specification defines is kept as written with a warning; a bad value is a
+:class:`~waygraph.errors.PlanFormatError` naming the file, line, plan, node or
+edge and attribute (:func:`read_dot` reports them all). Nothing in a file is
+evaluated as code.
 :func:`plan_to_dot` writes every field, so ``parse_dot(plan_to_dot(p)) == p``.
 
 The work is split by job, behind this module's public names:
@@ -44,7 +49,7 @@ from waygraph.formats._dot_attributes import (
     SHAPE_OF_TYPE,
     TYPE_OF_SHAPE,
 )
-from waygraph.formats._dot_reader import MAX_DOT_CHARS, parse_dot
+from waygraph.formats._dot_reader import MAX_DOT_CHARS, DotReport, expand_goal, parse_dot, read_dot
 from waygraph.formats._dot_writer import plan_to_dot
 
 __all__ = [
@@ -54,6 +59,9 @@ __all__ = [
     "NODE_ATTRIBUTES",
     "SHAPE_OF_TYPE",
     "TYPE_OF_SHAPE",
+    "DotReport",
+    "expand_goal",
     "parse_dot",
     "plan_to_dot",
+    "read_dot",
 ]
