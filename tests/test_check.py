@@ -490,7 +490,8 @@ def test_code_fails_on_the_bad_plan_and_not_on_its_fix(code: str, bad: Plan, goo
 def test_every_code_has_a_case():
     # Tested below, and the next_plan checks in tests/test_chaining.py.
     library_level = {"bad-match-mode", "unknown-next-plan", "next-plan-loop"}
-    cli_level = {"load-error", "duplicate-plan", "no-plans"}  # reported by `waygraph check`
+    # reported by `waygraph check` (dot-attribute: tests/test_check_dot.py)
+    cli_level = {"load-error", "duplicate-plan", "no-plans", "dot-attribute"}
     from tests.test_check_human import COVERED as human_nodes  # human nodes
     from tests.test_check_kinds import COVERED as other_kinds  # state machines, generated plans
 

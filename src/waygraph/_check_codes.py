@@ -71,6 +71,12 @@ CODES: dict[str, tuple[Level, str]] = {
     "duplicate-choice": ("error", "one answer picks two choices of a human node"),
     # Reported by `waygraph check`, which loads file by file to report them all.
     "load-error": ("error", "a file cannot be read, parsed or validated"),
+    "dot-attribute": (
+        "warning",
+        "a DOT file says something waygraph reads differently from its words: an attribute "
+        "neither waygraph nor the Attractor specification defines (kept as written), a shape "
+        "with no handler (read as a task), `$goal` without a goal",
+    ),
     "duplicate-plan": ("error", "two files of one library define the same plan id"),
     # -- warnings: the plan runs, but probably not as meant
     "implicit-start": ("warning", "graph.start names a node that is not a start node"),

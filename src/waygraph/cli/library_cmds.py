@@ -134,6 +134,13 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
             problems.extend(other)
             others += 1
             continue
+        if file.suffix.lower() in (".dot", ".gv"):
+            # Every problem of a DOT file at once, not the first: porting a
+            # pipeline is then one pass, not fix-and-rerun.
+            found = _dot_problems(file)
+            problems.extend(found)
+            if any(p.level == "error" for p in found):
+                continue
         try:
             loaded = load_library(file, validate=False)
         except WaygraphError as exc:
@@ -156,6 +163,23 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
     combined = Library(plans, meta=meta, sources=sources, files=files, path=root)
     problems.extend(combined.check())
     return problems, len(plans) + others
+
+
+def _dot_problems(file: Path) -> list[Problem]:
+    """Every error and warning :func:`~waygraph.formats.dot.read_dot` finds in ``file``
+    (none for a file it cannot read: the loader reports that)."""
+    from waygraph.formats.dot import read_dot
+
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    report = read_dot(text, file=str(file))
+    found = [_load_problem(err, file) for err in report.errors]
+    for warning in report.warnings:
+        problem = _load_problem(warning, file)
+        found.append(dataclasses.replace(problem, code="dot-attribute", level="warning"))
+    return found
 
 
 def _check_other_kind(file: Path) -> list[Problem] | None:
