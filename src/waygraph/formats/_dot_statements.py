@@ -1,9 +1,16 @@
 """DOT statements: the tokens of one ``digraph`` into its nodes, edges and attributes.
 
-This is DOT's grammar only: attribute values stay text, each with the line it
-came from, so :mod:`waygraph.formats._dot_reader` can name that line when it
-turns them into a plan. Node and edge defaults (``node [...]``, ``edge [...]``)
-are applied here, to the statements after them, as Graphviz does.
+This is DOT's grammar only (Attractor's subset, its spec section 2.2): attribute
+values stay text, each with the line it came from, so
+:mod:`waygraph.formats._dot_reader` can name that line when it turns them into
+a plan. Node and edge defaults (``node [...]``, ``edge [...]``) are applied
+here, to the statements after them, as Graphviz does.
+
+Subgraphs (``subgraph NAME { ... }`` or a bare ``{ ... }``) are flattened: their
+nodes and edges join the graph in file order. Inside one, defaults are scoped
+(inherited on ``{``, restored on ``}``), and ``label=...`` or ``graph [...]``
+describe the subgraph, never the graph. A labelled subgraph gives each node it
+mentions a derived class (``"Loop A"`` -> ``loop-a``) in :attr:`DotNode.classes`.
 
 Example:
     >>> from waygraph.formats._dot_syntax import tokenize
@@ -15,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 
 from waygraph.errors import PlanSyntaxError
@@ -29,12 +37,23 @@ class Attr:
     line: int
 
 
+#: Subgraphs nested deeper than this are refused: hostile input, not a plan.
+MAX_SUBGRAPH_DEPTH = 200
+_NOT_CLASS_RE = re.compile(r"[^a-z0-9-]")
+
+
 @dataclass(slots=True)
 class DotNode:
-    """A node: the line that first names it, and its attributes with the defaults then in force."""
+    """A node: the line that first names it, and its attributes with the defaults then in force.
+
+    ``classes`` are the classes derived from the labels of the subgraphs that
+    mention the node (outermost first, no repeats); they are kept apart from
+    ``attrs["class"]`` so the reader decides how the two combine.
+    """
 
     line: int
     attrs: dict[str, Attr]
+    classes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,20 +81,57 @@ class DotGraph:
     edges: list[DotEdge] = field(default_factory=list)
 
 
+def subgraph_class(label: str) -> str:
+    """The class a subgraph label gives its nodes (Attractor spec section 2.10).
+
+    Lowercased, spaces become hyphens, and anything but ``a-z``, ``0-9`` and
+    ``-`` is dropped; an empty result means no class.
+
+    Example:
+        >>> subgraph_class("Loop A"), subgraph_class("Review (fast)!")
+        ('loop-a', 'review-fast')
+    """
+    return _NOT_CLASS_RE.sub("", label.lower().replace(" ", "-"))
+
+
+@dataclass(slots=True)
+class _Scope:
+    """One ``{ ... }`` body: the graph's own (index 0) or a subgraph's."""
+
+    index: int  # creation order, an index into _Parser.parents and .scope_classes
+    line: int  # the line of its '{', for "never closed"
+    attrs: dict[str, Attr]
+    # Replaced, never mutated, by `node [...]`: a subgraph shares its parent's
+    # dict until it sets its own, so entering `{ }` costs nothing.
+    node_defaults: dict[str, Attr]
+    edge_defaults: dict[str, Attr]
+
+
 class _Parser:
-    """Statements of one ``digraph``; node and edge defaults apply to later statements."""
+    """Statements of one ``digraph``; node and edge defaults apply to later statements.
+
+    Subgraphs are read with an explicit stack of scopes, not recursion, so deep
+    nesting ends in a :class:`PlanSyntaxError`, never a ``RecursionError``.
+    """
 
     def __init__(self, tokens: list[Token], file: str | None) -> None:
         self.tokens = tokens
         self.i = 0
         self.file = file
         self.graph = DotGraph()
-        self.node_defaults: dict[str, Attr] = {}
-        self.edge_defaults: dict[str, Attr] = {}
+        self.scopes: list[_Scope] = []  # open ones, innermost last
+        self.parents: list[int] = []  # per scope ever opened: its parent's index
+        self.scope_classes: list[str] = []  # per scope: derived class, "" if none
+        # Node id -> the subgraphs (scope indexes) that mention it, in order.
+        self.mentions: dict[str, dict[int, None]] = {}
 
     @property
     def peek(self) -> Token:
         return self.tokens[self.i]
+
+    @property
+    def scope(self) -> _Scope:
+        return self.scopes[-1]
 
     def advance(self) -> Token:
         token = self.tokens[self.i]
@@ -115,51 +171,99 @@ class _Parser:
             name = self.advance()
             if name.keyword():
                 raise self.error(f"{name.text!r} is a keyword; quote the graph name", name)
+            if not name.quoted and "." in name.text:
+                raise self.error(f"graph name {name.text!r} has a '.'; quote it", name)
             self.graph.name = name.text
         opening = self.peek
         if not self.accept("{"):
             raise self.error(f"expected '{{' after 'digraph', not {self.peek.shown()}")
-        while not self.accept("}"):
-            if self.peek.kind == "end":
-                raise self.error(f"the '{{' on line {opening.line} is never closed with '}}'")
-            self.statement()
+        self.open(opening, self.graph.attrs)
+        while self.scopes:
+            if self.accept("}"):
+                self.close()
+            elif self.peek.kind == "end":
+                raise self.error(f"the '{{' on line {self.scope.line} is never closed with '}}'")
+            else:
+                self.statement()
         if self.peek.kind != "end":
             raise self.error(
                 f"unexpected {self.peek.shown()} after the digraph; a file holds one plan"
             )
+        self.assign_classes()
         return self.graph
+
+    def open(self, brace: Token, attrs: dict[str, Attr]) -> None:
+        """Enter a ``{``: the graph's body, or a subgraph inheriting the current defaults."""
+        if len(self.scopes) > MAX_SUBGRAPH_DEPTH:
+            raise self.error(
+                f"subgraphs are nested more than {MAX_SUBGRAPH_DEPTH} deep; flatten them", brace
+            )
+        parent = self.scopes[-1] if self.scopes else None
+        self.parents.append(parent.index if parent else -1)
+        self.scope_classes.append("")
+        self.scopes.append(
+            _Scope(
+                len(self.parents) - 1,
+                brace.line,
+                attrs,
+                parent.node_defaults if parent else {},
+                parent.edge_defaults if parent else {},
+            )
+        )
+
+    def close(self) -> None:
+        """Leave a ``}``: the enclosing defaults are back; a subgraph's label becomes its class."""
+        scope = self.scopes.pop()
+        if not self.scopes:
+            return
+        label = scope.attrs.get("label")
+        if label is not None:
+            self.scope_classes[scope.index] = subgraph_class(label.value)
+        if self.at("->") or self.at("--"):
+            raise self.error(
+                "edges from subgraphs ('{ ... } -> b') are not supported; write one edge per node"
+            )
 
     def statement(self) -> None:
         token = self.peek
         if self.accept(";"):
             return
+        if self.accept("{"):
+            self.open(token, {})
+            return
         if token.kind != "id":
-            if token.text == "{":
-                raise self.error("subgraphs ('{ ... }') are not supported; list nodes directly")
             raise self.error(f"expected a statement, not {token.shown()}")
         word = token.keyword()
         if word == "subgraph":
-            raise self.error("subgraphs are not supported; list nodes and edges directly")
+            self.advance()
+            if self.peek.kind == "id" and not self.peek.keyword():
+                self.advance()  # the name only matters to Graphviz's layout
+            brace = self.peek
+            if not self.accept("{"):
+                raise self.error(f"expected '{{' to open the subgraph, not {brace.shown()}")
+            self.open(brace, {})
+            return
         if word in ("graph", "node", "edge"):
             self.advance()
             if not self.at("["):
                 raise self.error(f"expected '[' after {word!r}, not {self.peek.shown()}")
             attrs = self.attr_lists()
-            target = {
-                "graph": self.graph.attrs,
-                "node": self.node_defaults,
-                "edge": self.edge_defaults,
-            }[word]
-            target.update(attrs)
+            scope = self.scope
+            if word == "graph":
+                scope.attrs.update(attrs)
+            elif word == "node":
+                scope.node_defaults = {**scope.node_defaults, **attrs}
+            else:
+                scope.edge_defaults = {**scope.edge_defaults, **attrs}
             return
         if word is not None:
             raise self.error(f"unexpected {token.text!r}; a file holds one digraph", token)
         self.advance()
         if self.accept("="):
             value = self.value(token.text)
-            self.graph.attrs[token.text] = Attr(value.text, token.line)
+            self.scope.attrs[token.text] = Attr(value.text, token.line)
             return
-        self.no_port(token)
+        self.node_id(token)
         if self.at("--"):
             raise self.error("'--' is an undirected edge; waygraph plans are directed: use '->'")
         if self.at("->"):
@@ -178,30 +282,65 @@ class _Parser:
                     raise self.error("edges to subgraphs ('{ ... }') are not supported")
                 raise self.error(f"expected a node id after '->', not {target.shown()}")
             self.advance()
-            self.no_port(target)
+            self.node_id(target)
             if self.at("--"):
                 raise self.error("'--' is an undirected edge; use '->'")
             ends.append(target)
         attrs = self.attr_lists() if self.at("[") else {}
         for token in ends:
             self.touch(token)
+        defaults = self.scope.edge_defaults
         for source, target in itertools.pairwise(ends):
-            merged = {**self.edge_defaults, **attrs}
+            merged = {**defaults, **attrs}
             self.graph.edges.append(DotEdge(source.text, target.text, source.line, merged))
 
     def touch(self, token: Token) -> DotNode:
-        """The node named by ``token``, created with the current node defaults."""
+        """The node named by ``token``, created with the current node defaults.
+
+        A node is in every subgraph that mentions it, even one after its first
+        mention (Graphviz's rule), but only defaults in force then apply.
+        """
         node = self.graph.nodes.get(token.text)
         if node is None:
-            node = DotNode(token.line, dict(self.node_defaults))
+            node = DotNode(token.line, dict(self.scope.node_defaults))
             self.graph.nodes[token.text] = node
+        index = self.scope.index
+        if index:
+            seen = self.mentions.get(token.text)
+            if seen is None:
+                self.mentions[token.text] = {index: None}
+            else:
+                seen[index] = None
         return node
 
-    def no_port(self, token: Token) -> None:
+    def node_id(self, token: Token) -> None:
+        """Refuse what the tokenizer allows in a name but a node id is not: dots, ports."""
+        if not token.quoted and "." in token.text:
+            raise self.error(
+                f"node id {token.text!r} has a '.': a node id is letters, digits and '_'"
+                " (dotted names are attribute names, like human.default_choice=...)",
+                token,
+            )
         if self.at(":"):
             raise self.error(
                 f"ports ('{token.text}:port') are not supported; connect nodes directly"
             )
+
+    def assign_classes(self) -> None:
+        """Give each node the classes of the labelled subgraphs around its mentions."""
+        # A scope's chain is its parent's plus its own class; parents are
+        # opened first, so one pass in creation order builds them all.
+        chains: list[tuple[str, ...]] = []
+        for index, parent in enumerate(self.parents):
+            chain = chains[parent] if parent >= 0 else ()
+            own = self.scope_classes[index]
+            chains.append((*chain, own) if own and own not in chain else chain)
+        for name, scopes in self.mentions.items():
+            if len(scopes) == 1:
+                classes = chains[next(iter(scopes))]
+            else:
+                classes = tuple(dict.fromkeys(c for s in scopes for c in chains[s]))
+            self.graph.nodes[name].classes = classes
 
     def attr_lists(self) -> dict[str, Attr]:
         attrs: dict[str, Attr] = {}

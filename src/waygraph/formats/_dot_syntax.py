@@ -9,9 +9,16 @@ The condition strings inside ``when`` and ``condition`` attributes are another
 language with its own lexer, :mod:`waygraph.predicates`: DOT sees them as one
 quoted ID.
 
+The Attractor grammar adds two things to Graphviz's IDs: attribute names may be
+dotted (``human.default_choice``), and a value right after ``=`` may be a bare
+run such as ``900s``, ``gpt-4.1-mini`` or ``claude-3.5:latest``. Values stay
+text; the reader types them.
+
 Example:
-    >>> [t.text for t in tokenize('a -> "b c" [x=1]', None)]
-    ['a', '->', 'b c', '[', 'x', '=', '1', ']', '']
+    >>> [t.text for t in tokenize('a -> "b c" [x=1, t=20m]', None)]
+    ['a', '->', 'b c', '[', 'x', '=', '1', ',', 't', '=', '20m', ']', '']
+    >>> [t.text for t in tokenize("human.default_choice=gpt-4.1:x", None)]
+    ['human.default_choice', '=', 'gpt-4.1:x', '']
     >>> quote_id("b c"), quote_id("node"), quote_id("plain_id")
     ('"b c"', '"node"', 'plain_id')
 """
@@ -29,7 +36,9 @@ KEYWORDS = frozenset({"strict", "graph", "digraph", "node", "edge", "subgraph"})
 BARE_ID_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _NAME_CHARS = r"A-Za-z0-9_\u0080-\U0010ffff"
-# One pass with finditer; `bad` catches any character no token starts with.
+_NAME = rf"[A-Za-z_\u0080-\U0010ffff][{_NAME_CHARS}]*+"
+# Matched once at each position; `bad` catches any character no token starts with.
+# A name may be dotted (`human.default_choice`); `dangling` catches `human.` alone.
 # Strings use possessive repeats so an unclosed quote fails in linear time.
 _TOKEN_RE = re.compile(
     rf"""
@@ -37,11 +46,17 @@ _TOKEN_RE = re.compile(
     | (?P<comment>//[^\n]*|\#[^\n]*|/\*.*?\*/)
     | (?P<punct>->|--|[{{}}\[\]=;,:])
     | (?P<number>-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?))(?P<glued>[{_NAME_CHARS}])?
-    | (?P<name>[A-Za-z_\u0080-\U0010ffff][{_NAME_CHARS}]*+)
+    | (?P<name>{_NAME}(?:\.{_NAME})*+)(?P<dangling>\.)?
     | (?P<string>"(?:[^"\\]++|\\.)*+")
     | (?P<bad>.)
     """,
     re.VERBOSE | re.DOTALL,
+)
+# Tried first right after '=': BareValue, Duration and numbers as one text run.
+# A '-' is part of it unless it starts '->' or '--', so `a=x->b` stays an edge.
+# Each character is taken once (possessive), so a long run is linear.
+_VALUE_RE = re.compile(
+    rf"(?:-?[0-9]|-?\.[0-9]|[A-Za-z_\u0080-\U0010ffff])(?:[{_NAME_CHARS}.:]|-(?![->]))*+"
 )
 _BARE_NUMBER_RE = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _UNESCAPE_RE = re.compile(r"\\(.)", re.DOTALL)
@@ -76,8 +91,20 @@ def tokenize(text: str, file: str | None) -> list[Token]:
     tokens: list[Token] = []
     append = tokens.append
     line = 1
-    for match in _TOKEN_RE.finditer(text):
+    pos, size = 0, len(text)
+    after_equals = False  # the next token is a value: bare runs like 20m are allowed
+    while pos < size:
+        match = _VALUE_RE.match(text, pos) if after_equals else None
+        if match is not None:
+            append(Token("id", match.group(), line))
+            pos, after_equals = match.end(), False
+            continue
+        match = _TOKEN_RE.match(text, pos)
+        assert match is not None  # `bad` matches any one character
+        pos = match.end()
         kind, raw = match.lastgroup, match.group()
+        if kind not in ("space", "comment"):
+            after_equals = raw == "=" and kind == "punct"
         if kind == "name" or kind == "number":
             append(Token("id", raw, line))
         elif kind == "punct":
@@ -89,8 +116,8 @@ def tokenize(text: str, file: str | None) -> list[Token]:
             raise PlanSyntaxError(
                 f'a name cannot start with a digit; quote it: "{raw}..."', file=file, line=line
             )
-        elif kind == "bad":
-            raise PlanSyntaxError(_bad_character(text, match.start()), file=file, line=line)
+        elif kind == "bad" or kind == "dangling":
+            raise PlanSyntaxError(_bad_character(text, match.end() - 1), file=file, line=line)
         else:  # space and comments
             line += raw.count("\n")
     append(Token("end", "", line))
@@ -107,6 +134,15 @@ def _bad_character(text: str, pos: int) -> str:
         return "HTML-like labels (<...>) are not supported; use a quoted string"
     if char == "+":
         return "joining strings with '+' is not supported; write one quoted string"
+    if char == ".":
+        before = re.search(r"[\w.]*$", text[max(0, pos - 80) : pos])
+        name = before.group() if before else ""
+        return (
+            f"unexpected '.' after {name!r}: each part of a dotted attribute name starts"
+            " with a letter or '_' (like human.default_choice)"
+            if name
+            else "unexpected character '.'"
+        )
     return f"unexpected character {char!r}"
 
 
