@@ -55,6 +55,7 @@ MEANS: dict[str, type[BaseException] | tuple[type[BaseException], ...] | None] =
     "PermanentError": None,
     "TransientError": None,
     "PlannerSetupError": ValueError,
+    "PipelineValidationError": ValueError,
 }
 
 

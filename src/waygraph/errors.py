@@ -8,6 +8,7 @@ keeps working for callers who do not know waygraph::
     ├── PlanFormatError (ValueError)      a plan file or plan data is malformed
     │   ├── PlanSyntaxError               the file is not valid JSON / YAML / DOT
     │   ├── StateMachineError             a state machine names a bad state or field
+    │   ├── PipelineValidationError       an Attractor pipeline fails lint (``.diagnostics``)
     │   └── CorruptPlan                   a session's plan.json is not a session plan
     ├── PlanNotFoundError (KeyError)      a plan id is not in the library
     │   └── PlanContextNotFoundError      no stored plan context has that plan id
@@ -78,6 +79,7 @@ __all__ = [
     "NotWaitingError",
     "PatternTimeout",
     "PermanentError",
+    "PipelineValidationError",
     "PlanContextNotFoundError",
     "PlanFormatError",
     "PlanNotFoundError",
@@ -172,6 +174,31 @@ class PlanFormatError(WaygraphError, ValueError):
 
 class PlanSyntaxError(PlanFormatError):
     """The file is not valid JSON, YAML or DOT at all."""
+
+
+class PipelineValidationError(PlanFormatError):
+    """An Attractor pipeline has error-severity lint diagnostics (specification §7.3).
+
+    Raised by :func:`waygraph.pipelines.lint.validate_or_raise`; ``diagnostics``
+    holds every diagnostic found (errors, warnings and notes), so a caller can
+    show them all, and the message lists the errors.
+
+    Example:
+        >>> err = PipelineValidationError("1 lint error: no start node", plan="p")
+        >>> (str(err), err.diagnostics)
+        ("plan 'p': 1 lint error: no start node", ())
+    """
+
+    def __init__(self, message: str, *, diagnostics: Sequence[Any] = (), **where: Any) -> None:
+        self.diagnostics: tuple[Any, ...] = tuple(diagnostics)
+        super().__init__(message, **where)
+
+    def located(self, **where: Any) -> PlanFormatError:
+        """Like :meth:`PlanFormatError.located`, keeping the diagnostics."""
+        err = super().located(**where)
+        if isinstance(err, PipelineValidationError):
+            err.diagnostics = self.diagnostics
+        return err
 
 
 class PlanNotFoundError(WaygraphError, KeyError):
