@@ -81,9 +81,11 @@ def test_accelerators_and_answer_keys_follow_the_label_forms():
     assert answer_keys("?!") == ()
 
 
-def test_choice_labels_are_the_pickable_labels_in_edge_order():
-    plan = human_plan("[Y] Yes", None, "  ", "[N] No")
-    assert choice_labels(plan.graph, "ask") == ["[Y] Yes", "[N] No"]
+def test_choice_labels_are_the_labels_in_edge_order_and_the_target_where_none():
+    # As the Attractor specification's human gate: an edge without a label (or
+    # with a blank one) offers its target's id.
+    plan = human_plan("[Y] Yes", None, "  ", "[N] No", "?!")
+    assert choice_labels(plan.graph, "ask") == ["[Y] Yes", "end_1", "end_2", "[N] No"]
 
 
 # ---------------------------------------------------------------- check: errors
@@ -94,7 +96,7 @@ def test_a_well_formed_human_node_has_no_problems():
 
 
 @pytest.mark.parametrize(
-    "labels", [(), (None, None), ("  ",)], ids=["no-edges", "unlabelled", "blank"]
+    "labels", [(), ("?!",), ("...", "!")], ids=["no-edges", "unpickable", "two"]
 )
 def test_human_node_without_choices_is_an_error_naming_plan_node_and_field(labels):
     (problem,) = found(human_plan(*labels), "human-without-choices")
@@ -173,15 +175,16 @@ def test_routing_checks_treat_a_human_node_like_a_decision():
     assert check_plan(plan) == []
 
 
-def test_an_unlabelled_edge_out_of_a_human_node_leads_nowhere():
+def test_an_edge_whose_label_no_answer_can_give_leads_nowhere():
     # Beside choices, no answer picks it: unused, and what only it leads to is unreachable.
-    plan = human_plan("[Y] Yes", None)
+    plan = human_plan("[Y] Yes", "?!")
     (unused,) = found(plan, "unused-edge")
     assert (unused.edge, unused.field) == ("ask -> end_1 (always)", "label")
-    assert "has none" in unused.message
     assert [p.node for p in found(plan, "unreachable")] == ["end_1"]
     # Alone, the missing choices say it all.
-    assert found(human_plan(None), "unused-edge") == []
+    assert found(human_plan("?!"), "unused-edge") == []
+    # An unlabelled edge is the choice of its target's id.
+    assert found(human_plan("[Y] Yes", None), "unused-edge") == []
 
 
 def test_a_human_node_needs_no_verify_but_a_verify_or_retries_there_are_ignored():

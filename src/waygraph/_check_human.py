@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from waygraph._check_codes import Reports
-from waygraph.people import answer_keys, choices
+from waygraph.people import answer_keys, choice_label, choices
 
 if TYPE_CHECKING:
     from waygraph.model import Edge, Node
@@ -41,13 +41,14 @@ class HumanChecks(Reports):
         # The first choice to claim each answer; a later one that claims it too is the clash.
         taken: dict[str, Edge] = {}
         for edge in offered:
-            label = edge.label or ""
+            label = choice_label(edge)
             clashes = [(key, taken[key]) for key in answer_keys(label) if key in taken]
             if clashes:
                 key, first = clashes[0]
                 self.add(
                     "duplicate-choice",
-                    f"the answer {key!r} picks both {first.label!r} ({first.describe()}) and "
+                    f"the answer {key!r} picks both {choice_label(first)!r} "
+                    f"({first.describe()}) and "
                     f"{label!r} of human node {nid!r} (an answer picks a label, its words "
                     "without the accelerator, or the accelerator of `[Y] Yes`, `Y) Yes`, "
                     "`Y - Yes`, case ignored); give each choice its own label and accelerator",

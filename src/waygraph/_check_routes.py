@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from waygraph._check_codes import Reports
 from waygraph.engine import first_edge
 from waygraph.model import Edge, Node
-from waygraph.people import answer_keys
+from waygraph.people import answer_keys, choice_label
 
 if TYPE_CHECKING:
     from waygraph.model import Plan
@@ -148,8 +148,8 @@ class RouteChecks(Reports):
                 self.add(
                     "unused-edge",
                     f"never followed: a person at human node {node_id!r} picks an edge by "
-                    "its label, and this one has none; label it with the answer that "
-                    "follows it, or remove it",
+                    "its label, and no answer can give this one's; label it with the answer "
+                    "that follows it, or remove it",
                     edge=edge,
                     field="label",
                 )
@@ -293,8 +293,8 @@ class RouteChecks(Reports):
 
 
 def _is_choice(edge: Edge) -> bool:
-    """Whether an answer can pick ``edge`` out of a human node (its label is a choice)."""
-    return bool(edge.label and answer_keys(edge.label))
+    """Whether an answer can pick ``edge`` out of a human node (its choice label is pickable)."""
+    return bool(answer_keys(choice_label(edge)))
 
 
 def _first(edges: Sequence[Edge], conditions: tuple[str, ...]) -> int | None:

@@ -34,6 +34,7 @@ __all__ = [
     "answer_key",
     "answer_keys",
     "asks_person",
+    "choice_label",
     "choice_labels",
     "choice_of",
     "choices",
@@ -143,8 +144,23 @@ def answer_keys(label: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(k for k in keys if k))
 
 
+def choice_label(edge: Edge) -> str:
+    """The choice an edge out of a human node offers: its label, else (no label, or a blank
+    one) its target's id, as the Attractor specification's human gate names an edge.
+
+    Example:
+        >>> from waygraph.model import Edge
+        >>> choice_label(Edge(**{"from": "ask", "to": "ship", "label": "[S] Ship"}))
+        '[S] Ship'
+        >>> choice_label(Edge(**{"from": "ask", "to": "done"}))
+        'done'
+    """
+    return edge.label if edge.label and edge.label.strip() else edge.to
+
+
 def choices(graph: Graph, node_id: str) -> list[Edge]:
-    """The edges out of a human node that are its choices: those whose label an answer can give.
+    """The edges out of a human node that are its choices: those whose
+    :func:`choice_label` an answer can give.
 
     In the order :meth:`~waygraph.model.Graph.out_edges` gives (higher weight
     first, then plan order).
@@ -157,7 +173,7 @@ def choices(graph: Graph, node_id: str) -> list[Edge]:
         >>> [e.label for e in choices(graph, "ask")]
         ['[Y] Yes', 'No']
     """
-    return [e for e in graph.out_edges(node_id) if e.label and answer_keys(e.label)]
+    return [e for e in graph.out_edges(node_id) if answer_keys(choice_label(e))]
 
 
 def choice_labels(graph: Graph, node_id: str) -> list[str]:
@@ -170,7 +186,7 @@ def choice_labels(graph: Graph, node_id: str) -> list[str]:
         >>> choice_labels(graph, "ask")
         ['OK']
     """
-    return [e.label for e in choices(graph, node_id) if e.label]
+    return [choice_label(e) for e in choices(graph, node_id)]
 
 
 def choice_of(labels: Sequence[str], answer: str) -> int | None:

@@ -28,7 +28,7 @@ from waygraph.engine.state import (
     frozen_checkpoint,
 )
 from waygraph.model import Edge, Node, Plan, RunStatus, Verify
-from waygraph.people import asks_person, choice_of, manual_check
+from waygraph.people import asks_person, choice_label, choice_of, manual_check
 from waygraph.people import choices as choice_edges
 
 
@@ -339,7 +339,7 @@ def _ask(t: Turn, node: Node) -> None:
     """The run now waits for a person at ``node``; record what they are asked."""
     t.run.awaiting = "user"
     if node.type == "human":
-        labels = [e.label for e in choice_edges(t.plan.graph, node.id)]
+        labels = [choice_label(e) for e in choice_edges(t.plan.graph, node.id)]
         t.emit("human_asked", node.id, prompt=node.question, choices=labels)
         return
     manual = manual_check(node)
@@ -531,15 +531,16 @@ def escalate(t: Turn, node_id: str | None, reason: str, pace_level: str | None =
 def answer(t: Turn, node: Node, text: str, by: str | None) -> None:
     """A person's ``text`` at a human node: follow the choice it picks, or list the choices."""
     options = choice_edges(t.plan.graph, node.id)
-    picked = choice_of([str(e.label) for e in options], text)
+    picked = choice_of([choice_label(e) for e in options], text)
     if picked is None:
-        labels = [e.label for e in options]
+        labels = [choice_label(e) for e in options]
         t.emit("answer_rejected", node.id, answer=excerpt(text), choices=labels)
         t.run.notice = {"kind": "choices", "node": node.id, "answer": excerpt(text)}
         return
     edge = options[picked]
     run = t.run
     run.awaiting, run.notice = None, None
-    t.emit("human_answered", node.id, answer=excerpt(text), by=by, choice=edge.label, to=edge.to)
+    choice = choice_label(edge)
+    t.emit("human_answered", node.id, answer=excerpt(text), by=by, choice=choice, to=edge.to)
     _set(run, node.id, "success", run.attempts(node.id))
     _follow(t, edge)

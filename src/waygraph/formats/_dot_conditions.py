@@ -47,7 +47,9 @@ _CLAUSE_RE = re.compile(
 
 
 _OTHER_OUTCOMES = frozenset({"skipped", "skip"})
-_SPEC_CLAUSE_RE = re.compile(r"([^\W\d]\w*(?:\.\w+)*)\s*(!=|=)\s*([^\s\"'=!<>].*?)\s*", re.DOTALL)
+_SPEC_CLAUSE_RE = re.compile(
+    r"([^\W\d]\w*(?:\.\w+)*)\s*(!=|=|\s!?contains\s)\s*([^\s\"'=!<>].*?)\s*", re.DOTALL
+)
 
 
 def edge_condition(text: str) -> tuple[str, Verify | None]:
@@ -144,6 +146,11 @@ def _clause(clause: str) -> Verify:
             if spec is None:
                 raise
             path, op, raw = spec.groups()
+            if op.strip() == "contains":
+                return Verify(type="compare", field=path, op="contains", value=raw)
+            if op.strip() == "!contains":
+                contains = Verify(type="compare", field=path, op="contains", value=raw)
+                return Verify(type="not", checks=(contains,))
             return Verify(type="compare", field=path, op="==" if op == "=" else "!=", value=raw)
         path, op, raw = match.groups()
         value: Any

@@ -239,7 +239,7 @@ class _Builder:
             return None if flag is _BAD else ("true" if flag else "false")
         reader = {
             **dict.fromkeys(INTEGER_ATTRIBUTES, values.integer),
-            **dict.fromkeys(DURATION_ATTRIBUTES, values.duration),
+            **dict.fromkeys(DURATION_ATTRIBUTES, values.interval),
         }.get(key)
         if reader is not None and self.read(attr, reader, **loc) is _BAD:
             return None

@@ -65,7 +65,17 @@ def number(text: str) -> float:
 def duration(text: str) -> float:
     """Seconds in a duration: ``900s``, ``15m``, ``2h``, ``250ms``, ``1d``, or a bare number of
     seconds."""
+    seconds = interval(text)
+    if seconds == 0:
+        raise PlanFormatError("must be a duration longer than 0, e.g. 900s or 15m", value=text)
+    return seconds
+
+
+def interval(text: str) -> float:
+    """:func:`duration`, where 0 is also taken (``0s``: a poll interval of no wait)."""
     stripped = text.strip()
+    if re.fullmatch(r"0+(?:\.0*)?(?:ms|[smhd])?", stripped):
+        return 0.0
     try:
         seconds = float(stripped)
     except ValueError:

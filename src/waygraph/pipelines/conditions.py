@@ -8,11 +8,14 @@ up with and without the ``context.`` prefix) or any other context key;
 values are compared as text, and a missing key is the empty string. An empty
 condition is true.
 
-Two readings go beyond the specification's text, both documented in
-docs/dot.md: ``==`` is read as ``=`` (real files write it), and ``outcome``
-compares without regard to case (``outcome=SUCCESS``). The ordering
-operators (``<``, ``<=``, ``>``, ``>=``) of waygraph's own conditions compare
-numbers (false when either side is not a number).
+Some readings go beyond the specification's text, each documented in
+docs/dot.md: ``==`` is read as ``=`` (real files write it); ``outcome``
+compares without regard to case (``outcome=SUCCESS``); ``key contains text``
+and ``key !contains text`` test for a substring and ``!clause`` negates a
+clause (§10.7 lists ``contains`` as
+a future operator; a public port reads it so, and real files use it); the
+ordering operators (``<``, ``<=``, ``>``, ``>=``) of waygraph's own
+conditions compare numbers (false when either side is not a number).
 
 Example:
     >>> context = {"tests_passed": True, "graph.goal": "ship"}
@@ -46,9 +49,11 @@ MAX_CONDITION_TEXT = 4_000
 
 _KEY = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*"
 _CLAUSE = re.compile(
-    rf"""\s*(?P<key>{_KEY})\s*(?:(?P<op>!=|==|=|>=|<=|>|<)\s*(?P<value>"(?:[^"\\]|\\.)*"|(?![=!<>])[^"]*?))?\s*""",
+    rf"""\s*(?P<key>{_KEY})\s*(?:(?P<op>!=|==|=|>=|<=|>|<|(?<=\s)!?contains(?=\s))\s*(?P<value>"(?:[^"\\]|\\.)*"|(?![=!<>])[^"]*?))?\s*""",
     re.DOTALL,
 )
+#: ``!clause``: the clause does not hold (not the specification's; ports read it so).
+_NEGATED = re.compile(r"\s*!(?!=)")
 _UNESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 
@@ -139,6 +144,8 @@ def condition_problem(text: str) -> str | None:
     for clause in clauses:
         if not clause.strip() and len(clauses) == 1:
             continue
+        while (negated := _NEGATED.match(clause)) is not None:
+            clause = clause[negated.end() :]
         if _CLAUSE.fullmatch(clause) is None:
             return f"clause {clause.strip()!r} is not key=value, key!=value or a key"
         if "||" in _literal_free(clause):
@@ -160,6 +167,9 @@ def _number(text: str) -> float | None:
 
 
 def _clause_holds(clause: str, outcome: str, preferred_label: str, ctx: Mapping[str, Any]) -> bool:
+    negated = _NEGATED.match(clause)
+    if negated is not None:
+        return not _clause_holds(clause[negated.end() :], outcome, preferred_label, ctx)
     found = _CLAUSE.fullmatch(clause)
     if found is None:
         return False  # condition_problem reports it; an unreadable clause never holds
@@ -174,6 +184,8 @@ def _clause_holds(clause: str, outcome: str, preferred_label: str, ctx: Mapping[
         return have == want
     if op == "!=":
         return have != want
+    if op.endswith("contains"):
+        return (want in have) != op.startswith("!")
     left, right = _number(have), _number(want)
     if left is None or right is None:
         return False
