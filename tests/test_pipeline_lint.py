@@ -373,3 +373,44 @@ def test_validate_does_not_change_the_plan():
     before = plan.model_dump()
     validate(plan)
     assert plan.model_dump() == before
+
+
+# ------------------------------------------------------------- waygraph check FILE.dot
+
+LINTED_DOT = """digraph p {
+  start [shape=Mdiamond]
+  work [prompt="Do it", fidelity=everything]
+  lost [prompt="Never run"]
+  start -> work
+  work -> start [condition="outcome=fail"]
+}
+"""
+
+
+def test_waygraph_check_reports_the_lint_of_a_dot_file_by_rule_severity_and_line(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from waygraph.cli import app
+
+    path = tmp_path / "p.dot"
+    path.write_text(LINTED_DOT, encoding="utf-8")
+    result = CliRunner().invoke(app, ["check", str(path), "--json"])
+    assert result.exit_code == 1
+    problems = json.loads(result.stdout)["problems"]
+    lint = {p["code"]: p for p in problems if p["code"] in SPEC_RULES}
+    assert {code: p["level"] for code, p in lint.items()} == {
+        "terminal_node": "error",
+        "reachability": "error",
+        "start_no_incoming": "error",
+        "fidelity_valid": "warning",
+    }
+    assert lint["reachability"]["node"] == "lost"
+    assert lint["reachability"]["message"].startswith("line 4: ")
+    assert lint["start_no_incoming"]["edge"] == "work -> start"
+    assert lint["start_no_incoming"]["message"].startswith("line 6: ")
+    assert "fix:" in lint["terminal_node"]["message"]
+
+    shown = CliRunner().invoke(app, ["check", str(path)])
+    assert "reachability" in shown.stdout and "terminal_node" in shown.stdout

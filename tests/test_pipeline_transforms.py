@@ -21,6 +21,7 @@ from waygraph.pipelines.transforms import (
     node_classes,
     node_shape,
     prepare_pipeline,
+    with_nodes,
 )
 
 
@@ -211,18 +212,10 @@ def test_a_custom_transform_changes_the_plan_before_lint_sees_it():
     class DropOrphans:
         def apply(self, plan: Plan) -> Plan:
             linked = {e.to for e in plan.graph.edges} | {plan.graph.start}
-            nodes = {k: v for k, v in plan.graph.nodes.items() if k in linked}
-            graph = plan.graph.model_copy(update={"nodes": nodes})
-            return plan.model_copy(update={"graph": graph})
+            return with_nodes(plan, {k: v for k, v in plan.graph.nodes.items() if k in linked})
 
     plan = pipeline()
-    orphaned = plan.model_copy(
-        update={
-            "graph": plan.graph.model_copy(
-                update={"nodes": {**plan.graph.nodes, "lost": Node(id="lost", action="x")}}
-            )
-        }
-    )
+    orphaned = with_nodes(plan, {**plan.graph.nodes, "lost": Node(id="lost", action="x")})
     assert [d.rule for d in validate(orphaned)] == ["reachability"]
     prepared, diagnostics = prepare_pipeline(orphaned, [DropOrphans()])
     assert "lost" not in prepared.graph.nodes

@@ -166,8 +166,9 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
 
 
 def _dot_problems(file: Path) -> list[Problem]:
-    """Every error and warning :func:`~waygraph.formats.dot.read_dot` finds in ``file``
-    (none for a file it cannot read: the loader reports that)."""
+    """Every error and warning :func:`~waygraph.formats.dot.read_dot` finds in ``file``, then
+    the Attractor lint's, coded by rule id (none for a file it cannot read: the loader
+    reports that)."""
     from waygraph.formats.dot import read_dot
 
     try:
@@ -179,7 +180,9 @@ def _dot_problems(file: Path) -> list[Problem]:
     for warning in report.warnings:
         problem = _load_problem(warning, file)
         found.append(dataclasses.replace(problem, code="dot-attribute", level="warning"))
-    return found
+    from waygraph.cli._pipeline_lint import lint_problems  # the specification's lint (§7)
+
+    return found + lint_problems(report, file)
 
 
 def _check_other_kind(file: Path) -> list[Problem] | None:

@@ -143,9 +143,13 @@ class LintRule(Protocol):
     """
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The rule's id, which its diagnostics carry as ``rule``."""
+        ...
 
-    def apply(self, plan: Plan) -> list[Diagnostic]: ...
+    def apply(self, plan: Plan) -> list[Diagnostic]:
+        """Every diagnostic the rule finds in ``plan``; it must not change the plan."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -194,9 +198,7 @@ class TypeKnownRule:
                 f"handler type {kind!r} is not one a runner knows",
                 node_id=node_id,
                 field="type",
-                fix="use a built-in type ("
-                + ", ".join(sorted(KNOWN_HANDLER_TYPES))
-                + ") or register a handler of that name",
+                fix=f"use a built-in handler type, or have the runner register {kind!r}",
             )
             for node_id, node in plan.graph.nodes.items()
             if (kind := handler_type(node)) not in known

@@ -67,6 +67,10 @@ __all__ = [
 class Transform(Protocol):
     """A transform (§9.1): ``apply(plan)`` returns a new plan, never changing ``plan``.
 
+    Build a changed graph new (``Graph(start=..., nodes=..., edges=...)`` or
+    :func:`with_nodes`) rather than with ``graph.model_copy(update=...)``: a
+    copy keeps the adjacency the original graph cached for its old edges.
+
     Example:
         >>> class Renamed:
         ...     def apply(self, plan):
@@ -75,7 +79,9 @@ class Transform(Protocol):
         True
     """
 
-    def apply(self, plan: Plan) -> Plan: ...
+    def apply(self, plan: Plan) -> Plan:
+        """The transformed plan, built new; ``plan`` itself stays as it was."""
+        ...
 
 
 def with_nodes(plan: Plan, nodes: Mapping[str, Node]) -> Plan:
