@@ -242,9 +242,11 @@ def sessions_list(
     now = time.time()
     for r in rows:
         cells = [r["session"], *([r["run"]] if every else []), *([r["kind"]] if kinds else [])]
-        waits = r["awaiting"] == "user" and r["status"] == "running"
+        # A pipeline run waiting at a human gate is paused; a guided run stays running.
+        waits = r["awaiting"] == "user" and r["status"] in ("running", "paused")
         cells += [
-            "running, waiting for the user" if k == "status" and waits else r[k] for k in _COLUMNS
+            f"{r['status']}, waiting for the user" if k == "status" and waits else r[k]
+            for k in _COLUMNS
         ]
         cells = ["—" if c is None else c for c in cells]
         table.add_row(*(plain(c) for c in cells), ago(r["updated_at"], now))
@@ -507,13 +509,20 @@ def sessions_answer(
     as_json: JsonOption = False,
     library: LibraryOption = None,
 ) -> None:
-    """Answer what a session waits for: a human node's choice, a manual check, a question.
+    """Answer what a session waits for: a human node's choice, a manual check, a question,
+    or the human gate of a pipeline run (SESSION is then its run id).
 
     Prints what happened and the guidance the model gets next. An answer
     that is none of the choices changes nothing but the record of it: the
     choices are printed, exit 1. A session that waits for nobody: exit 1.
     """
     nav = _navigator(store, library)
+    from waygraph.cli._pipeline_answer import answer_pipeline, pipeline_record
+
+    pipeline = pipeline_record(nav.store, session_id)
+    if pipeline is not None:
+        answer_pipeline(nav.store, pipeline, answer, by, as_json=as_json)
+        return
     try:
         guidance = nav.answer(session_id, answer, by=by)
     except NotWaitingError:

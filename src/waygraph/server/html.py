@@ -469,8 +469,8 @@ def session_page(
         '<span class=live title="live updates"><i></i>live</span>'
         "<button class=ghost id=reset-session>Reset session</button></div></div>"
         + (f"<p class=reason id=f-reason>{e(reason)}</p>" if reason else NO_REASON)
-        # Guided runs only: the answer route takes answers for the Navigator's runs.
-        + (answer_box(detail.get("waiting")) if kind == "guided" else "")
+        # The answer route takes answers for the Navigator's runs and pipelines' gates.
+        + (answer_box(detail.get("waiting")) if kind in ("guided", "pipeline") else "")
         + f"<dl class=facts>{fact_html}</dl>"
         "<div class=grid>"
         f"<section class='card wide'><h2>Plan</h2>{graph}</section>"

@@ -28,6 +28,8 @@ from waygraph.learning.stats import PlanStats, Statistics, plan_stats
 from waygraph.match import Matcher
 from waygraph.model import Plan
 from waygraph.navigator import Navigator
+from waygraph.pipelines.record_view import KIND as PIPELINE_KIND
+from waygraph.pipelines.record_view import pipeline_view, pipeline_waiting
 from waygraph.planning._journal import KIND as DAG_KIND
 from waygraph.planning._journal import dag_view
 from waygraph.server.errors import ApiError
@@ -123,6 +125,8 @@ class Service:
             return self._event_plan(record)[0]
         for record in self.store.list(kind=DAG_KIND, plan=plan_id, limit=1):
             return dag_view(self.store, record)[0]
+        for record in self.store.list(kind=PIPELINE_KIND, plan=plan_id, limit=1):
+            return pipeline_view(self.store, record)[0]
         return None
 
     def plan_document(self, plan_id: str) -> dict[str, Any]:
@@ -228,6 +232,8 @@ class Service:
         events = [e.data for e in self.store.events(record.key)]
         trace_id = latest_trace_id(events)
         waiting = waiting_for(record.data, events) if record.kind == "guided" else None
+        if record.kind == PIPELINE_KIND:
+            waiting = pipeline_waiting(record.data)
         return {
             "session_id": session_id,
             "key": record.key,
@@ -279,7 +285,9 @@ class Service:
             >>> service.answer("s", "yes", by="ann")["run"]["status"]
             'completed'
         """
-        self._latest(session_id)  # 404 for an unknown session
+        record, _ = self._latest(session_id)  # 404 for an unknown session
+        if record.kind == PIPELINE_KIND:
+            return self._answer_pipeline(record.key, answer, by)
         try:
             guidance = self.navigator.answer(session_id, answer, by=by)
         except InputError as exc:
@@ -296,6 +304,27 @@ class Service:
             "run": guidance.run,
             "error": guidance.error,
         }
+
+    def _answer_pipeline(self, run_id: str, answer: str, by: str | None) -> dict[str, Any]:
+        """A person's answer to the human gate a pipeline run waits on (``waygraph run``).
+
+        The shape of a guided run's answer: one that picks no choice changes
+        nothing and ``error`` lists the choices. The runner, polling the
+        store, takes the answer and moves on.
+        """
+        from waygraph.pipelines.record import PipelineRecords
+
+        events: list[dict[str, Any]] = []
+        error: str | None = None
+        try:
+            given = PipelineRecords(self.store).answer(run_id, answer, by=by)
+            said = {k: given[k] for k in ("node", "answer", "choice", "by")}
+            events.append({"type": "human_answered", **said})
+        except InputError as exc:
+            error = str(exc)
+        current = self.store.get(run_id)
+        run = current.data if current is not None else None
+        return {"text": None, "events": events, "run": run, "error": error}
 
     def reset(self, session_id: str) -> dict[str, Any]:
         """Abort and forget the session's run; 404 for an unknown session."""
@@ -362,6 +391,8 @@ class Service:
                 plan, state = dag_view(self.store, record)
             elif record.kind == SESSION_KIND:
                 plan, state = session_plan(record.data), session_view(record.data)
+            elif record.kind == PIPELINE_KIND:
+                plan, state = pipeline_view(self.store, record)
             if plan is None:
                 raise ApiError(
                     404,
