@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import uuid
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from waygraph.model import Graph, Plan
 from waygraph.pipelines.checkpoint import Checkpoint
 from waygraph.pipelines.outcome import Outcome
 from waygraph.pipelines.record import KIND, PipelineRecords
+from waygraph.pipelines.record_interviewer import StoreInterviewer
 from waygraph.pipelines.record_view import pipeline_view, pipeline_waiting
 from waygraph.planning._lease import Lease, _machine
 from waygraph.store import Store, open_store
@@ -322,3 +324,91 @@ def test_the_drawing_state_follows_the_checkpoint(store):
     assert state["status"] == "running" and state["current_node"] == "review"
     assert state["path"] == ["start", "build", "review"]
     assert state["visited"]["build"]["outcome"] == "success"
+
+
+# ---------------------------------------------------------------- StoreInterviewer
+
+
+@dataclass(frozen=True)
+class Option:  # the specification's Option (§6.2)
+    key: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Question:  # the specification's Question (§6.2)
+    text: str
+    stage: str
+    options: tuple[Option, ...] = ()
+    type: str = "MULTIPLE_CHOICE"
+    timeout_seconds: float | None = None
+
+
+REVIEW = Question("Ship it?", "review", (Option("Y", "[Y] Yes"), Option("N", "[N] No")))
+
+
+def waiting_at_review(store: Store) -> tuple[str, PipelineRecords]:
+    rid = run_id()
+    records = PipelineRecords(store)
+    records.save(after(rid, "start", "build", nxt="review"), pipeline())
+    return rid, records
+
+
+def test_the_interviewer_waits_until_a_person_answers_through_the_store(store):
+    rid, records = waiting_at_review(store)
+    looks: list[str] = []
+
+    def meanwhile(seconds: float) -> None:
+        looks.append(store.get(rid).status)
+        if len(looks) == 2:  # the person answers after the runner looked twice
+            PipelineRecords(store).answer(rid, "no", by="ann")
+
+    answer = StoreInterviewer(records, rid, sleep=meanwhile).ask(REVIEW)
+    assert (answer.value, answer.selected_option, answer.by) == ("N", REVIEW.options[1], "ann")
+    assert looks == ["paused", "paused"]
+    assert types(store, rid)[-2:] == ["human_asked", "human_answered"]
+
+
+def test_no_answer_within_the_timeout_is_a_timeout_and_the_lease_is_renewed(store):
+    rid, records = waiting_at_review(store)
+    now = [0.0]
+    expiries: list[float] = []
+
+    def tick(seconds: float) -> None:
+        now[0] += seconds
+        expiries.append(records.lease(rid).expires)
+
+    asker = StoreInterviewer(records, rid, poll=5, sleep=tick, clock=lambda: now[0], renew_every=5)
+    answer = asker.ask(replace(REVIEW, timeout_seconds=12))
+    assert answer.timed_out and answer.value == "TIMEOUT"
+    assert len(expiries) == 3 and expiries[0] < expiries[-1]  # renewed while it waited
+
+
+def test_yes_no_and_free_form_questions(store):
+    rid, records = waiting_at_review(store)
+
+    def person_says(words: str):
+        return lambda seconds: PipelineRecords(store).answer(rid, words)
+
+    yes_no = Question("Deploy now?", "review", type="YES_NO")
+    answer = StoreInterviewer(records, rid, sleep=person_says("y")).ask(yes_no)
+    assert answer.value == "YES"
+    records.save(after(rid, "start", "build", "review", nxt="build"), pipeline())  # gate passed
+    free = Question("Which branch?", "build", type="FREEFORM")
+    answer = StoreInterviewer(records, rid, sleep=person_says("release/2")).ask(free)
+    assert (answer.value, answer.text, answer.selected_option) == ("release/2", "release/2", None)
+
+
+def test_a_resumed_run_takes_the_answer_given_while_nothing_ran(store):
+    rid, records = waiting_at_review(store)
+    StoreInterviewer(records, rid, sleep=lambda s: None, clock=iter(range(100)).__next__).wait(
+        "review", "Ship it?", ["[Y] Yes", "[N] No"], timeout=1
+    )
+    PipelineRecords(store).answer(rid, "yes")  # the runner was killed before it looked again
+    resumer = PipelineRecords(store)
+    resumer.claim(rid, takeover=True)
+
+    def never(seconds: float) -> None:
+        raise AssertionError("the answer was already there")
+
+    assert StoreInterviewer(resumer, rid, sleep=never).ask(REVIEW).value == "Y"
