@@ -514,3 +514,52 @@ def test_a_person_answers_a_waiting_run_from_its_page(server, browser, tmp_path)
     assert (tmp_path / "answered.png").stat().st_size > 10_000
     page.goto(f"{server}/")
     assert page.locator("#sessions-body .tag.waiting").count() == 0
+
+
+@pytest.mark.slow
+def test_a_pipeline_run_is_drawn_and_its_gate_answered_on_its_page(server, browser, tmp_path):
+    """A run `waygraph run --store` saved: drawn from its stored plan, its human gate answered."""
+    from tests.test_pipeline_sessions import waiting_run
+
+    records = waiting_run(f"sqlite:///{tmp_path / 'browser.db'}")
+    cp, plan = records.load("pl_gate")
+    page = browser.new_page(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    page.goto(f"{server}/")
+    row = page.locator('#sessions-body tr[data-session="pl_gate"]')
+    assert "pipeline" in row.inner_text() and "waiting for the user" in row.inner_text()
+
+    page.goto(f"{server}/sessions/pl_gate")
+    page.wait_for_selector('g.node[data-node="review"]')
+    assert node_fill(page, "build") == DONE_FILL
+    assert node_fill(page, "review") == CURRENT_FILL
+    assert node_fill(page, "done") not in (DONE_FILL, CURRENT_FILL)
+    timeline = page.locator("#timeline").inner_text()
+    assert "Step build completed" in timeline and "Asked the user at review" in timeline
+    assert page.locator("#f-waiting").inner_text() == "the user"
+    assert page.locator("#answer-choices button").all_inner_texts() == ["[Y] Yes", "[N] No"]
+    page.screenshot(path=str(tmp_path / "pipeline-run.png"), full_page=True)
+    assert (tmp_path / "pipeline-run.png").stat().st_size > 10_000
+
+    page.locator("#answer-choices button", has_text="[Y] Yes").click()
+    page.wait_for_selector("#answer", state="hidden", timeout=15_000)
+    assert records.answered("pl_gate", cp.waiting["id"])["choice"] == "[Y] Yes"
+    # The runner takes the answer and checkpoints the gate: the page follows by itself.
+    done = (*cp.completed_nodes, "review")
+    outcomes = {**cp.node_outcomes, "review": cp.node_outcomes["build"]}
+    moved = {"completed_nodes": done, "node_outcomes": outcomes, "current_node": "review"}
+    moved |= {"next_node": "done", "waiting": None, "status": "running"}
+    records.save(cp.model_copy(update=moved), plan)
+    page.wait_for_function(
+        """([done, current]) => {
+            const fill = n => getComputedStyle(
+                document.querySelector(`g.node[data-node="${n}"] .shape`)).fill;
+            return fill("review") === done && fill("done") === current;
+        }""",
+        arg=[DONE_FILL, CURRENT_FILL],
+        timeout=15_000,
+    )
+    page.locator("#timeline li", has_text="Step review completed").wait_for(timeout=15_000)
+    assert "The user answered “[Y] Yes” at review" in page.locator("#timeline").inner_text()
+    assert page.locator("#f-status").inner_text() == "running"
+    page.screenshot(path=str(tmp_path / "pipeline-run-answered.png"), full_page=True)
+    assert (tmp_path / "pipeline-run-answered.png").stat().st_size > 10_000

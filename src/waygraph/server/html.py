@@ -119,7 +119,8 @@ def waits_for_user(run: Mapping[str, Any]) -> bool:
         >>> waits_for_user({"status": "running", "awaiting": "user"})
         True
     """
-    return run.get("status") == "running" and run.get("awaiting") == "user"
+    # A pipeline run at a human gate is paused: it waits for the user too.
+    return run.get("status") in ("running", "paused") and run.get("awaiting") == "user"
 
 
 def _quote(value: str) -> str:

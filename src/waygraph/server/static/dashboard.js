@@ -85,7 +85,7 @@ function sessionRow(row) {
   const when = el("td", { title: new Date(row.updated_at * 1000).toLocaleString(), "data-ts": row.updated_at, text: ago(row.updated_at) });
   const status = el("td", {}, badge(row.status));
   // The same mark as the server's (html.WAITING_TAG): a person's answer is awaited.
-  if (row.status === "running" && row.awaiting === "user") {
+  if ((row.status === "running" || row.status === "paused") && row.awaiting === "user") {
     status.append(" ", el("span", { class: "tag waiting", text: "waiting for the user" }));
   }
   const tr = el("tr", { "data-session": row.session_id || "", "data-status": row.status || "" },
@@ -212,6 +212,14 @@ function describe(event) {
     }
     case "result_ignored":
       return `${event.tool ? `A result of ${event.tool}` : "A tool result"}${at(event)} was only recorded: a person decides here`;
+    case "node_finished": {
+      // A generated plan's step or a pipeline's node (describe.py's _step_finished).
+      const result = event.result || {};
+      const status = event.status || result.status;
+      const tries = result.attempts > 1 ? ` after ${result.attempts} attempts` : "";
+      const said = status === "completed" ? result.output : event.error || result.error;
+      return `Step ${node} ${status}${tries}` + (said != null && said !== "" ? `: ${excerpt(said)}` : "");
+    }
     default: {
       // An event type this page does not know: its fields in words, never a JSON dump.
       const { seq, type, key, turn, ...rest } = event;
@@ -285,7 +293,8 @@ function sessionPage() {
       const waitingFact = $("#f-waiting");
       if (waitingFact) {
         // Server side: html.waiting_fact.
-        const waits = run.status === "running" && run.awaiting === "user";
+        // A pipeline run at a human gate is paused: it waits for the user too.
+        const waits = (run.status === "running" || run.status === "paused") && run.awaiting === "user";
         waitingFact.textContent = waits ? "the user" : run.status === "running" ? "the agent" : "—";
       }
       showQuestion(detail.waiting || null);
