@@ -77,11 +77,12 @@ class QuestionShape(Protocol):
 class StoredAnswer:
     """An answer as the specification's Answer (§6.3) has it.
 
-    ``value`` is the chosen option's key, ``YES``/``NO`` for a yes/no
-    question, the words for a free-form one, or ``TIMEOUT``.
+    ``value`` is the chosen option's key, ``yes``/``no`` for a yes/no
+    question, the words for a free-form one, or ``timeout`` (the values of
+    :class:`waygraph.pipelines.interviewers.AnswerValue`).
 
     Example:
-        >>> StoredAnswer("TIMEOUT").timed_out
+        >>> StoredAnswer("timeout").timed_out
         True
     """
 
@@ -94,7 +95,7 @@ class StoredAnswer:
     @property
     def timed_out(self) -> bool:
         """No answer came within the question's timeout."""
-        return self.value == "TIMEOUT"
+        return self.value == "timeout"
 
 
 def _kind(question: object) -> str:
@@ -161,16 +162,16 @@ class StoreInterviewer:
             self._sleep(self.poll)
 
     def ask(self, question: QuestionShape) -> StoredAnswer:
-        """The specification's ``ask``: a person's answer to ``question``, or TIMEOUT."""
+        """The specification's ``ask``: a person's answer to ``question``, or ``timeout``."""
         yes_no = _kind(question) in ("YES_NO", "CONFIRMATION")
         options = list(question.options or ())
         labels = list(_YES_NO) if yes_no else [o.label for o in options]
         got = self.wait(question.stage, question.text, labels, timeout=question.timeout_seconds)
         if got is None:
-            return StoredAnswer("TIMEOUT")
+            return StoredAnswer("timeout")
         said, choice, by = str(got.get("answer") or ""), got.get("choice"), got.get("by")
         if yes_no:
-            return StoredAnswer("YES" if choice == _YES_NO[0] else "NO", text=said, by=by)
+            return StoredAnswer("yes" if choice == _YES_NO[0] else "no", text=said, by=by)
         if choice is None:
             return StoredAnswer(said, text=said, by=by)
         picked = options[labels.index(choice)]
