@@ -16,6 +16,7 @@ from waygraph.pipelines.checkpoint import Checkpoint
 from waygraph.pipelines.outcome import Outcome
 from waygraph.pipelines.record import KIND, PipelineRecords
 from waygraph.pipelines.record_interviewer import StoreInterviewer
+from waygraph.pipelines.record_lease import LeaseKeeper
 from waygraph.pipelines.record_view import pipeline_view, pipeline_waiting
 from waygraph.planning._lease import Lease, _machine
 from waygraph.store import Store, open_store
@@ -412,3 +413,41 @@ def test_a_resumed_run_takes_the_answer_given_while_nothing_ran(store):
         raise AssertionError("the answer was already there")
 
     assert StoreInterviewer(resumer, rid, sleep=never).ask(REVIEW).value == "Y"
+
+
+# ---------------------------------------------------------------- resume and the lease keeper
+
+
+def test_resume_claims_the_run_and_returns_where_it_stood(store):
+    rid, records = waiting_at_review(store)
+    records.release(rid)  # the first process stopped
+    resumer = PipelineRecords(store)
+    cp, plan = resumer.resume(rid)
+    assert cp.next_node == "review" and plan == pipeline()
+    with pytest.raises(Conflict, match="is being run by"):
+        PipelineRecords(store).resume(rid)
+    with pytest.raises(RunNotFoundError):
+        PipelineRecords(store).resume("pl_missing")
+    resumer.save(after(rid, "start", "build", "review", "done", nxt=None, status="completed"), plan)
+    # An ended run comes back as it is, with nothing to claim.
+    assert PipelineRecords(store).resume(rid)[0].status == "completed"
+
+
+def test_the_lease_keeper_renews_until_stopped_and_says_when_the_run_was_taken(store):
+    rid, records = waiting_at_review(store)
+    first = records.lease(rid).expires
+    keeper = LeaseKeeper(records, rid, every=0.01)
+    with keeper:
+        renewed = threading.Event()
+        for _ in range(500):  # waits for a renewal, however slow the machine
+            if records.lease(rid).expires > first:
+                renewed.set()
+                break
+            threading.Event().wait(0.01)
+        assert renewed.is_set()
+        PipelineRecords(store).claim(rid, takeover=True)
+        for _ in range(500):
+            if keeper.lost is not None:
+                break
+            threading.Event().wait(0.01)
+    assert "was taken over" in str(keeper.lost)

@@ -419,6 +419,24 @@ class PipelineRecords:
         self._leases[run_id] = mine
         return mine
 
+    def resume(self, run_id: str, *, takeover: bool = False) -> tuple[Checkpoint, Plan]:
+        """What ``--resume RUN_ID`` continues from: the run claimed, its checkpoint and plan.
+
+        A run that ended is returned as it is, unclaimed (there is nothing
+        to run). Raises as :meth:`claim` does: RunNotFoundError, or Conflict
+        while another live process holds it and ``takeover`` is False.
+        """
+        found = self.load(run_id)
+        if found is None:
+            raise RunNotFoundError(f"no pipeline run {run_id!r} in the store {self.store.url}")
+        if found[0].status in _ENDED:
+            return found
+        self.claim(run_id, takeover=takeover)
+        # Read again: the run may have moved between the first read and the claim.
+        claimed = self.load(run_id)
+        assert claimed is not None
+        return claimed
+
     def renew(self, run_id: str) -> None:
         """Renew this object's lease on ``run_id`` (a long node or a wait keeps the run held).
 
