@@ -414,3 +414,37 @@ def test_waygraph_check_reports_the_lint_of_a_dot_file_by_rule_severity_and_line
 
     shown = CliRunner().invoke(app, ["check", str(path)])
     assert "reachability" in shown.stdout and "terminal_node" in shown.stdout
+
+
+# ------------------------------------------------------------- from DOT text (§11.2)
+
+
+def dot_rules(text: str) -> list[tuple[str, str, str | None]]:
+    from waygraph.formats.dot import parse_dot
+
+    return found(parse_dot(text))
+
+
+def test_start_and_exit_by_id_are_recognised_without_shapes():
+    assert dot_rules('digraph Q { start; a [prompt="x"]; end; start -> a -> end }') == []
+    assert dot_rules('digraph Q { Start; a [prompt="x"]; exit; Start -> a -> exit }') == []
+
+
+def test_a_dot_pipeline_without_an_exit_is_an_error():
+    text = 'digraph Q { s [shape=Mdiamond]; a [prompt="x"]; s -> a }'
+    assert dot_rules(text) == [("terminal_node", "error", None)]
+
+
+def test_a_dot_pipeline_with_two_exits_is_an_error():
+    text = (
+        'digraph Q { s [shape=Mdiamond]; a [prompt="x"]; e1 [shape=Msquare]; '
+        "e2 [shape=Msquare]; s -> a -> e1; a -> e2 }"
+    )
+    assert dot_rules(text) == [("terminal_node", "error", "e2")]
+
+
+def test_a_dot_pipeline_without_a_start_is_refused_by_the_reader_before_lint():
+    from waygraph.formats.dot import parse_dot
+
+    with pytest.raises(PlanFormatError, match="no start node"):
+        parse_dot('digraph Q { a [prompt="x"]; e [shape=Msquare]; a -> e }')
