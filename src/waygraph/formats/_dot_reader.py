@@ -146,6 +146,9 @@ class _Builder:
         for key in ("goal", "description", "match_mode"):
             if key in attrs:
                 data[key] = attrs[key].value
+        # A DOT file is an Attractor pipeline unless it says otherwise: it
+        # routes as the specification does (waygraph.engine documents how).
+        data["routing"] = attrs["routing"].value if "routing" in attrs else "attractor"
         for key in ("domains", "triggers"):
             if key in attrs:
                 data[key] = self.read(attrs[key], values.text_list, field=key)
@@ -337,7 +340,7 @@ class _Builder:
         has_exit: bool,
     ) -> dict[str, Any]:
         attrs = dn.attrs
-        where = {"node": node_id}
+        where: dict[str, Any] = {"node": node_id}
         kind, handler = self.node_kind(node_id, dn, has_start, has_exit, where)
         out: dict[str, Any] = {"type": kind}
         if handler is not None:
@@ -422,7 +425,7 @@ class _Builder:
     # -- edges
     def edge(self, de: DotEdge) -> dict[str, Any]:
         attrs = de.attrs
-        where = {"edge": de.name}
+        where: dict[str, Any] = {"edge": de.name}
         out: dict[str, Any] = {"from": de.source, "to": de.target}
         condition, when = "always", None
         extra = self.extras(attrs, EDGE_ATTRIBUTES, ATTRACTOR_EDGE_ATTRIBUTES, "edge", where)

@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -273,6 +273,14 @@ class Graph(_Frozen):
             data = {**data, "nodes": nodes}
         return data
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Graph:
+        """A copy with ``update`` applied, whose lookups are built afresh from its own edges."""
+        copy = super().model_copy(update=update, deep=deep)
+        # The cached adjacency is in __dict__, which the copy shares; without this
+        # a copy with new edges would keep answering with the old ones.
+        copy.__dict__.pop("index", None)
+        return copy
+
     @cached_property
     def index(self) -> GraphIndex:
         """Adjacency built once per graph (graphs are immutable)."""
@@ -413,6 +421,11 @@ class Plan(_Frozen):
     #: Attractor graph attributes as the file wrote them (``model_stylesheet``,
     #: ``retry_target``, ``default_fidelity``, ``stack.child_dotfile`` ...).
     attrs: dict[str, str] | None = None
+    #: How a guided run picks edges and handles failures. ``waygraph``: ties go
+    #: to file order and a failed check is retried before its fail edge is
+    #: taken. ``attractor`` (every DOT file unless it says ``routing=waygraph``):
+    #: the specification's §3.3-3.7, as :mod:`waygraph.engine` documents them.
+    routing: Literal["waygraph", "attractor"] = "waygraph"
 
     @field_validator("id")
     @classmethod
