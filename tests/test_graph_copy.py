@@ -11,5 +11,5 @@ def test_a_copy_with_new_edges_does_not_keep_the_old_adjacency():
     back = Edge.model_validate({"from": "a", "to": "start"})
     copy = graph.model_copy(update={"edges": (*graph.edges, back)})
     assert [e.to for e in copy.out_edges("a")] == ["done", "start"]
-    assert [e.to for e in copy.in_edges("start")] == ["a"]
+    assert [e.from_ for e in copy.in_edges("start")] == ["a"]
     assert [e.to for e in graph.out_edges("a")] == ["done"]  # the original is unchanged
