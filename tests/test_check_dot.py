@@ -54,3 +54,16 @@ def test_a_pipeline_with_only_warnings_loads_and_is_checked(tmp_path):
     assert [p["code"] for p in out["problems"] if p["level"] == "error"] == []
     assert any(p["code"] == "dot-attribute" and p["field"] == "owner" for p in out["problems"])
     assert code == 0
+
+
+def test_a_finding_both_checkers_make_is_listed_once(tmp_path):
+    path = tmp_path / "p.dot"
+    path.write_text(
+        "digraph p { start [shape=Mdiamond]; done [shape=Msquare]; work [prompt=x]\n"
+        "lost [prompt=y]\nstart -> work -> done }",
+        encoding="utf-8",
+    )
+    code, out = check(path)
+    about_lost = [(p["code"], p["level"]) for p in out["problems"] if p["node"] == "lost"]
+    assert about_lost == [("reachability", "error")]  # not waygraph's "unreachable" too
+    assert code == 1

@@ -25,7 +25,18 @@ from waygraph.check import Problem
 from waygraph.formats.dot import DotReport
 from waygraph.pipelines.lint import validate, with_lines
 
-__all__ = ["lint_problems"]
+__all__ = ["SUPERSEDES", "lint_problems", "without_superseded"]
+
+#: waygraph's own check codes that say the same as a specification rule: on a DOT
+#: file, where the rule is reported, the code is left out for the same node or
+#: edge, so a finding is listed once (at the specification's severity).
+SUPERSEDES: dict[str, frozenset[str]] = {
+    "reachability": frozenset({"unreachable"}),
+    "start_node": frozenset({"no-start", "unknown-start", "multiple-starts"}),
+    "start_no_incoming": frozenset({"start-has-incoming"}),
+    "exit_no_outgoing": frozenset({"end-node-has-edges"}),
+    "edge_target_exists": frozenset({"unknown-node"}),
+}
 
 
 def lint_problems(report: DotReport, file: Path) -> list[Problem]:
@@ -55,3 +66,21 @@ def lint_problems(report: DotReport, file: Path) -> list[Problem]:
             )
         )
     return problems
+
+
+def without_superseded(problems: list[Problem]) -> list[Problem]:
+    """``problems`` without waygraph's findings that a specification rule already reports
+    for the same file, plan and node (see :data:`SUPERSEDES`).
+
+    Example:
+        >>> spec = Problem("reachability", "error", "lost", file="p.dot", plan="p", node="x")
+        >>> own = Problem("unreachable", "warning", "lost", file="p.dot", plan="p", node="x")
+        >>> [p.code for p in without_superseded([spec, own])]
+        ['reachability']
+    """
+    said = {
+        (code, p.file, p.plan, p.node)
+        for p in problems
+        for code in SUPERSEDES.get(p.code, ())
+    }
+    return [p for p in problems if (p.code, p.file, p.plan, p.node) not in said]

@@ -162,7 +162,9 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
             plans.append(plan)
     combined = Library(plans, meta=meta, sources=sources, files=files, path=root)
     problems.extend(combined.check())
-    return problems, len(plans) + others
+    from waygraph.cli._pipeline_lint import without_superseded
+
+    return without_superseded(problems), len(plans) + others
 
 
 def _dot_problems(file: Path) -> list[Problem]:
