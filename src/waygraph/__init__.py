@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from waygraph.library import Library, load_library
     from waygraph.model import Edge, Graph, Node, Plan, Step, Verify
     from waygraph.navigator import Event, Guidance, Navigator
+    from waygraph.pipelines.runner import arun_pipeline, run_pipeline
     from waygraph.verify import Observation
 
 __version__ = "0.1.0"
@@ -52,6 +53,8 @@ _LAZY = {
     "Guidance": "waygraph.navigator",
     "Navigator": "waygraph.navigator",
     "Observation": "waygraph.verify",
+    "run_pipeline": "waygraph.pipelines.runner",
+    "arun_pipeline": "waygraph.pipelines.runner",
 }
 
 __all__ = [
@@ -77,7 +80,9 @@ __all__ = [
     "Verify",
     "WaygraphError",
     "__version__",
+    "arun_pipeline",
     "load_library",
+    "run_pipeline",
 ]
 
 

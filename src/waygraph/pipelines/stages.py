@@ -1,0 +1,462 @@
+"""Running one stage with its retry policy (§3.5, §3.6), and the handlers that run stages
+themselves: parallel fan-out (§4.8), fan-in (§4.9) and the manager loop (§4.11).
+
+:func:`run_stage` is what the runner and every parallel branch call for a
+node: the handler from the registry, an exception turned into a FAIL (a
+transient one retried while ``max_retries`` allows, with backoff), RETRY
+retried then settled by :func:`~waygraph.pipelines.routing.attempt_verdict`,
+``auto_status`` applied, and the final outcome written to the stage's
+``status.json``. :func:`next_node` is where a node's outcome leads.
+
+Example:
+    >>> Backoff(initial_delay=0.2, factor=2.0, jitter=False).delay_for_attempt(3)
+    0.8
+    >>> is_transient(ConnectionResetError()), is_transient(ValueError("bad prompt"))
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from waygraph.errors import PermanentError, PlanFormatError, TransientError
+from waygraph.formats._dot_values import duration
+from waygraph.model import Node, Plan
+from waygraph.pipelines.conditions import evaluate_condition
+from waygraph.pipelines.context import (
+    Context,
+    EventSink,
+    ParallelBranchCompleted,
+    ParallelBranchStarted,
+    ParallelCompleted,
+    ParallelStarted,
+    StageFailed,
+    StageRetrying,
+)
+from waygraph.pipelines.outcome import Outcome
+from waygraph.pipelines.routing import (
+    after_failure,
+    attempt_verdict,
+    handler_type,
+    is_conditional,
+    select_edge,
+)
+from waygraph.pipelines.run_folder import stage_dir, stage_name, write_json
+
+if TYPE_CHECKING:
+    from waygraph.pipelines.handlers import HandlerRegistry
+
+__all__ = [
+    "Backoff",
+    "FanInHandler",
+    "ManagerLoopHandler",
+    "ParallelHandler",
+    "StagePolicy",
+    "is_transient",
+    "next_node",
+    "run_stage",
+    "walk_branch",
+]
+
+#: Node executions a parallel branch may make before it is stopped (an endless loop inside).
+BRANCH_STEPS = 1000
+_TRANSIENT_NAMES = {
+    "APIConnectionError",
+    "APITimeoutError",
+    "RateLimitError",
+    "InternalServerError",
+}
+_RANK = {"success": 0, "partial_success": 1, "retry": 2, "skipped": 3, "fail": 4}
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Delays between attempts (§3.6): ``initial_delay * factor**(attempt-1)``, capped, with
+    jitter (x0.5 to x1.5) when ``jitter``."""
+
+    initial_delay: float = 0.2
+    factor: float = 2.0
+    max_delay: float = 60.0
+    jitter: bool = True
+
+    def delay_for_attempt(self, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        delay = min(self.initial_delay * self.factor ** (attempt - 1), self.max_delay)
+        return delay * random.uniform(0.5, 1.5) if self.jitter else round(delay, 9)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether retrying may help (§3.6, Appendix D): network and timeout errors, HTTP 429 and
+    5xx, :class:`~waygraph.errors.TransientError`; the error or its cause."""
+    for error in (exc, exc.__cause__):
+        if error is None or isinstance(error, PermanentError):
+            continue
+        if isinstance(error, TransientError | ConnectionError | TimeoutError):
+            return True
+        if type(error).__name__ in _TRANSIENT_NAMES:
+            return True
+        status = getattr(error, "status_code", None)
+        if isinstance(status, int) and (status == 429 or status >= 500):
+            return True
+    return False
+
+
+def _ignore(event: object) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class StagePolicy:
+    """How stages are run: backoff, sleep (injectable), events, which errors are retried."""
+
+    backoff: Backoff = field(default_factory=Backoff)
+    sleep: Callable[[float], None] = time.sleep
+    emit: EventSink = _ignore
+    should_retry: Callable[[BaseException], bool] = is_transient
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("true", "1", "yes")
+
+
+def run_stage(
+    registry: HandlerRegistry,
+    node: Node,
+    context: Context,
+    plan: Plan,
+    logs_root: Path,
+    *,
+    policy: StagePolicy,
+    retries: dict[str, int],
+    index: int = 0,
+) -> Outcome:
+    """Execute ``node`` with its retry policy; the outcome to route on.
+
+    ``retries`` counts each node's retries (reset when it succeeds).
+    """
+    handler = registry.resolve(node)
+    status_file = logs_root / stage_name(node.id) / "status.json"
+    attempt = 0
+    returned = False
+    while True:
+        attempt += 1
+        # The previous visit's status is an old record: only one written now counts.
+        status_file.unlink(missing_ok=True)
+        try:
+            outcome = handler.execute(node, context, plan, logs_root)
+            if not isinstance(outcome, Outcome):
+                outcome = Outcome(
+                    status="fail",
+                    failure_reason=f"handler returned {type(outcome).__name__}, not an Outcome",
+                )
+            returned = True
+        except Exception as exc:  # a handler's error is the stage's FAIL (§4.12)
+            reason = f"{type(exc).__name__}: {exc}"
+            limit = node.max_retries
+            again = policy.should_retry(exc) and (limit is None or attempt <= limit)
+            policy.emit(StageFailed(name=node.id, index=index, error=reason, will_retry=again))
+            if again:
+                _wait(node, attempt, policy, retries, index)
+                continue
+            outcome = Outcome(status="fail", failure_reason=reason)
+            returned = False
+            break
+        verdict, outcome = attempt_verdict(node, outcome, attempt)
+        if verdict == "retry":
+            _wait(node, attempt, policy, retries, index)
+            continue
+        break
+    if returned and _truthy((node.attrs or {}).get("auto_status")) and not status_file.exists():
+        # Appendix C: a handler that wrote no status is taken to have succeeded.
+        outcome = Outcome(
+            status="success",
+            notes="auto-status: handler completed without writing status",
+            context_updates=outcome.context_updates,
+        )
+    if outcome.succeeded:
+        retries.pop(node.id, None)
+    write_json(stage_dir(logs_root, node.id) / "status.json", outcome.status_file())
+    return outcome
+
+
+def _wait(
+    node: Node, attempt: int, policy: StagePolicy, retries: dict[str, int], index: int
+) -> None:
+    delay = policy.backoff.delay_for_attempt(attempt)
+    retries[node.id] = retries.get(node.id, 0) + 1
+    policy.emit(StageRetrying(name=node.id, index=index, attempt=attempt + 1, delay=delay))
+    policy.sleep(delay)
+
+
+def next_node(plan: Plan, node: Node, outcome: Outcome, context: Mapping[str, Any]) -> str | None:
+    """Where the run goes after ``node`` ended with ``outcome``: a parallel node's fan-in,
+    failure routing for a FAIL (§3.7), else the selected edge's target (§3.3); None: nowhere."""
+    if handler_type(node) == "parallel" and outcome.status != "fail":
+        # The branches were the edges: the run goes on at the fan-in, or ends.
+        return outcome.suggested_next_ids[0] if outcome.suggested_next_ids else None
+    if outcome.status == "fail":
+        return after_failure(plan.graph, node, outcome, context)
+    edge = select_edge(plan.graph, node.id, outcome, context)
+    return edge.to if edge is not None else None
+
+
+def _apply(context: Context, outcome: Outcome) -> None:
+    """§3.2 step 4: the outcome's updates, then ``outcome`` and ``preferred_label``."""
+    context.apply_updates(outcome.context_updates)
+    context.set("outcome", outcome.status)
+    if outcome.preferred_label:
+        context.set("preferred_label", outcome.preferred_label)
+
+
+def walk_branch(
+    registry: HandlerRegistry,
+    first: str,
+    context: Context,
+    plan: Plan,
+    logs_root: Path,
+    *,
+    policy: StagePolicy,
+    max_steps: int = BRANCH_STEPS,
+) -> dict[str, Any]:
+    """Run a parallel branch from node ``first`` until it reaches a fan-in node, an exit or a
+    dead end; its result: ``id``, ``status``, ``notes``, ``failure_reason``, ``score``,
+    ``path`` (node ids run), ``outcomes`` (each node's last) and ``join`` (the fan-in)."""
+    path: list[str] = []
+    outcomes: dict[str, Outcome] = {}
+    last = Outcome(status="success")
+    join: str | None = None
+    current: str | None = first
+    entered_by_join = False
+    retries: dict[str, int] = {}
+    for _ in range(max_steps):
+        if current is None:
+            break
+        node = plan.graph.nodes.get(current)
+        if node is None:
+            last = Outcome(status="fail", failure_reason=f"no node {current!r}")
+            break
+        kind = handler_type(node)
+        if node.type == "exit":
+            break
+        if kind == "parallel.fan_in" and not entered_by_join:
+            join = node.id
+            break
+        outcome = run_stage(
+            registry, node, context, plan, logs_root, policy=policy, retries=retries
+        )
+        path.append(node.id)
+        outcomes[node.id] = outcome
+        _apply(context, outcome)
+        last = outcome
+        if kind == "escalate":
+            break
+        # A nested parallel node's fan-in is this branch's next stage, not its end.
+        entered_by_join = kind == "parallel" and outcome.status != "fail"
+        current = next_node(plan, node, outcome, context.snapshot())
+    else:
+        last = Outcome(status="fail", failure_reason=f"the branch ran {max_steps} nodes")
+    score = last.context_updates.get("score", 0)
+    return {
+        "id": first,
+        "status": last.status,
+        "notes": last.notes,
+        "failure_reason": last.failure_reason,
+        "score": score if isinstance(score, int | float) else 0,
+        "path": path,
+        "outcomes": {k: v.model_dump(mode="json") for k, v in outcomes.items()},
+        "join": join,
+    }
+
+
+class ParallelHandler:
+    """Fan-out (§4.8): every unconditional outgoing edge a branch, run at once on context clones.
+
+    At most ``max_parallel`` (node attribute, default 4) run together. Each
+    branch runs until it reaches a fan-in node (or an exit, or a dead end);
+    the results go to the context's ``parallel.results``, and the run then
+    continues once, at the fan-in the branches reached. ``join_policy``
+    ``wait_all`` (default): SUCCESS when no branch failed, else
+    PARTIAL_SUCCESS; ``first_success``: SUCCESS when any branch succeeded,
+    else FAIL (every branch still runs to its end). Branch context changes
+    are not merged back (§3.8). ``on_event`` may be called from several
+    threads at once.
+    """
+
+    def __init__(
+        self,
+        registry: HandlerRegistry,
+        *,
+        on_event: EventSink | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.registry = registry
+        self.policy = StagePolicy(
+            backoff=backoff or Backoff(), sleep=sleep, emit=on_event or _ignore
+        )
+
+    def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        # Its unconditional edges are the branches; a conditional one routes its outcome.
+        branches = [e.to for e in plan.graph.edges if e.from_ == node.id and not is_conditional(e)]
+        if not branches:
+            return Outcome(status="fail", failure_reason="parallel node has no branches")
+        attrs = node.attrs or {}
+        policy_name = attrs.get("join_policy", "wait_all").strip().lower()
+        try:
+            width = max(1, int(attrs.get("max_parallel", "4")))
+        except ValueError:
+            width = 4
+        emit = self.policy.emit
+        emit(ParallelStarted(branch_count=len(branches)))
+        started = time.monotonic()
+
+        def one(index: int, first: str) -> dict[str, Any]:
+            emit(ParallelBranchStarted(branch=first, index=index))
+            begun = time.monotonic()
+            result = walk_branch(
+                self.registry, first, context.clone(), plan, logs_root, policy=self.policy
+            )
+            ok = result["status"] in ("success", "partial_success")
+            took = time.monotonic() - begun
+            emit(ParallelBranchCompleted(branch=first, index=index, duration=took, success=ok))
+            return result
+
+        with ThreadPoolExecutor(max_workers=width, thread_name_prefix="waygraph-branch") as pool:
+            results = list(pool.map(one, range(len(branches)), branches))
+        wins = sum(r["status"] in ("success", "partial_success") for r in results)
+        fails = sum(r["status"] == "fail" for r in results)
+        emit(ParallelCompleted(time.monotonic() - started, success_count=wins, failure_count=fails))
+        join = next((r["join"] for r in results if r["join"]), None) or _fan_in(plan, branches)
+        updates = {
+            "parallel.results": results,
+            "parallel.success_count": wins,
+            "parallel.failure_count": fails,
+        }
+        if policy_name == "first_success":
+            status = "success" if wins else "fail"
+        else:
+            status = "success" if fails == 0 else "partial_success"
+        return Outcome(
+            status=status,  # type: ignore[arg-type]
+            suggested_next_ids=(join,) if join else (),
+            context_updates=updates,
+            notes=f"{len(branches)} branches: {wins} succeeded, {fails} failed",
+            failure_reason="" if status != "fail" else "no branch succeeded",
+        )
+
+
+def _fan_in(plan: Plan, firsts: list[str]) -> str | None:
+    """The first fan-in node reachable from the branches (when none of them reached one)."""
+    seen, queue = set(firsts), list(firsts)
+    while queue:
+        current = queue.pop(0)
+        node = plan.graph.nodes.get(current)
+        if node is not None and handler_type(node) == "parallel.fan_in":
+            return current
+        for edge in plan.graph.edges:
+            if edge.from_ == current and edge.to not in seen:
+                seen.add(edge.to)
+                queue.append(edge.to)
+    return None
+
+
+class FanInHandler:
+    """Fan-in (§4.9): the best branch of ``parallel.results`` by outcome, then score, then id.
+
+    FAIL when there are no results or every branch failed.
+    """
+
+    def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        results = context.get("parallel.results")
+        if not isinstance(results, list) or not results:
+            return Outcome(status="fail", failure_reason="No parallel results to evaluate")
+        if all(r.get("status") == "fail" for r in results):
+            return Outcome(status="fail", failure_reason="every parallel branch failed")
+        best = min(
+            results,
+            key=lambda r: (
+                _RANK.get(str(r.get("status")), 9),
+                -float(r.get("score") or 0),
+                r["id"],
+            ),
+        )
+        return Outcome(
+            status="success",
+            context_updates={
+                "parallel.fan_in.best_id": best["id"],
+                "parallel.fan_in.best_outcome": best["status"],
+            },
+            notes=f"Selected best candidate: {best['id']}",
+        )
+
+
+class ManagerLoopHandler:
+    """The manager loop (§4.11): runs the graph's ``stack.child_dotfile`` as a child run, then
+    observes it until it ends, ``manager.stop_condition`` holds or ``manager.max_cycles`` pass.
+
+    The child runs with the same handlers, in the stage folder's ``child``
+    folder, to its end (``stack.child_autostart=false`` starts none). The
+    context gets ``stack.child.status`` (``completed`` or ``failed``) and
+    ``stack.child.outcome``. Between cycles the handler sleeps
+    ``manager.poll_interval`` (default 45s) through ``sleep``.
+    """
+
+    def __init__(
+        self, registry: HandlerRegistry, *, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self.registry = registry
+        self.sleep = sleep
+
+    def _child(self, plan: Plan, node: Node, context: Context, logs_root: Path) -> Outcome | None:
+        from waygraph.pipelines.runner import run_pipeline
+
+        child = (plan.attrs or {}).get("stack.child_dotfile", "")
+        if not child:
+            return Outcome(status="fail", failure_reason="the graph names no stack.child_dotfile")
+        path = Path(child)
+        if not path.is_absolute():
+            path = Path(context.get_string("internal.pipeline_dir", ".")) / path
+        result = run_pipeline(
+            path,
+            handlers=self.registry,
+            logs=stage_dir(logs_root, node.id) / "child",
+            sleep=self.sleep,
+        )
+        context.set("stack.child.status", "completed" if result.status == "success" else "failed")
+        context.set("stack.child.outcome", result.outcome.status)
+        context.set("stack.child.run_id", result.run_id)
+        return None
+
+    def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        attrs = node.attrs or {}
+        try:
+            poll = duration(attrs.get("manager.poll_interval", "45s"))
+            cycles = int(attrs.get("manager.max_cycles", "1000"))
+        except (PlanFormatError, ValueError) as exc:
+            return Outcome(status="fail", failure_reason=f"bad manager attribute: {exc}")
+        stop = attrs.get("manager.stop_condition", "")
+        actions = {a.strip() for a in attrs.get("manager.actions", "observe,wait").split(",")}
+        autostart = attrs.get("stack.child_autostart", "true").strip().lower() != "false"
+        if autostart:
+            refused = self._child(plan, node, context, logs_root)
+            if refused is not None:
+                return refused
+        for _ in range(cycles):
+            status = context.get_string("stack.child.status")
+            if "observe" in actions and status in ("completed", "failed"):
+                if context.get_string("stack.child.outcome") in ("success", "partial_success"):
+                    return Outcome(status="success", notes="Child completed")
+                if status == "failed":
+                    return Outcome(status="fail", failure_reason="Child failed")
+            snapshot = context.snapshot()
+            if stop and evaluate_condition(stop, outcome="", preferred_label="", context=snapshot):
+                return Outcome(status="success", notes="Stop condition satisfied")
+            if "wait" in actions:
+                self.sleep(poll)
+        return Outcome(status="fail", failure_reason="Max cycles exceeded")
