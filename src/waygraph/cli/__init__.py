@@ -12,6 +12,7 @@ import sys
 from waygraph.cli import library_cmds  # noqa: F401
 from waygraph.cli import init_cmds  # noqa: F401
 from waygraph.cli import run_cmds  # noqa: F401
+from waygraph.cli import pipeline_cmds  # noqa: F401
 from waygraph.cli import play_cmds  # noqa: F401
 from waygraph.cli import session_cmds  # noqa: F401
 from waygraph.cli import plan_cmds  # noqa: F401
