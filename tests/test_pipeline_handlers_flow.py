@@ -149,3 +149,13 @@ def test_handlers_may_return_any_outcome_from_threads(tmp_path):
     result = run(FAN.format(fork=""), tmp_path, backend=Odd())
     statuses = {r["id"]: r["status"] for r in result.context["parallel.results"]}
     assert statuses == {"api": "success", "web": "partial_success", "docs": "success"}
+
+
+def test_branches_converging_on_a_plain_node_run_it_once_after_the_fan_out(tmp_path):
+    dot = """digraph meet { start [shape=Mdiamond]; done [shape=Msquare]
+        fork [shape=component]; a; b; merge
+        start -> fork; fork -> a; fork -> b; a -> merge; b -> merge; merge -> done }"""
+    backend = Scripted()
+    result = run(dot, tmp_path, backend=backend)
+    assert result.path == ("start", "fork", "a", "b", "merge", "done")
+    assert backend.calls.count("merge") == 1

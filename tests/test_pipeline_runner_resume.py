@@ -1,19 +1,23 @@
-"""Checkpoints after every node, and resuming a run without redoing a finished node (§5.3, §11.7)."""
+"""Checkpoints after every node; resuming a run never redoes a finished node (§5.3, §11.7)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import pytest
 
 from tests.pipeline_helpers import Scripted, ok, run
-from waygraph.errors import ConfigError
+from waygraph.errors import ConfigError, NotWaitingError, RunNotFoundError
 from waygraph.pipelines.checkpoint import Checkpoint
 from waygraph.pipelines.record import PipelineRecords
 from waygraph.pipelines.run_folder import load_checkpoint
+from waygraph.pipelines.runner import arun_pipeline
 
 CHAIN = """digraph chain { goal="Count"
     start [shape=Mdiamond]; done [shape=Msquare]
@@ -143,3 +147,36 @@ def test_a_run_killed_with_sigkill_resumes_from_the_store(tmp_path):
     assert ended is not None and ended[0].status == "completed"
     assert PipelineRecords(store).list()[0].run_id == "killed"
     assert json.loads((tmp_path / "logs" / "checkpoint.json").read_text())["current_node"] == "done"
+
+
+GATED = """digraph asked { start [shape=Mdiamond]; done [shape=Msquare]
+    ok [shape=hexagon, label="Ship it?"]; ship; hold
+    start -> ok; ok -> hold [label="[H] Hold"]; ok -> ship [label="[S] Ship"]
+    ship -> done; hold -> done }"""
+
+
+def test_with_a_store_a_human_gate_waits_for_an_answer_given_through_the_store(tmp_path):
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    outcome: list[object] = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(run(GATED, tmp_path / "logs", store=store, run_id="asks"))
+    )
+    worker.start()
+    records = PipelineRecords(store)
+    answered = None
+    for _ in range(600):  # a person answering (the dashboard, the API, `sessions answer`)
+        try:
+            answered = records.answer("asks", "ship", by="tester")
+            break
+        except (NotWaitingError, RunNotFoundError):
+            time.sleep(0.05)
+    worker.join(timeout=120)
+    assert answered is not None and answered["choice"] == "[S] Ship"
+    [result] = outcome
+    assert result.path == ("start", "ok", "ship", "done")
+    assert result.context["human.gate.label"] == "[S] Ship"
+
+
+def test_arun_pipeline_is_the_async_twin(tmp_path):
+    result = asyncio.run(arun_pipeline(CHAIN, logs=tmp_path, backend=Scripted()))
+    assert result.path == ("start", "a", "b", "c", "d", "done")

@@ -223,10 +223,12 @@ def walk_branch(
     *,
     policy: StagePolicy,
     max_steps: int = BRANCH_STEPS,
+    join_at: str | None = None,
 ) -> dict[str, Any]:
-    """Run a parallel branch from node ``first`` until it reaches a fan-in node, an exit or a
-    dead end; its result: ``id``, ``status``, ``notes``, ``failure_reason``, ``score``,
-    ``path`` (node ids run), ``outcomes`` (each node's last) and ``join`` (the fan-in)."""
+    """Run a parallel branch from node ``first`` until it reaches a fan-in node (or
+    ``join_at``), an exit or a dead end. Its result: ``id``, ``status``, ``notes``,
+    ``failure_reason``, ``score``, ``path`` (node ids run), ``outcomes`` (each node's
+    last) and ``join`` (the fan-in it reached)."""
     path: list[str] = []
     outcomes: dict[str, Outcome] = {}
     last = Outcome(status="success")
@@ -244,7 +246,7 @@ def walk_branch(
         kind = handler_type(node)
         if node.type == "exit":
             break
-        if kind == "parallel.fan_in" and not entered_by_join:
+        if (kind == "parallel.fan_in" and not entered_by_join) or node.id == join_at:
             join = node.id
             break
         outcome = run_stage(
@@ -278,9 +280,10 @@ class ParallelHandler:
     """Fan-out (§4.8): every unconditional outgoing edge a branch, run at once on context clones.
 
     At most ``max_parallel`` (node attribute, default 4) run together. Each
-    branch runs until it reaches a fan-in node (or an exit, or a dead end);
+    branch runs until it reaches the fan-in (the nearest ``parallel.fan_in``
+    node, else the nearest node every branch reaches), an exit or a dead end;
     the results go to the context's ``parallel.results``, and the run then
-    continues once, at the fan-in the branches reached. ``join_policy``
+    continues once, at that fan-in. ``join_policy``
     ``wait_all`` (default): SUCCESS when no branch failed, else
     PARTIAL_SUCCESS; ``first_success``: SUCCESS when any branch succeeded,
     else FAIL (every branch still runs to its end). Branch context changes
@@ -313,6 +316,7 @@ class ParallelHandler:
         except ValueError:
             width = 4
         emit = self.policy.emit
+        meet = _join_node(plan, branches)
         emit(ParallelStarted(branch_count=len(branches)))
         started = time.monotonic()
 
@@ -320,7 +324,13 @@ class ParallelHandler:
             emit(ParallelBranchStarted(branch=first, index=index))
             begun = time.monotonic()
             result = walk_branch(
-                self.registry, first, context.clone(), plan, logs_root, policy=self.policy
+                self.registry,
+                first,
+                context.clone(),
+                plan,
+                logs_root,
+                policy=self.policy,
+                join_at=meet,
             )
             ok = result["status"] in ("success", "partial_success")
             took = time.monotonic() - begun
@@ -332,7 +342,7 @@ class ParallelHandler:
         wins = sum(r["status"] in ("success", "partial_success") for r in results)
         fails = sum(r["status"] == "fail" for r in results)
         emit(ParallelCompleted(time.monotonic() - started, success_count=wins, failure_count=fails))
-        join = next((r["join"] for r in results if r["join"]), None) or _fan_in(plan, branches)
+        join = next((r["join"] for r in results if r["join"]), None) or meet
         updates = {
             "parallel.results": results,
             "parallel.success_count": wins,
@@ -351,19 +361,29 @@ class ParallelHandler:
         )
 
 
-def _fan_in(plan: Plan, firsts: list[str]) -> str | None:
-    """The first fan-in node reachable from the branches (when none of them reached one)."""
-    seen, queue = set(firsts), list(firsts)
-    while queue:
-        current = queue.pop(0)
-        node = plan.graph.nodes.get(current)
-        if node is not None and handler_type(node) == "parallel.fan_in":
-            return current
+def _reachable(plan: Plan, firsts: list[str]) -> list[str]:
+    """Node ids reachable from ``firsts`` (themselves included), in breadth-first order."""
+    seen, order = set(firsts), list(firsts)
+    for current in order:
         for edge in plan.graph.edges:
             if edge.from_ == current and edge.to not in seen:
                 seen.add(edge.to)
-                queue.append(edge.to)
-    return None
+                order.append(edge.to)
+    return order
+
+
+def _join_node(plan: Plan, branches: list[str]) -> str | None:
+    """Where the branches meet: the nearest fan-in node, else the nearest node every branch
+    reaches (branches that converge on a plain node run it once, after the fan-out)."""
+    order = _reachable(plan, branches)
+    for node_id in order:
+        node = plan.graph.nodes.get(node_id)
+        if node is not None and handler_type(node) == "parallel.fan_in":
+            return node_id
+    if len(branches) < 2:
+        return None
+    common = set.intersection(*(set(_reachable(plan, [b])) for b in branches))
+    return next((n for n in order if n in common), None)
 
 
 class FanInHandler:
