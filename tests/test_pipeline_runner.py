@@ -310,3 +310,14 @@ def test_handler_exceptions_become_fail_outcomes(tmp_path):
     result = run(LINEAR, tmp_path, backend=backend)
     assert result.status == "fail"
     assert result.outcome.failure_reason == "RuntimeError: model server exploded"
+
+
+def test_when_no_condition_holds_the_heaviest_conditional_edge_is_taken(tmp_path):
+    # As every public port does: a gate routing on output it never got still goes on.
+    dot = """digraph g { start [shape=Mdiamond]; done [shape=Msquare]
+        gate [shape=diamond]; fix
+        start -> gate
+        gate -> fix [condition="context.tool.last_line=fail", weight=5]
+        gate -> done [condition="context.tool.last_line=pass", weight=1]
+        fix -> done }"""
+    assert run(dot, tmp_path).path == ("start", "gate", "fix", "done")

@@ -20,55 +20,12 @@ CORPUS = Path(__file__).parent / "fixtures" / "attractor"
 EXPECTED: dict[str, dict[str, dict]] = json.loads((CORPUS / "expected_paths.json").read_text())
 
 PARALLEL = "every branch runs, then the run continues once at the fan-in"
-TOOL_OUTPUT = "routes on what its tool command printed (the ports ran the commands)"
+RB = "robotdad__amplifier-bundle-attractor/examples__pipelines__"
+WJ = "wcraigjones__attractor/conformance__"
 DIFFERENT = {
     "allouis__attractor/pipelines__review-core__pipeline.dot": PARALLEL,
     "gutelius__attractor/docs__examples__ch08-parallel.dot": PARALLEL,
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__05-parallel-fan-out.dot": PARALLEL,
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__practical__multi-lens-review.dot": (
-        PARALLEL
-    ),
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__practical__pr-review.dot": PARALLEL,
-    "wcraigjones__attractor/conformance__05-parallel__01-fan-out-fan-in__pipeline.dot": PARALLEL,
-    "wcraigjones__attractor/conformance__05-parallel__02-branch-context__pipeline.dot": PARALLEL,
-    "wcraigjones__attractor/conformance__05-parallel__03-branch-failure__pipeline.dot": PARALLEL,
-    "wcraigjones__attractor/conformance__05-parallel__04-branch-timeout__pipeline.dot": PARALLEL,
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__00-convergence-loop.dot": (
-        TOOL_OUTPUT
-    ),
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__02-plan-implement-test.dot": (
-        TOOL_OUTPUT
-    ),
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__03-conditional-routing.dot": (
-        TOOL_OUTPUT
-    ),
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__04-retry-with-fallback.dot": (
-        TOOL_OUTPUT
-    ),
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__10-full-attractor.dot": TOOL_OUTPUT,
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__12-graph-resume.dot": TOOL_OUTPUT,
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__practical__bug-fix.dot": TOOL_OUTPUT,
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__practical__feature-build.dot": (
-        TOOL_OUTPUT
-    ),
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__practical__refactor.dot": (
-        TOOL_OUTPUT
-    ),
-    "robotdad__amplifier-bundle-attractor/examples__pipelines__practical__test-gen.dot": (
-        TOOL_OUTPUT
-    ),
-    "siarhei-belavus__attractor-kotlin/examples__deltaplan-dev.dot": (
-        "routes on `last_response contains PLAN_READY`, words a real model writes"
-    ),
-    "brynary__attractor/pipelines__factory__sync.dot": (
-        "no condition holds for a context key nobody set, so the run ends after detect (§3.2)"
-    ),
-    "mnesler__attractor/examples__exercise_all_nodes.dot": (
-        "its manager loop names no stack.child_dotfile, which is a FAIL"
-    ),
-    "wcraigjones__attractor/conformance__03-execution__20-max-visits__pipeline.dot": (
-        "an endless loop: the ports raise, waygraph stops failed at its step bound"
-    ),
+    "mnesler__attractor/examples__exercise_all_nodes.dot": "its manager loop names no stack.child_dotfile, which is a FAIL",
 }
 
 

@@ -12,6 +12,9 @@ Rules where the specification leaves room:
 
 - A FAIL follows a matching condition edge, else the node's ``retry_target``,
   else its ``fallback_retry_target``, else the run ends failed (§3.7).
+- Any other outcome out of a node whose edges all have conditions, none of
+  which holds, takes the best of them by weight, then target id (as every
+  public port does), instead of ending the run there.
 - Parallel fan-out runs every branch, then continues once, at the fan-in.
 - An unsatisfied goal gate at the exit sends the run to its retry target at
   most ``max_goal_gate_redirects`` times (graph attribute, default
@@ -67,9 +70,9 @@ from waygraph.pipelines.context import (
 from waygraph.pipelines.handlers import Handler, HandlerRegistry, default_handlers
 from waygraph.pipelines.interviewers import Interviewer
 from waygraph.pipelines.outcome import Outcome
-from waygraph.pipelines.routing import gate_target, handler_type, select_edge, unsatisfied_gate
+from waygraph.pipelines.routing import gate_target, handler_type, unsatisfied_gate
 from waygraph.pipelines.run_folder import load_checkpoint, write_checkpoint, write_manifest
-from waygraph.pipelines.stages import Backoff, StagePolicy, next_node, run_stage
+from waygraph.pipelines.stages import Backoff, StagePolicy, chosen_edge, next_node, run_stage
 
 __all__ = [
     "DEFAULT_LOGS",
@@ -409,7 +412,7 @@ class _Run:
                     else Outcome(status="success", notes="Pipeline completed")
                 )
                 break
-            edge = select_edge(plan.graph, node.id, outcome, snapshot)
+            edge = chosen_edge(plan, node, outcome, snapshot) if outcome.status != "fail" else None
             if edge is not None and edge.to == target and _restarts(edge.attrs):
                 # §3.2 step 7: a fresh run from the edge's target.
                 context = _start_context(plan, self.source, given)

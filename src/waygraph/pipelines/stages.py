@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from waygraph.errors import PermanentError, PlanFormatError, TransientError
 from waygraph.formats._dot_values import duration
-from waygraph.model import Node, Plan
+from waygraph.model import Edge, Node, Plan
 from waygraph.pipelines.conditions import evaluate_condition
 from waygraph.pipelines.context import (
     Context,
@@ -58,6 +58,7 @@ __all__ = [
     "ManagerLoopHandler",
     "ParallelHandler",
     "StagePolicy",
+    "chosen_edge",
     "is_transient",
     "next_node",
     "run_stage",
@@ -194,15 +195,34 @@ def _wait(
     policy.sleep(delay)
 
 
+def chosen_edge(
+    plan: Plan, node: Node, outcome: Outcome, context: Mapping[str, Any]
+) -> Edge | None:
+    """The edge a non-FAIL ``outcome`` follows out of ``node`` (§3.3).
+
+    When every edge out of the node has a condition and none holds, the best
+    of them by weight, then target id, is taken: every public port does so
+    (a gate routing on a tool's output it never got still goes on), where
+    the specification's pseudocode would end the run at that node.
+    """
+    edge = select_edge(plan.graph, node.id, outcome, context)
+    if edge is not None:
+        return edge
+    edges = [e for e in plan.graph.edges if e.from_ == node.id]
+    if not edges or not all(is_conditional(e) for e in edges):
+        return None
+    return min(edges, key=lambda e: (-e.weight, e.to))
+
+
 def next_node(plan: Plan, node: Node, outcome: Outcome, context: Mapping[str, Any]) -> str | None:
     """Where the run goes after ``node`` ended with ``outcome``: a parallel node's fan-in,
-    failure routing for a FAIL (§3.7), else the selected edge's target (§3.3); None: nowhere."""
+    failure routing for a FAIL (§3.7), else :func:`chosen_edge`'s target; None: nowhere."""
     if handler_type(node) == "parallel" and outcome.status != "fail":
         # The branches were the edges: the run goes on at the fan-in, or ends.
         return outcome.suggested_next_ids[0] if outcome.suggested_next_ids else None
     if outcome.status == "fail":
         return after_failure(plan.graph, node, outcome, context)
-    edge = select_edge(plan.graph, node.id, outcome, context)
+    edge = chosen_edge(plan, node, outcome, context)
     return edge.to if edge is not None else None
 
 
