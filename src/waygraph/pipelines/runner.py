@@ -229,7 +229,7 @@ def run_pipeline(
     run_id = checkpoint.run_id if checkpoint else (run_id or uuid.uuid4().hex[:12])
     logs_root = Path(logs) if logs is not None else DEFAULT_LOGS / run_id
     logs_root.mkdir(parents=True, exist_ok=True)
-    if records is not None and interviewer is None and handlers is None:
+    if records is not None and interviewer is None and not isinstance(handlers, HandlerRegistry):
         from waygraph.pipelines.record_interviewer import StoreInterviewer
 
         interviewer = StoreInterviewer(records, run_id)  # type: ignore[assignment]
