@@ -5,7 +5,9 @@ Nothing here runs a stage, reads a clock or touches a file: the runner
 what follows, so every rule has one definition that tests can call directly.
 
 - :func:`select_edge`: the five steps of §3.3 (condition match, preferred
-  label, suggested next ids, highest weight, then the lexically first target).
+  label, suggested next ids, highest weight, then the lexically first target);
+  when no condition holds and no edge is unconditional, the best edge of all,
+  as the public ports do (the specification's pseudocode would end the run).
 - :func:`after_failure`: §3.7 for a FAIL: a matching condition edge, else the
   node's ``retry_target``, else its ``fallback_retry_target``, else stop.
 - :func:`attempt_verdict`: §3.5's retry policy for one attempt's outcome.
@@ -180,7 +182,11 @@ def select_edge(
         for edge in plain:
             if edge.to == suggested:
                 return edge
-    return _best(plain) if plain else None
+    # No condition holds and no edge is unconditional: §3.3's pseudocode ends
+    # the run here, but every public port takes the best edge of all instead,
+    # and pipelines are written for them (a stage routed on a context flag no
+    # stage sets); a FAIL never gets here (after_failure routes it, §3.7).
+    return _best(plain or edges)
 
 
 def after_failure(
