@@ -337,8 +337,8 @@ def draw(
         str,
         typer.Argument(
             metavar="PLAN",
-            help="The plan to draw: a library plan id, or a state-machine or "
-            "generated-plan file (JSON or YAML).",
+            help="The plan to draw: a library plan id, a plan file holding one plan "
+            "(a DOT pipeline, JSON or YAML), or a state-machine or generated-plan file.",
         ),
     ],
     fmt: Annotated[
@@ -377,7 +377,11 @@ def draw(
         to_svg,
     )
 
-    plan = _other_kind_plan(Path(plan_id)) or find_plan(load(library, validate=False), plan_id)
+    plan = (
+        _other_kind_plan(Path(plan_id))
+        or _plan_file(Path(plan_id), library)
+        or find_plan(load(library, validate=False), plan_id)
+    )
     record = _read_state(state) if state is not None else None
     chosen = fmt or DRAW_FORMAT_BY_SUFFIX.get(output.suffix.lower() if output else "")
     chosen = chosen or DrawFormat.mermaid
@@ -405,6 +409,21 @@ def draw(
             err_console.print(f"[bold red]error:[/] {plain(exc)}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
     write_output(content, output)
+
+
+def _plan_file(path: Path, library: Path | None) -> Plan | None:
+    """The one plan of a plan file named instead of a plan id (``waygraph draw pipeline.dot``);
+    None when ``path`` is not such a file, or a library is given to look the id up in."""
+    from waygraph.formats import format_of
+    from waygraph.library import load_library
+
+    if library is not None or not path.is_file() or not format_of(path):
+        return None
+    plans = list(load_library(path, validate=False))
+    if len(plans) != 1:
+        ids = ", ".join(p.id for p in plans)
+        raise ConfigError(f"{path} holds {len(plans)} plans ({ids}); draw one: -l {path} ID")
+    return plans[0]
 
 
 def _other_kind_plan(path: Path) -> Plan | None:
