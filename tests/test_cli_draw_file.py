@@ -29,9 +29,9 @@ def test_a_file_of_several_plans_asks_which(tmp_path):
         "nodes": {"s": {"type": "start"}, "e": {"type": "exit"}},
         "edges": [{"from": "s", "to": "e"}],
     }
-    library = {"plans": [{"id": "one", "graph": graph}, {"id": "two", "graph": graph}]}
+    library = {"plans": {"one": {"graph": graph}, "two": {"graph": graph}}}
     path = tmp_path / "plans.json"
     path.write_text(json.dumps(library), encoding="utf-8")
     result = CliRunner().invoke(app, ["draw", str(path)])
     assert result.exit_code != 0
-    assert "holds 2 plans (one, two)" in result.output
+    assert "holds 2 plans (one, two); draw one: -l" in " ".join(result.output.split())
