@@ -159,3 +159,14 @@ def test_branches_converging_on_a_plain_node_run_it_once_after_the_fan_out(tmp_p
     result = run(dot, tmp_path, backend=backend)
     assert result.path == ("start", "fork", "a", "b", "merge", "done")
     assert backend.calls.count("merge") == 1
+
+
+def test_a_fan_in_with_a_prompt_asks_the_backend_which_branch_is_best(tmp_path):
+    dot = FAN.format(fork="").replace(
+        "join [shape=tripleoctagon]", 'join [shape=tripleoctagon, prompt="Pick the best"]'
+    )
+    backend = Scripted({"join": ["Candidate web looks best."]})
+    result = run(dot, tmp_path, backend=backend)
+    assert result.context["parallel.fan_in.best_id"] == "web"
+    assert backend.prompts["join"].startswith("Pick the best\n\nCandidates (JSON):")
+    assert '"id": "docs"' in backend.prompts["join"]

@@ -321,3 +321,45 @@ def test_when_no_condition_holds_the_heaviest_conditional_edge_is_taken(tmp_path
         gate -> done [condition="context.tool.last_line=pass", weight=1]
         fix -> done }"""
     assert run(dot, tmp_path).path == ("start", "gate", "fix", "done")
+
+
+def test_a_plan_built_in_code_gets_the_transforms_and_yours(tmp_path):
+    from waygraph.model import Plan
+
+    plan = Plan.model_validate(
+        {
+            "id": "coded",
+            "goal": "ship",
+            "attrs": {"model_stylesheet": "* { llm_model: tiny; }"},
+            "graph": {
+                "start": "start",
+                "nodes": {
+                    "start": {"type": "start"},
+                    "work": {"action": "Work on $goal"},
+                    "done": {"type": "exit"},
+                },
+                "edges": [{"from": "start", "to": "work"}, {"from": "work", "to": "done"}],
+            },
+        }
+    )
+
+    class Shout:
+        def apply(self, plan):
+            node = plan.graph.nodes["work"]
+            nodes = {
+                **plan.graph.nodes,
+                "work": node.model_copy(update={"action": node.action + "!"}),
+            }
+            return plan.model_copy(update={"graph": plan.graph.model_copy(update={"nodes": nodes})})
+
+    models: list[str] = []
+
+    class Model(Scripted):
+        def run(self, node, prompt, context):
+            models.append((node.attrs or {}).get("llm_model", ""))
+            return super().run(node, prompt, context)
+
+    backend = Model()
+    run(plan, tmp_path, backend=backend, transforms=[Shout()])
+    assert backend.prompts["work"] == "Work on ship!"
+    assert models == ["tiny"]

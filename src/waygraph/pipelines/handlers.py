@@ -406,6 +406,6 @@ def default_handlers(
         ToolHandler(allow_commands=allow_commands, workspace=workspace, unconfined=unconfined),
     )
     registry.register("parallel", ParallelHandler(registry, on_event=on_event, sleep=sleep))
-    registry.register("parallel.fan_in", FanInHandler())
+    registry.register("parallel.fan_in", FanInHandler(backend))
     registry.register("stack.manager_loop", ManagerLoopHandler(registry, sleep=sleep))
     return registry

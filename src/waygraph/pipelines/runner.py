@@ -46,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,10 +69,12 @@ from waygraph.pipelines.context import (
 )
 from waygraph.pipelines.handlers import Handler, HandlerRegistry, default_handlers
 from waygraph.pipelines.interviewers import Interviewer
+from waygraph.pipelines.lint import validate_or_raise
 from waygraph.pipelines.outcome import Outcome
 from waygraph.pipelines.routing import gate_target, handler_type, unsatisfied_gate
 from waygraph.pipelines.run_folder import load_checkpoint, write_checkpoint, write_manifest
 from waygraph.pipelines.stages import Backoff, StagePolicy, chosen_edge, next_node, run_stage
+from waygraph.pipelines.transforms import Transform, prepare_pipeline
 
 __all__ = [
     "DEFAULT_LOGS",
@@ -201,6 +203,7 @@ def run_pipeline(
     sleep: Callable[[float], None] = time.sleep,
     backoff: Backoff | None = None,
     validate: bool = True,
+    transforms: Iterable[Transform] = (),
 ) -> PipelineResult:
     """Run a pipeline to its end and return how it ended (see the module docstring).
 
@@ -216,8 +219,9 @@ def run_pipeline(
     checkpoint, or the id of a run to continue (from ``store``, else from
     ``logs``' ``checkpoint.json``). ``save_checkpoint`` replaces the writing
     of ``checkpoint.json``. ``sleep`` and ``backoff`` are the waits between
-    retries and polls (tests pass a no-op). ``validate`` refuses a plan with
-    lint errors (:class:`~waygraph.errors.PipelineValidationError`).
+    retries and polls (tests pass a no-op). The plan goes through the
+    built-in transforms and then ``transforms`` (§9.1); ``validate`` refuses
+    it with lint errors (:class:`~waygraph.errors.PipelineValidationError`).
     """
     plan, source = load_pipeline(plan_or_path)
     records = None
@@ -242,9 +246,10 @@ def run_pipeline(
         on_event=on_event,
         sleep=sleep,
     )
+    # §3.1: the built-in transforms ($goal, the model stylesheet; a DOT file has had
+    # them, and they change nothing the second time), then yours, then lint.
+    plan = prepare_pipeline(plan, transforms, known_types=registry.types())[0]
     if validate:
-        from waygraph.pipelines.lint import validate_or_raise
-
         validate_or_raise(plan, known_types=registry.types())
     savers: list[Callable[[Checkpoint], None]] = [
         save_checkpoint or (lambda cp: write_checkpoint(logs_root, cp))

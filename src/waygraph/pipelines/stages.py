@@ -17,7 +17,9 @@ Example:
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +52,7 @@ from waygraph.pipelines.routing import (
 from waygraph.pipelines.run_folder import stage_dir, stage_name, write_json
 
 if TYPE_CHECKING:
+    from waygraph.pipelines.backends import CodergenBackend
     from waygraph.pipelines.handlers import HandlerRegistry
 
 __all__ = [
@@ -407,10 +410,16 @@ def _join_node(plan: Plan, branches: list[str]) -> str | None:
 
 
 class FanInHandler:
-    """Fan-in (§4.9): the best branch of ``parallel.results`` by outcome, then score, then id.
+    """Fan-in (§4.9): the best branch of ``parallel.results``.
 
-    FAIL when there are no results or every branch failed.
+    A fan-in node with a prompt and a ``backend`` asks the model, giving it
+    the candidates as JSON; the first candidate id its answer names wins.
+    Otherwise (or when the answer names none) the heuristic: outcome, then
+    score, then id. FAIL when there are no results or every branch failed.
     """
+
+    def __init__(self, backend: CodergenBackend | None = None) -> None:
+        self.backend = backend
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
         results = context.get("parallel.results")
@@ -418,7 +427,11 @@ class FanInHandler:
             return Outcome(status="fail", failure_reason="No parallel results to evaluate")
         if all(r.get("status") == "fail" for r in results):
             return Outcome(status="fail", failure_reason="every parallel branch failed")
-        best = min(
+        prompt = node.action or node.prompt
+        best = None
+        if prompt and self.backend is not None:
+            best = self._ask(node, prompt, results, context)
+        best = best or min(
             results,
             key=lambda r: (
                 _RANK.get(str(r.get("status")), 9),
@@ -434,6 +447,26 @@ class FanInHandler:
             },
             notes=f"Selected best candidate: {best['id']}",
         )
+
+    def _ask(
+        self, node: Node, prompt: str, results: list[dict[str, Any]], context: Context
+    ) -> dict[str, Any] | None:
+        assert self.backend is not None
+        shown = [
+            {k: r.get(k) for k in ("id", "status", "notes", "failure_reason", "score")}
+            for r in results
+        ]
+        question = (
+            f"{prompt}\n\nCandidates (JSON):\n{json.dumps(shown, indent=2)}\n\n"
+            "Answer with the id of the best candidate."
+        )
+        reply = self.backend.run(node, question, context)
+        if isinstance(reply, Outcome):
+            said = reply.preferred_label or " ".join(reply.suggested_next_ids)
+        else:
+            said = str(reply)
+        words = re.findall(r"[\w.-]+", said)
+        return next((r for w in words for r in results if r["id"] == w), None)
 
 
 class ManagerLoopHandler:
