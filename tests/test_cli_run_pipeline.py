@@ -83,7 +83,6 @@ def test_read_answers_refuses_bad_files(tmp_path):
     [
         ([], "--simulate to run without one"),
         (["--llm", "http://127.0.0.1:9/v1"], "--llm needs --model"),
-        (["--simulate", "--llm", "http://127.0.0.1:9/v1"], "leave out --llm"),
         (["--simulate", "--auto-approve", "--answers", "x"], "choose one"),
     ],
 )
@@ -93,6 +92,13 @@ def test_refusals_are_one_clear_line(tmp_path, args, message, monkeypatch):
     assert result.exit_code == 2
     assert message in " ".join(result.stderr.split())
     assert not (tmp_path / "checkpoint.json").exists()
+
+
+def test_simulate_wins_over_a_model_url_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    result = wg("run", str(GATE), "--simulate", "--json", "--logs", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["context"]["last_response"].startswith("[Simulated]")
 
 
 def test_a_missing_pipeline_file_is_an_error_not_a_traceback(tmp_path):

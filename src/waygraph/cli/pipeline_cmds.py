@@ -118,8 +118,8 @@ def run_command(
         bool,
         typer.Option(
             "--simulate",
-            help="No model: codergen stages answer '[Simulated] ...' with SUCCESS and human "
-            "gates take the first choice unless --answers says otherwise.",
+            help="No model (--llm is ignored): codergen stages answer '[Simulated] ...' with "
+            "SUCCESS and human gates take the first choice unless --answers says otherwise.",
         ),
     ] = False,
     auto_approve: Annotated[
@@ -179,8 +179,6 @@ def run_command(
     from waygraph.pipelines.backends import AgentBackend
     from waygraph.pipelines.runner import MAX_STEPS, run_pipeline
 
-    if simulate and llm:
-        raise ConfigError("--simulate runs without a model: leave out --llm")
     if auto_approve and answers is not None:
         raise ConfigError("--auto-approve and --answers both answer the gates: choose one")
     if not simulate and not llm:
@@ -188,6 +186,8 @@ def run_command(
             "waygraph run needs a model for its codergen stages: --llm URL --model NAME "
             "(an OpenAI-compatible endpoint), or --simulate to run without one"
         )
+    if simulate:
+        llm = None  # --simulate wins over a --llm (or $OPENAI_BASE_URL) given too
     if llm and not model:
         raise ConfigError("--llm needs --model NAME (the default model of codergen stages)")
     folder = (workspace or Path.cwd()).resolve()
