@@ -132,3 +132,15 @@ def test_cli_runs_the_smoke_test_with_llm_and_model(tmp_path):
     data = json.loads(result.stdout)
     assert data["path"] == ["start", "plan", "implement", "review", "done"]
     assert (tmp_path / "w" / "hello.py").read_text() == HELLO
+
+
+def test_a_nodes_timeout_bounds_its_whole_stage(tmp_path):
+    ticks = iter([0.0, 1.0, 50.0])  # start, before the first call, before the second
+    with ScriptedChatServer([read("a.txt"), "never asked"]) as server:
+        backend = AgentBackend(
+            server.base_url, "m", tmp_path, api_key="t", clock=lambda: next(ticks)
+        )
+        outcome = backend.run(Node(id="n", timeout=10), "be quick", Context())
+    assert not isinstance(outcome, str)
+    assert outcome.failure_reason == "the stage ran past its timeout of 10s"
+    assert len(server.requests) == 1

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -90,7 +91,9 @@ class AgentBackend:
     ``model`` is the default model (a node's ``llm_model`` wins);
     ``workspace`` the folder the tools work in (created when missing);
     ``max_steps`` bounds model calls per stage (then the stage FAILs);
-    ``command_timeout`` bounds each command. Where the kernel cannot confine
+    ``command_timeout`` bounds each command; a node's ``timeout`` bounds its
+    whole stage (model calls and commands; past it the stage FAILs; ``clock``
+    is injectable for tests). Where the kernel cannot confine
     commands the ``shell`` tool refuses them unless ``unconfined``. Model
     server errors propagate, so the runner retries transient ones (§3.6).
     ``client`` replaces the ``openai.OpenAI`` client (tests).
@@ -108,8 +111,10 @@ class AgentBackend:
         unconfined: bool = False,
         system_prompt: str = AGENT_SYSTEM_PROMPT,
         client: Any = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.model = model
+        self._clock = clock
         self.workspace = workspace
         self.max_steps = max_steps
         self.command_timeout = command_timeout
@@ -139,9 +144,19 @@ class AgentBackend:
             {"role": "user", "content": prompt},
         ]
         client = self._openai()
+        deadline = self._clock() + node.timeout if node.timeout else None
         for _ in range(self.max_steps):
+            limit: dict[str, float] = {}
+            if deadline is not None:
+                left = deadline - self._clock()
+                if left <= 0:
+                    return Outcome(
+                        status="fail",
+                        failure_reason=f"the stage ran past its timeout of {node.timeout:g}s",
+                    )
+                limit["timeout"] = left
             reply = client.chat.completions.create(
-                model=model, messages=messages, tools=list(AGENT_TOOLS)
+                model=model, messages=messages, tools=list(AGENT_TOOLS), **limit
             )
             message = reply.choices[0].message
             calls = message.tool_calls or []
@@ -164,15 +179,16 @@ class AgentBackend:
                     ],
                 }
             )
+            seconds = min(self.command_timeout, limit.get("timeout", self.command_timeout))
             for call in calls:
-                output = self._call(call.function.name, call.function.arguments)
+                output = self._call(call.function.name, call.function.arguments, seconds)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
         return Outcome(
             status="fail",
             failure_reason=f"the agent did not finish in {self.max_steps} model calls",
         )
 
-    def _call(self, name: str, arguments: str) -> str:
+    def _call(self, name: str, arguments: str, seconds: float) -> str:
         """One tool call's result as the model reads it (bad calls answered, never raised)."""
         try:
             args = json.loads(arguments or "{}")
@@ -180,8 +196,9 @@ class AgentBackend:
             args = None
         if not isinstance(args, dict):
             return 'bad arguments: expected a JSON object such as {"path": "..."}'
+        if name == "shell":
+            return self._shell(args, seconds)
         tools: dict[str, Callable[[dict[str, Any]], str]] = {
-            "shell": self._shell,
             "read_file": self._read,
             "write_file": self._write,
         }
@@ -190,16 +207,14 @@ class AgentBackend:
             return f"unknown tool {name!r}; the tools are: shell, read_file, write_file"
         return tool(args)
 
-    def _shell(self, args: dict[str, Any]) -> str:
+    def _shell(self, args: dict[str, Any], seconds: float) -> str:
         command = args.get("command")
         if not isinstance(command, str) or not command.strip():
             return 'bad arguments: expected {"command": "..."}'
         sandboxed = not self.unconfined
         if sandboxed and landlock.abi_version() < 1:
             return "not run: this kernel cannot confine commands to the workspace"
-        output, code = run_shell(
-            command, self.workspace.resolve(), self.command_timeout, sandboxed=sandboxed
-        )
+        output, code = run_shell(command, self.workspace.resolve(), seconds, sandboxed=sandboxed)
         return f"exit code {code}\n{output}"
 
     def _read(self, args: dict[str, Any]) -> str:
