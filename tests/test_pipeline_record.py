@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from waygraph.errors import Conflict, InputError, NotWaitingError, RunNotFoundError
+from waygraph.errors import InputError, NotWaitingError, RunHeldError, RunNotFoundError
 from waygraph.model import Graph, Plan
 from waygraph.pipelines.checkpoint import Checkpoint
 from waygraph.pipelines.outcome import Outcome
@@ -147,9 +147,9 @@ def test_a_second_process_is_refused_until_the_first_releases(store):
     rid = run_id()
     first, second = PipelineRecords(store), PipelineRecords(store)
     first.save(after(rid, "start", nxt="build"), pipeline())
-    with pytest.raises(Conflict, match=r"is being run by pid \d+ .*--takeover"):
+    with pytest.raises(RunHeldError, match=r"is being run by pid \d+ .*--takeover"):
         second.claim(rid)
-    with pytest.raises(Conflict, match="is being run by"):
+    with pytest.raises(RunHeldError, match="is being run by"):
         second.save(after(rid, "start", "build", nxt="review"), pipeline())
     assert PipelineRecords(store).load(rid)[0].next_node == "build"  # nothing was written
 
@@ -164,10 +164,10 @@ def test_takeover_wins_and_the_old_owner_can_no_longer_save(store):
     old, new = PipelineRecords(store), PipelineRecords(store)
     old.save(after(rid, "start", nxt="build"), pipeline())
     new.claim(rid, takeover=True)
-    with pytest.raises(Conflict, match="was taken over"):
+    with pytest.raises(RunHeldError, match="was taken over"):
         old.renew(rid)  # the old owner's renewal finds out first
     # From then on it is any other process: the new owner's live lease refuses it.
-    with pytest.raises(Conflict, match="is being run by"):
+    with pytest.raises(RunHeldError, match="is being run by"):
         old.save(after(rid, "start", "build", nxt="review"), pipeline())
     assert new.load(rid)[0].next_node == "build"
     resumed = [e.data for e in store.events(rid) if e.data["type"] == "plan_resumed"]
@@ -179,7 +179,7 @@ def test_the_old_owner_finds_out_at_its_next_checkpoint_and_writes_nothing(store
     old, new = PipelineRecords(store), PipelineRecords(store)
     old.save(after(rid, "start", nxt="build"), pipeline())
     new.claim(rid, takeover=True)
-    with pytest.raises(Conflict, match=r"was taken over by pid \d+"):
+    with pytest.raises(RunHeldError, match=r"was taken over by pid \d+"):
         old.save(after(rid, "start", "build", nxt="review"), pipeline())
     assert new.load(rid)[0].completed_nodes == ("start",)
 
@@ -228,7 +228,7 @@ def test_of_two_processes_claiming_at_once_one_wins(store):
         try:
             PipelineRecords(store).claim(rid)
             results.append("won")
-        except Conflict:
+        except RunHeldError:
             results.append("refused")
 
     threads = [threading.Thread(target=claim) for _ in range(2)]
@@ -424,7 +424,7 @@ def test_resume_claims_the_run_and_returns_where_it_stood(store):
     resumer = PipelineRecords(store)
     cp, plan = resumer.resume(rid)
     assert cp.next_node == "review" and plan == pipeline()
-    with pytest.raises(Conflict, match="is being run by"):
+    with pytest.raises(RunHeldError, match="is being run by"):
         PipelineRecords(store).resume(rid)
     with pytest.raises(RunNotFoundError):
         PipelineRecords(store).resume("pl_missing")

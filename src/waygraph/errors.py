@@ -17,6 +17,7 @@ keeps working for callers who do not know waygraph::
     │   └── Conflict                      another writer committed first
     ├── InputError (ValueError, TypeError) a call's argument is of the wrong type or too long
     ├── NotWaitingError (RuntimeError)    an answer for a session that waits for nobody
+    ├── RunHeldError (RuntimeError)       another live process runs that pipeline run
     ├── RefusedFile (OSError)             a workspace file that is not a regular file
     ├── ConfigError (ValueError)          a bad URL, option or setting
     │   ├── GraphvizNotFoundError         Graphviz's dot is not installed
@@ -90,6 +91,7 @@ __all__ = [
     "PlannerSetupError",
     "PlanningError",
     "RefusedFile",
+    "RunHeldError",
     "RunNotFoundError",
     "StateMachineError",
     "StoreError",
@@ -230,6 +232,10 @@ class InputError(WaygraphError, ValueError, TypeError):
 
 class NotWaitingError(WaygraphError, RuntimeError):
     """An answer came for a session that is not waiting for a person's answer."""
+
+
+class RunHeldError(WaygraphError, RuntimeError):
+    """Another live process runs that pipeline run (its lease holds): wait, or take it over."""
 
 
 class RefusedFile(WaygraphError, OSError):

@@ -48,19 +48,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from waygraph.errors import Conflict, InputError, NotWaitingError, RunNotFoundError
+from waygraph.errors import InputError, NotWaitingError, RunHeldError, RunNotFoundError
 from waygraph.model import Plan
 from waygraph.people import choice_of, choices_text
 from waygraph.pipelines.checkpoint import Checkpoint
 from waygraph.pipelines.record_view import ENDED as _ENDED
 from waygraph.pipelines.record_view import KIND, not_waiting, stored_plan
 from waygraph.planning._lease import LEASE_SECONDS, Lease
+from waygraph.retry import retry_conflicts
 from waygraph.store import Store, StoredRecord, open_store
 
 __all__ = ["KIND", "PipelineRecords", "PipelineRun"]
 
-#: How often a write that keeps losing races reads and tries again before it gives up.
-_RETRIES = 20
 #: A stage's outcome as a run record's node outcome (what the drawing colours).
 _NODE_OUTCOMES = {"success": "success", "partial_success": "success", "fail": "fail"}
 
@@ -260,34 +259,34 @@ class PipelineRecords:
     # ------------------------------------------------------------ writing
 
     def _write(self, run_id: str, change: Callable[[StoredRecord | None], _Change | None]) -> None:
-        """Read ``run_id``, let ``change`` build the new record, commit; on a race, again."""
-        for _ in range(_RETRIES):
+        """Read ``run_id``, let ``change`` build the new record, commit; on a race, again.
+
+        :func:`waygraph.retry.retry_conflicts` repeats the read and the change
+        while another writer commits first (an answer, a renewal); a refusal
+        ``change`` raises (:class:`~waygraph.errors.RunHeldError`) is final.
+        """
+
+        def attempt() -> None:
             record = self.store.get(run_id)
             new = change(record)
             if new is None:
                 return
-            try:
-                self.store.commit(
-                    run_id,
-                    new.data,
-                    record.version if record is not None else 0,
-                    new.events,
-                    kind=KIND,
-                    session=run_id,
-                    status=new.status,
-                    plan=new.plan_id,
-                    make_current=True,
-                )
-            except Conflict:
-                continue  # another writer came first: read its record and apply the change again
-            return
-        raise Conflict(
-            f"{self.store.url}: pipeline run {run_id!r} changed {_RETRIES} times while "
-            "it was being saved; too many processes write it at once"
-        )
+            self.store.commit(
+                run_id,
+                new.data,
+                record.version if record is not None else 0,
+                new.events,
+                kind=KIND,
+                session=run_id,
+                status=new.status,
+                plan=new.plan_id,
+                make_current=True,
+            )
+
+        retry_conflicts(attempt, what=f"pipeline run {run_id!r} in {self.store.url}")
 
     def _holder(self, run_id: str, data: Mapping[str, Any] | None) -> Lease:
-        """This object's lease on ``run_id`` renewed; Conflict when someone else holds the run."""
+        """This object's lease on ``run_id`` renewed; RunHeldError when someone else holds it."""
         held = Lease.from_data(data.get("lease")) if data is not None else None
         mine = self._leases.get(run_id)
         if mine is not None and (held is None or held.token != mine.token):
@@ -295,12 +294,12 @@ class PipelineRecords:
             # the run was taken over while this process was still running it.
             self._leases.pop(run_id, None)
             who = f"by {held.describe()}" if held is not None else "and released"
-            raise Conflict(
+            raise RunHeldError(
                 f"pipeline run {run_id!r} was taken over {who}; this process stops saving it"
             )
         if mine is None:
             if held is not None and held.live():
-                raise Conflict(_refusal(run_id, held))
+                raise RunHeldError(_refusal(run_id, held))
             mine = Lease.mine(self.lease_seconds)
         return mine.renewed(self.lease_seconds)
 
@@ -308,7 +307,7 @@ class PipelineRecords:
         """Store ``cp`` (and ``plan``, once, and again when it changed) as the run's last state.
 
         The first save of a run claims it; a run another live process holds
-        (or took over from this one) raises :class:`~waygraph.errors.Conflict`
+        (or took over from this one) raises :class:`~waygraph.errors.RunHeldError`
         and writes nothing. A checkpoint with an ended status releases the run.
         """
         plan_data = plan.model_dump(mode="json", by_alias=True)
@@ -386,7 +385,7 @@ class PipelineRecords:
         """Become the one process that runs ``run_id`` (before resuming it); return the lease.
 
         A run another process holds with a live lease is refused
-        (:class:`~waygraph.errors.Conflict` naming the holder and until when)
+        (:class:`~waygraph.errors.RunHeldError` naming the holder and until when)
         unless ``takeover``: then the holder's next save fails instead. A
         lease whose owner was a process of this machine that is gone (a
         ``kill -9``) is not live: the run is claimed at once.
@@ -403,7 +402,7 @@ class PipelineRecords:
             live = held is not None and held.live() and held.token != mine.token
             if live and not takeover:
                 assert held is not None
-                raise Conflict(_refusal(run_id, held))
+                raise RunHeldError(_refusal(run_id, held))
             data["lease"] = mine.data()
             event: dict[str, Any] = {
                 "type": "plan_resumed",
@@ -423,7 +422,7 @@ class PipelineRecords:
         """What ``--resume RUN_ID`` continues from: the run claimed, its checkpoint and plan.
 
         A run that ended is returned as it is, unclaimed (there is nothing
-        to run). Raises as :meth:`claim` does: RunNotFoundError, or Conflict
+        to run). Raises as :meth:`claim` does: RunNotFoundError, or RunHeldError
         while another live process holds it and ``takeover`` is False.
         """
         found = self.load(run_id)
@@ -440,7 +439,7 @@ class PipelineRecords:
     def renew(self, run_id: str) -> None:
         """Renew this object's lease on ``run_id`` (a long node or a wait keeps the run held).
 
-        Conflict when the run was taken over meanwhile; nothing when this
+        RunHeldError when the run was taken over meanwhile; nothing when this
         object holds no lease on it.
         """
         if run_id not in self._leases:

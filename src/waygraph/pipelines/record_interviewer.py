@@ -51,26 +51,38 @@ class OptionShape(Protocol):
     """A choice of a question (§6.2 Option): its accelerator key and its label."""
 
     @property
-    def key(self) -> str: ...
+    def key(self) -> str:
+        """The accelerator key (``Y``)."""
+        ...
 
     @property
-    def label(self) -> str: ...
+    def label(self) -> str:
+        """The text shown (``[Y] Yes, deploy``)."""
+        ...
 
 
 class QuestionShape(Protocol):
     """What :meth:`StoreInterviewer.ask` reads of a question (§6.2 Question)."""
 
     @property
-    def text(self) -> str: ...
+    def text(self) -> str:
+        """The question put to the person."""
+        ...
 
     @property
-    def options(self) -> Sequence[OptionShape]: ...
+    def options(self) -> Sequence[OptionShape]:
+        """The choices (none for a free-form or yes/no question)."""
+        ...
 
     @property
-    def stage(self) -> str: ...
+    def stage(self) -> str:
+        """The node that asks."""
+        ...
 
     @property
-    def timeout_seconds(self) -> float | None: ...
+    def timeout_seconds(self) -> float | None:
+        """Seconds to wait for an answer (None: as long as it takes)."""
+        ...
 
 
 @dataclass(frozen=True)
