@@ -135,6 +135,7 @@ class StartHandler:
     """The entry point: SUCCESS, nothing done (§4.3)."""
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """SUCCESS: the run begins."""
         return Outcome(status="success")
 
 
@@ -142,6 +143,7 @@ class ExitHandler:
     """The exit: SUCCESS; the runner checks goal gates before it (§4.4)."""
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """SUCCESS: the run has reached its exit."""
         return Outcome(status="success")
 
 
@@ -149,6 +151,7 @@ class CheckpointHandler:
     """A checkpoint node: SUCCESS (the runner saves a checkpoint after every node anyway)."""
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """SUCCESS: nothing to do."""
         return Outcome(status="success", notes=f"checkpoint {node.id}")
 
 
@@ -156,6 +159,7 @@ class EscalateHandler:
     """An escalation: FAIL with the node's reason; the runner ends the run there."""
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """FAIL with the node's reason."""
         reason = node.reason or node.name or node.action or f"escalated at {node.id}"
         return Outcome(status="fail", failure_reason=reason)
 
@@ -164,6 +168,7 @@ class ConditionalHandler:
     """A decision: SUCCESS; the edges' conditions do the routing (§4.7)."""
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """SUCCESS: the runner routes on the edges' conditions."""
         return Outcome(status="success", notes=f"Conditional node evaluated: {node.id}")
 
 
@@ -187,6 +192,7 @@ class CodergenHandler:
         self.backend = backend
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """Run the stage's prompt through the backend (or simulate it)."""
         prompt = node.action or node.prompt or node.name or node.id
         goal = context.get_string("graph.goal", plan.goal or "")
         prompt = prompt.replace("$goal", goal)
@@ -257,6 +263,7 @@ class WaitForHumanHandler:
         self._emit = on_event or (lambda event: None)
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """Ask the interviewer which outgoing edge to take."""
         choices = human_choices(plan, node.id)
         if not choices:
             return Outcome(status="fail", failure_reason="No outgoing edges for human gate")
@@ -334,6 +341,7 @@ class ToolHandler:
         self.unconfined = unconfined
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """Run the node's ``tool_command`` when allowed; FAIL otherwise."""
         command = node.command or (node.attrs or {}).get("tool_command", "")
         if not command.strip():
             return Outcome(status="fail", failure_reason="No tool_command specified")

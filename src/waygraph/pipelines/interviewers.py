@@ -150,6 +150,7 @@ class AutoApproveInterviewer(_Base):
     """YES to yes/no questions, the first option of a choice, else ``auto-approved``."""
 
     def ask(self, question: Question) -> Answer:
+        """YES, the first option, or ``auto-approved``."""
         if question.type in (QuestionType.YES_NO, QuestionType.CONFIRMATION):
             return Answer(value=AnswerValue.YES)
         if question.options:
@@ -189,6 +190,7 @@ class ConsoleInterviewer(_Base):
             return None
 
     def ask(self, question: Question) -> Answer:
+        """Ask on the terminal; SKIPPED at the end of input."""
         self._write(f"[?] {question.text}")
         if question.type is QuestionType.FREEFORM:
             said = self._input("> ")
@@ -212,6 +214,7 @@ class ConsoleInterviewer(_Base):
         return Answer(value=AnswerValue.SKIPPED)
 
     def inform(self, message: str, stage: str) -> None:
+        """Show ``message`` on the terminal."""
         self._write(f"[{stage}] {message}" if stage else message)
 
 
@@ -222,6 +225,7 @@ class CallbackInterviewer(_Base):
         self._callback = callback
 
     def ask(self, question: Question) -> Answer:
+        """The callback's answer."""
         return self._callback(question)
 
 
@@ -242,6 +246,7 @@ class QueueInterviewer(_Base):
         return len(self._answers)
 
     def ask(self, question: Question) -> Answer:
+        """The next scripted answer, or SKIPPED."""
         if self._answers:
             return self._answers.popleft()
         return Answer(value=AnswerValue.SKIPPED)
@@ -255,9 +260,11 @@ class RecordingInterviewer(_Base):
         self.recordings: list[tuple[Question, Answer]] = []
 
     def ask(self, question: Question) -> Answer:
+        """The inner interviewer's answer, recorded."""
         answer = self.inner.ask(question)
         self.recordings.append((question, answer))
         return answer
 
     def inform(self, message: str, stage: str) -> None:
+        """Pass ``message`` on to the inner interviewer."""
         self.inner.inform(message, stage)

@@ -272,6 +272,7 @@ def run_pipeline(
 
 
 def _ignore(event: object) -> None:
+    """Drop ``event`` (no ``on_event`` was given)."""
     return None
 
 

@@ -112,6 +112,7 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def _ignore(event: object) -> None:
+    """Drop ``event`` (no ``on_event`` was given)."""
     return None
 
 
@@ -328,6 +329,7 @@ class ParallelHandler:
         )
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """Run every branch and report them in ``parallel.results``."""
         # Its unconditional edges are the branches; a conditional one routes its outcome.
         branches = [e.to for e in plan.graph.edges if e.from_ == node.id and not is_conditional(e)]
         if not branches:
@@ -384,28 +386,51 @@ class ParallelHandler:
         )
 
 
-def _reachable(plan: Plan, firsts: list[str]) -> list[str]:
-    """Node ids reachable from ``firsts`` (themselves included), in breadth-first order."""
+def _successors(plan: Plan) -> dict[str, list[str]]:
+    """Each node's edge targets, in edge order: one pass over the edges, so a walk of the
+    graph costs its size once, not once per node visited."""
+    out: dict[str, list[str]] = {}
+    for edge in plan.graph.edges:
+        out.setdefault(edge.from_, []).append(edge.to)
+    return out
+
+
+def _reachable(
+    successors: Mapping[str, list[str]],
+    firsts: list[str],
+    until: Callable[[str], bool] | None = None,
+) -> list[str]:
+    """Node ids reachable from ``firsts`` (themselves included), in breadth-first order;
+    with ``until``, the walk stops at the first node for which it holds (included)."""
     seen, order = set(firsts), list(firsts)
     for current in order:
-        for edge in plan.graph.edges:
-            if edge.from_ == current and edge.to not in seen:
-                seen.add(edge.to)
-                order.append(edge.to)
+        if until is not None and until(current):
+            break
+        for target in successors.get(current, ()):
+            if target not in seen:
+                seen.add(target)
+                order.append(target)
     return order
 
 
 def _join_node(plan: Plan, branches: list[str]) -> str | None:
     """Where the branches meet: the nearest fan-in node, else the nearest node every branch
     reaches (branches that converge on a plain node run it once, after the fan-out)."""
-    order = _reachable(plan, branches)
-    for node_id in order:
+
+    def fan_in(node_id: str) -> bool:
         node = plan.graph.nodes.get(node_id)
-        if node is not None and handler_type(node) == "parallel.fan_in":
-            return node_id
+        return node is not None and handler_type(node) == "parallel.fan_in"
+
+    successors = _successors(plan)
+    # Breadth-first order is nearest first: the walk ends at the first fan-in, so a
+    # fan-out early in a long pipeline does not walk the rest of it.
+    order = _reachable(successors, branches, until=fan_in)
+    found = next((n for n in order if fan_in(n)), None)
+    if found is not None:
+        return found
     if len(branches) < 2:
         return None
-    common = set.intersection(*(set(_reachable(plan, [b])) for b in branches))
+    common = set.intersection(*(set(_reachable(successors, [b])) for b in branches))
     return next((n for n in order if n in common), None)
 
 
@@ -422,6 +447,7 @@ class FanInHandler:
         self.backend = backend
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """Pick the best branch of ``parallel.results``."""
         results = context.get("parallel.results")
         if not isinstance(results, list) or not results:
             return Outcome(status="fail", failure_reason="No parallel results to evaluate")
@@ -507,6 +533,7 @@ class ManagerLoopHandler:
         return None
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
+        """Run and observe the child pipeline until it ends or the loop stops."""
         attrs = node.attrs or {}
         try:
             poll = duration(attrs.get("manager.poll_interval", "45s"))
