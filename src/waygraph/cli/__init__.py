@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from waygraph.cli import check_cmds  # noqa: F401
 from waygraph.cli import library_cmds  # noqa: F401
 from waygraph.cli import init_cmds  # noqa: F401
 from waygraph.cli import run_cmds  # noqa: F401

@@ -1,6 +1,6 @@
 """The typer application and what every command shares.
 
-Commands live in sibling modules (``library_cmds``: check, show, draw, convert,
+Commands live in sibling modules (``check_cmds``: check; ``library_cmds``: show, draw, convert,
 schema; ``run_cmds``: match, demo; ``play_cmds``; ``session_cmds``) and
 register themselves on :data:`app`. Shared here: the ``--library`` and
 ``--json`` options, error printing, library loading, plan lookup and output

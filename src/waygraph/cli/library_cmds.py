@@ -1,4 +1,4 @@
-"""Library commands: check, show, draw, convert, schema.
+"""Library commands: show, draw, convert, schema (``waygraph check`` is in ``check_cmds``).
 
 Each command that reads plans takes the shared ``--library`` option (the
 shipped plans by default). The inspection commands (show, draw, convert) load
@@ -8,7 +8,6 @@ drawn and converted; ``waygraph check`` is the gate that reports every problem.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
@@ -17,16 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
-from waygraph.cli._library_tables import folding_table, plural, print_library, print_plan
+from waygraph.cli._library_tables import print_library, print_plan
 from waygraph.cli.app import (
     JsonOption,
     LibraryOption,
     app,
-    console,
-    display_path,
     err_console,
     find_plan,
     friendly_errors,
@@ -35,252 +30,15 @@ from waygraph.cli.app import (
     print_json,
     write_output,
 )
-from waygraph.errors import ConfigError, PlanFormatError, WaygraphError
+from waygraph.errors import ConfigError, WaygraphError
 
 if TYPE_CHECKING:
-    from waygraph.check import Problem
     from waygraph.model import Plan
 
 OutputOption = Annotated[
     Path | None,
     typer.Option("--output", "-o", help="Write to this file instead of stdout."),
 ]
-
-
-# ---------------------------------------------------------------- check
-
-
-@app.command()
-@friendly_errors
-def check(
-    paths: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            metavar="PATH",
-            help="Plan files or folders to check. Default: --library.",
-            show_default=False,
-        ),
-    ] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Warnings also fail (exit 1).")] = False,
-    as_json: JsonOption = False,
-    library: LibraryOption = None,
-) -> None:
-    """Check plan files for errors and warnings; exit 1 when there are errors.
-
-    Library plans, event-driven state machines and generated plans (JSON or
-    YAML) are all checked. Every file is checked even when another one does not
-    load: a file that cannot be read or parsed is reported as a 'load-error' problem.
-
-    Example: waygraph check plans/ --strict
-    """
-    from waygraph.library import shipped_library_path
-
-    roots = list(paths or []) or [library or shipped_library_path()]
-    problems: list[Problem] = []
-    plan_count = 0
-    for root in roots:
-        found, count = _check_path(root)
-        problems.extend(found)
-        plan_count += count
-    errors = sum(1 for p in problems if p.level == "error")
-    warnings = len(problems) - errors
-    if as_json:
-        print_json(
-            {
-                "problems": [_problem_data(p) for p in problems],
-                "errors": errors,
-                "warnings": warnings,
-                "plans": plan_count,
-            }
-        )
-    else:
-        if problems:
-            console.print(_problem_table(problems))
-        summary = (
-            f"{plural(errors, 'error')}, {plural(warnings, 'warning')} "
-            f"in {plural(plan_count, 'plan')}"
-        )
-        style = "red" if errors else ("yellow" if warnings else "green")
-        console.print(Text(summary, style=style))
-    if errors or (strict and warnings):
-        raise typer.Exit(1)
-
-
-def _check_path(root: Path) -> tuple[list[Problem], int]:
-    """Check one file or folder as one library; return ``(problems, plans loaded)``.
-
-    Files load one by one so that a broken file is reported and the rest are
-    still checked; plan ids must be unique within the folder.
-    """
-    from waygraph.library import Library, load_library
-
-    problems: list[Problem] = []
-    files = _plan_files(root)
-    if root.is_dir() and not files:
-        problems.append(
-            _problem(
-                "no-plans",
-                "no plan files (.json, .yaml, .yml, .dot, .gv) in this folder",
-                file=str(root),
-            )
-        )
-    plans: list[Plan] = []
-    sources: dict[str, str] = {}
-    meta: dict[str, Any] = {}
-    others = 0
-    for file in files:
-        other = _check_other_kind(file)
-        if other is not None:
-            problems.extend(other)
-            others += 1
-            continue
-        if file.suffix.lower() in (".dot", ".gv"):
-            # Every problem of a DOT file at once, not the first: porting a
-            # pipeline is then one pass, not fix-and-rerun.
-            found = _dot_problems(file)
-            problems.extend(found)
-            if any(p.level == "error" for p in found):
-                continue
-        try:
-            loaded = load_library(file, validate=False)
-        except WaygraphError as exc:
-            problems.append(_load_problem(exc, file))
-            continue
-        meta = meta or loaded.meta
-        for plan in loaded:
-            if plan.id in sources:
-                problems.append(
-                    _problem(
-                        "duplicate-plan",
-                        f"plan id {plan.id!r} is already defined in {sources[plan.id]}",
-                        file=str(file),
-                        plan=plan.id,
-                    )
-                )
-                continue
-            sources[plan.id] = str(file)
-            plans.append(plan)
-    combined = Library(plans, meta=meta, sources=sources, files=files, path=root)
-    problems.extend(combined.check())
-    from waygraph.cli._pipeline_lint import without_superseded
-
-    return without_superseded(problems), len(plans) + others
-
-
-def _dot_problems(file: Path) -> list[Problem]:
-    """Every error and warning :func:`~waygraph.formats.dot.read_dot` finds in ``file``, then
-    the Attractor lint's, coded by rule id (none for a file it cannot read: the loader
-    reports that)."""
-    from waygraph.formats.dot import read_dot
-
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    report = read_dot(text, file=str(file))
-    found = [_load_problem(err, file) for err in report.errors]
-    for warning in report.warnings:
-        problem = _load_problem(warning, file)
-        found.append(dataclasses.replace(problem, code="dot-attribute", level="warning"))
-    from waygraph.cli._pipeline_lint import lint_problems  # the specification's lint (§7)
-
-    return found + lint_problems(report, file)
-
-
-def _check_other_kind(file: Path) -> list[Problem] | None:
-    """The problems of a state-machine or generated-plan file; None for a library file.
-
-    Anything that does not read or parse is left to the library loader, which
-    reports it as a load-error.
-    """
-    from waygraph.check import check_generated_plan, check_state_machine
-
-    data = _other_kind_data(file)
-    if data is None:
-        return None
-    kind, content = data
-    if kind == "state_machine":
-        return check_state_machine(content, name=file.stem, file=str(file))
-    return check_generated_plan(content, file=str(file))
-
-
-def _plan_files(root: Path) -> list[Path]:
-    """The plan files :func:`waygraph.load_library` would read from ``root``.
-
-    A path that is not a folder is returned as is, so that a missing file or
-    a wrong suffix is reported when it is loaded.
-    """
-    from waygraph.formats import format_of
-
-    if not root.is_dir():
-        return [root]
-    return sorted(
-        f
-        for f in root.rglob("*")
-        if f.is_file()
-        and format_of(f)
-        and not any(part.startswith(".") for part in f.relative_to(root).parts)
-    )
-
-
-def _problem(code: str, message: str, **where: str | None) -> Problem:
-    """A problem found by the CLI itself; its level comes from ``check.CODES``."""
-    from waygraph.check import CODES, Problem
-
-    return Problem(code, CODES[code][0], message, **where)
-
-
-def _load_problem(exc: WaygraphError, file: Path) -> Problem:
-    if isinstance(exc, PlanFormatError):
-        message = exc.reason
-        if exc.has_value:
-            shown = repr(exc.value)
-            message += f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
-        if exc.line is not None:
-            message = f"line {exc.line}: {message}"
-        return _problem(
-            "load-error",
-            message,
-            file=exc.file or str(file),
-            plan=exc.plan,
-            node=exc.node,
-            edge=exc.edge,
-            field=exc.field,
-        )
-    return _problem("load-error", str(exc), file=str(file))
-
-
-def _problem_data(problem: Problem) -> dict[str, Any]:
-    """A problem as a JSON-ready dict: every field, None where unknown."""
-    return dataclasses.asdict(problem)
-
-
-def _where(problem: Problem) -> str:
-    """``file:plan/node`` (or ``/edge``), with `` field F`` when known."""
-    from waygraph.ids import shown_id
-
-    text = display_path(problem.file) if problem.file else ""
-    # A refused id is shown escaped: its U+202E would reverse the row.
-    location = shown_id(problem.plan or "")
-    for part in (problem.node, problem.edge):
-        if part:
-            location += f"/{shown_id(part)}"
-    if location:
-        text = f"{text}:{location}" if text else location
-    if problem.field:
-        text += f" field {problem.field}"
-    return text
-
-
-def _problem_table(problems: list[Problem]) -> Table:
-    table = folding_table("level", "code", "where", "message", ids=("code",))
-    for p in problems:
-        level = "[red]error[/]" if p.level == "error" else "[yellow]warning[/]"
-        table.add_row(level, plain(p.code), plain(_where(p)), plain(p.message))
-    return table
-
-
-# ---------------------------------------------------------------- show
 
 
 @app.command()
@@ -432,7 +190,7 @@ def _other_kind_plan(path: Path) -> Plan | None:
     The compilers refuse what cannot be drawn (an unknown state, a cycle of
     steps) with the problem named; ``waygraph check`` lists every problem.
     """
-    data = _other_kind_data(path)
+    data = other_kind_data(path)
     if data is None:
         return None
     kind, content = data
@@ -452,7 +210,7 @@ def _other_kind_plan(path: Path) -> Plan | None:
     return to_graph_plan(generated, path.stem)
 
 
-def _other_kind_data(path: Path) -> tuple[str, Any] | None:
+def other_kind_data(path: Path) -> tuple[str, Any] | None:
     """``(kind, parsed data)`` of a state-machine or generated-plan file, else None.
 
     Anything that does not read or parse is left to the caller's own loading.
