@@ -105,6 +105,17 @@ def test_a_run_that_waits_on_nobody_says_where_it_is(url):
     assert "pipeline run 'pl_gate' is not waiting for an answer: it is running node" in out.stderr
 
 
+def test_resetting_the_session_leaves_the_pipeline_run_as_it_was(url):
+    records = waiting_run(url)
+    out = wg("sessions", "reset", "pl_gate", "--store", url)
+    assert out.exit_code == 0, out.output
+    assert records.record("pl_gate").kind == "pipeline"
+    assert records.load("pl_gate")[0].waiting["node"] == "review"
+    assert wg("sessions", "answer", "pl_gate", "y", "--store", url).exit_code == 0
+    shown = wg("sessions", "show", "pl_gate", "--store", url)
+    assert shown.exit_code == 0 and "pipeline pl_gate of session pl_gate" in shown.stdout
+
+
 def test_answer_as_json(url):
     waiting_run(url)
     out = wg("sessions", "answer", "pl_gate", "No", "--store", url, "--json")

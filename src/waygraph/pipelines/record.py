@@ -2,7 +2,8 @@
 
 A pipeline run is one record of kind ``pipeline`` under its run id, in a
 session of the same name (so ``waygraph sessions list`` shows it, and
-``waygraph sessions answer RUN_ID ANSWER`` answers its human gate). The
+``waygraph sessions answer RUN_ID ANSWER`` answers its human gate; it is not
+the session's current pointer, which names a Navigator's guided run). The
 record is in the one run-record schema (``status``, ``current_node``,
 ``path``, ``visited``; docs/stores.md) and also holds:
 
@@ -280,7 +281,8 @@ class PipelineRecords:
                 session=run_id,
                 status=new.status,
                 plan=new.plan_id,
-                make_current=True,
+                # No session pointer: that is the Navigator's guided run of a
+                # session, which it would abort over this record on a reset.
             )
 
         retry_conflicts(attempt, what=f"pipeline run {run_id!r} in {self.store.url}")
@@ -326,7 +328,7 @@ class PipelineRecords:
             taken[:] = [lease]
             before = _checkpoint(old)
             events: list[dict[str, Any]] = []
-            count = int(old.get("events") or 0) if old is not None else 0
+            count = int(old.get("event_count") or 0) if old is not None else 0
             plan_seq = int(old.get("plan_seq") or 0) if old is not None else 0
             if old is None:
                 events.append(
@@ -368,7 +370,7 @@ class PipelineRecords:
                 "lease": None if ended else lease.data(),
                 "plan_digest": digest,
                 "plan_seq": plan_seq,
-                "events": count + len(events),
+                "event_count": count + len(events),
                 "updated": cp.timestamp or _now(),
             }
             status = "running" if data.get("answer") and cp.status == "paused" else cp.status
@@ -410,7 +412,7 @@ class PipelineRecords:
                 "previous": held.describe() if held is not None else None,
                 "took_over": live,
             }
-            data["events"] = int(data.get("events") or 0) + 1
+            data["event_count"] = int(data.get("event_count") or 0) + 1
             status = str(record.status or data.get("status") or "running")
             return _Change(data, status, str(record.plan or data.get("plan_id") or ""), [event])
 
@@ -551,7 +553,7 @@ class PipelineRecords:
             }
             given[:] = [stored]
             data |= {"answer": stored, "awaiting": None, "status": "running"}
-            data["events"] = int(data.get("events") or 0) + 1
+            data["event_count"] = int(data.get("event_count") or 0) + 1
             event = {"type": "human_answered", "node": waiting.get("node"), "answer": answer}
             event |= {"choice": choice, "by": by}
             return _Change(data, "running", str(record.plan or ""), [event])
