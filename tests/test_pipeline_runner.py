@@ -302,7 +302,8 @@ def test_events_tell_the_run_in_order(tmp_path):
 
 def test_a_pipeline_with_lint_errors_is_refused(tmp_path):
     with pytest.raises(PipelineValidationError):
-        run("digraph bad { start [shape=Mdiamond]; start -> work }", tmp_path)
+        run("digraph bad { start [shape=Mdiamond]; start -> work }", tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 def test_handler_exceptions_become_fail_outcomes(tmp_path):

@@ -232,7 +232,6 @@ def run_pipeline(
     checkpoint = _resumed(resume, plan, records, logs)
     run_id = checkpoint.run_id if checkpoint else (run_id or uuid.uuid4().hex[:12])
     logs_root = Path(logs) if logs is not None else DEFAULT_LOGS / run_id
-    logs_root.mkdir(parents=True, exist_ok=True)
     if records is not None and interviewer is None and not isinstance(handlers, HandlerRegistry):
         from waygraph.pipelines.record_interviewer import StoreInterviewer
 
@@ -251,6 +250,8 @@ def run_pipeline(
     plan = prepare_pipeline(plan, transforms, known_types=registry.types())[0]
     if validate:
         validate_or_raise(plan, known_types=registry.types())
+    # Only a pipeline that may run gets a run folder.
+    logs_root.mkdir(parents=True, exist_ok=True)
     savers: list[Callable[[Checkpoint], None]] = [
         save_checkpoint or (lambda cp: write_checkpoint(logs_root, cp))
     ]
@@ -302,7 +303,7 @@ def _resumed(
     return checkpoint
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Run:
     """One execution of the loop; its fields are the run's settings."""
 
