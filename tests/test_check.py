@@ -336,6 +336,22 @@ CASES = [
         id="when-ignored",
     ),
     pytest.param(
+        "context-only-exit",
+        plan(
+            replace_edges=[
+                edge("start", "work"),
+                edge(
+                    "work",
+                    "done",
+                    "on_success",
+                    when={"type": "compare", "field": "context.ok", "op": "==", "value": True},
+                ),
+            ]
+        ),
+        plan(),
+        id="context-only-exit",
+    ),
+    pytest.param(
         "on-retry-without-retries",
         plan(nodes={"work": task(max_retries=0)}, edges=[edge("work", "work", "on_retry")]),
         plan(nodes={"work": task(max_retries=1)}, edges=[edge("work", "work", "on_retry")]),

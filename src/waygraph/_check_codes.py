@@ -101,6 +101,11 @@ CODES: dict[str, tuple[Level, str]] = {
     "duplicate-trigger": ("warning", "a trigger listed twice (case and spacing ignored)"),
     "no-plans": ("warning", "a folder given to `waygraph check` holds no plan files"),
     "command-gate": ("warning", "a command gate: waygraph runs it only when commands are allowed"),
+    "context-only-exit": (
+        "warning",
+        "every route to an exit passes a condition on context.*: only a tool result's "
+        "context_updates line can satisfy it",
+    ),
     "regex-backtracking": ("warning", "a regex with nested quantifiers can backtrack for long"),
     # -- event-driven state machines and generated plans (waygraph._check_kinds)
     **STATE_MACHINE_CODES,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from waygraph._check_codes import Reports
-from waygraph.engine import first_edge
+from waygraph.engine.choice import first_edge, is_data_check, reads_context
 from waygraph.model import Edge, Node
 from waygraph.people import answer_keys, choice_label
 
@@ -58,13 +58,24 @@ class RouteChecks(Reports):
         if len(edges) == 1 and edges[0].condition in SUCCESS and kind != "decision":
             return  # the common single success edge: always the one followed
         has_when = kind == "decision" and any(e.when is not None for e in edges)
-        # Decisions route on `when` edges first (every one may fire); the rest are plain.
-        plain = [e for e in edges if not (kind == "decision" and e.when is not None)]
+        # Decisions route on `when` edges first (every one may fire); the rest are
+        # plain. An edge whose `when` the engine judges over the context may not
+        # hold either, so the edges after it can be taken too.
+        plain = [
+            e for e in edges if e.when is None or (kind != "decision" and not is_data_check(e.when))
+        ]
+        attractor = self.plan.routing == "attractor"
         retries = node.max_retries
         # The condition lists the engine tries for each outcome this node can have.
         selections: list[tuple[str, tuple[str, ...]]] = []
         if kind in ("start", "checkpoint"):
             selections.append(("on leaving it", SUCCESS))
+        elif kind == "task" and attractor:
+            # §3.7: a fail edge is taken at once; without one, retries, then a retry target.
+            selections.append(("on success", SUCCESS))
+            selections.append(("on a failure", ("on_fail", "on_exhaust")))
+            if (retries is None or retries > 0) and _first(plain, selections[-1][1]) is None:
+                selections.append(("on a failure with attempts left", ("on_retry",)))
         elif kind == "task":
             selections.append(("on success", SUCCESS))
             if retries is None or retries > 0:
@@ -205,6 +216,35 @@ class RouteChecks(Reports):
                 node=entry,
             )
         self.report_traps(reached, finishing)
+        self.check_context_exit(reached)
+
+    def check_context_exit(self, reached: set[str]) -> None:
+        """Exits every route to which passes a condition over the run's context."""
+        exits = [nid for nid in reached if self.nodes[nid].type == "exit"]
+        gated = [e for e in self.graph.edges if e.when is not None and reads_context(e.when)]
+        if not exits or not gated or self.entry is None:
+            return
+        nodes, index, shut = self.nodes, self.graph.index, {id(e) for e in gated}
+        free, todo = {self.entry}, [self.entry]
+        while todo:
+            current = todo.pop()
+            for edge in index.out.get(current, ()):
+                if id(edge) in shut or edge.to not in nodes or edge.to in free:
+                    continue
+                if nodes[current].type not in ENDS and self._leads(edge):
+                    free.add(edge.to)
+                    todo.append(edge.to)
+        if any(nid in free for nid in exits):
+            return
+        self.add(
+            "context-only-exit",
+            f"every route to an exit passes a condition on the run's context (first: "
+            f"{gated[0].describe()}); in a guided run only a tool result whose last line is "
+            '{"context_updates": {...}} sets the context, so the model must print one (the '
+            "guidance tells it how), or route on the tool's output instead",
+            edge=gated[0],
+            field="when",
+        )
 
     def report_traps(self, reached: set[str], finishing: set[str]) -> None:
         trapped = [nid for nid in self.nodes if nid in reached and nid not in finishing]

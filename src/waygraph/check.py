@@ -43,6 +43,7 @@ from waygraph._check_human import HumanChecks
 from waygraph._check_kinds import check_generated_plan, check_state_machine
 from waygraph._check_predicates import PredicateChecks
 from waygraph._check_routes import ENDS, RouteChecks, names
+from waygraph.engine.choice import is_data_check, ordered_edges
 from waygraph.errors import PlanFormatError
 from waygraph.model import NODE_TYPES, Edge, Node
 
@@ -245,7 +246,8 @@ class _PlanChecker(PredicateChecks, HumanChecks, RouteChecks):
 
     def guided_out(self, node_id: str) -> Sequence[Edge]:
         """Edges out of ``node_id`` that guided edge selection chooses among, in its order."""
-        edges = self.out.get(node_id, ())
+        edges = ordered_edges(self.plan, node_id) if self.plan.routing == "attractor" else None
+        edges = self.out.get(node_id, ()) if edges is None else edges
         return [e for e in edges if e.on_event is None] if self.has_events else edges
 
     def run(self) -> list[Problem]:
@@ -456,7 +458,11 @@ class _PlanChecker(PredicateChecks, HumanChecks, RouteChecks):
             )
         if edge.when is not None:
             self.check_predicate(edge.when, "when", edge=edge)
-            if source is not None and source.type != "decision":
+            # A data check over the context is judged out of any node a person
+            # does not choose from (waygraph.engine.choice); other checks only out
+            # of a decision.
+            judged = is_data_check(edge.when) and source is not None and source.type != "human"
+            if source is not None and source.type != "decision" and not judged:
                 self.add(
                     "when-ignored",
                     f"`when` only routes out of decision nodes; out of {source.type} node "

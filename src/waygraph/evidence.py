@@ -17,6 +17,11 @@ Three questions a verdict needs answered before it reads the output:
   no file to run (pytest's exit status 4). Its output is no evidence that the
   step's work was done.
 
+And one thing a result may tell the run: **what to set in its context**.
+:func:`context_updates_of` reads a JSON object with a ``context_updates`` (or
+``context``) object as the output's last non-empty line (before an ``exit=N``
+marker, if one follows it), the way an Attractor tool stage reports them.
+
 Example:
     >>> command_of({"runtime": "terminal", "code": "pytest -q"})
     'pytest -q'
@@ -30,11 +35,19 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["COMMAND_KEYS", "command_of", "never_ran", "printed_exit_status"]
+__all__ = [
+    "COMMAND_KEYS",
+    "MAX_CONTEXT_LINE",
+    "command_of",
+    "context_updates_of",
+    "never_ran",
+    "printed_exit_status",
+]
 
 #: The keys of a tool's arguments that hold the command it ran.
 COMMAND_KEYS = ("command", "cmd", "code", "script")
@@ -118,6 +131,54 @@ def printed_exit_status(text: str) -> int | None:
     start = text.rfind("\n", 0, end) + 1
     found = _MARKER.fullmatch(text, start, end)
     return int(found.group(1)) if found else None
+
+
+#: Characters of a last line read as JSON; a longer one is ignored unread.
+MAX_CONTEXT_LINE = 64 * 1024
+
+
+def _last_line(text: str, end: int) -> tuple[int, int]:
+    """Where the last non-empty line of ``text[:end]`` starts and ends (equal: none)."""
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    return text.rfind("\n", 0, end) + 1, end
+
+
+def context_updates_of(output: str) -> dict[str, Any] | None:
+    """The keys a tool result sets in the run's context, or None when it sets none.
+
+    The output's last non-empty line (or the one before a last ``exit=N``
+    line) must be a JSON object whose ``context_updates`` (else ``context``)
+    value is an object. Anything else, a line over :data:`MAX_CONTEXT_LINE`
+    characters included, sets nothing.
+
+    Example:
+        >>> context_updates_of('3 passed\\n{"context_updates": {"tests_passed": true}}\\n')
+        {'tests_passed': True}
+        >>> context_updates_of('{"context": {"n": 1}}\\nexit=0')
+        {'n': 1}
+        >>> context_updates_of("tests_passed=true") is None
+        True
+    """
+    start, end = _last_line(output, len(output))
+    if start < end and _MARKER.fullmatch(output, start, end):
+        start, end = _last_line(output, start)
+    if start >= end or end - start > MAX_CONTEXT_LINE:
+        return None
+    line = output[start:end].strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    for key in ("context_updates", "context"):
+        updates = data.get(key)
+        if isinstance(updates, dict):
+            return updates
+    return None
 
 
 def never_ran(output: str, exit_code: int | None) -> str | None:

@@ -36,6 +36,12 @@ import re
 from collections.abc import Mapping
 from typing import Protocol
 
+from waygraph._render_pipeline import (
+    attractor_fail_routes,
+    context_lines,
+    exit_status_line,
+    settings_lines,
+)
 from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
 from waygraph.model import Node, Plan
 from waygraph.people import (
@@ -219,7 +225,7 @@ def evidence_lines(plan: Plan, run: Run, node: Node) -> list[str]:
         >>> print(evidence_lines(plan, run, plan.graph.nodes["reproduce"])[0][:55])
         Your message is a claim, not evidence: reproduce — Make
     """
-    lines: list[str] = []
+    lines: list[str] = context_lines(plan, run)
     tried = (run.visited.get(node.id) or {}).get("tried") or ()
     if tried:
         lines.append("Tried here (newest last):")
@@ -439,6 +445,7 @@ def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
     if node.tool_hint:
         lines.append(f"Hint: {node.tool_hint}")
     lines.append(f"Verify: {describe(node.verify)}")
+    lines += settings_lines(node) + exit_status_line(plan, node)
     manual = manual_check(node)
     if manual is not None:
         lines.append(f"Ask the user: {manual_request(manual.value)}.")
@@ -478,6 +485,8 @@ def _routes(plan: Plan, node: Node, attempts: int) -> list[str]:
     success = _first(plan, node, SUCCESS_EDGES)
     if success:
         lines.append(f"On success{ARROW}{success}")
+    if plan.routing == "attractor":
+        return lines + attractor_fail_routes(plan, node, attempts)
     limit = None if node.max_retries is None else 1 + node.max_retries
     if limit is None or attempts < limit:
         retry = _first(plan, node, RETRY_EDGES)
@@ -512,6 +521,9 @@ def _finished_text(plan: Plan | None, run: Run) -> str:
             text + f"\nStop working on '{title}'. Tell the user what was tried, what failed "
             "and what you need from them."
         )
+    if run.status == "failed":
+        why = run.reason or "no reason given"
+        return f"Plan failed: {why}\nStop working on '{title}'; tell the user what failed."
     if run.status == "expired":
         return (
             f"Plan expired: '{title}' made {run.reason or 'no progress'}. It is no longer "

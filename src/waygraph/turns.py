@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from waygraph import engine, tracing
 from waygraph.errors import InputError
+from waygraph.evidence import context_updates_of
 from waygraph.ids import MAX_ID_CHARS, id_problem
 from waygraph.model import Plan
 from waygraph.model.record import RunKind
@@ -187,6 +188,8 @@ def evidence_of(observation: Observation) -> engine.Evidence:
         call=observation.call,
         output=text[: engine.MAX_LAST_OUTPUT],
         fingerprint=hashlib.blake2b(key.encode(errors="replace"), digest_size=8).hexdigest(),
+        # Read from the whole output: the last line is past the cut of a long one.
+        context_updates=None if observation.source == "model" else context_updates_of(text),
     )
 
 

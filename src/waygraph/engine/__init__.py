@@ -48,6 +48,28 @@ The rules (DESIGN.md, "Engine semantics"):
 - The same failing call with the same output ``plan.repeat_limit`` times in a
   row on one node counts as exhausted (``repeat_detected``): its
   ``on_exhaust``/``on_fail`` edge is followed, else the run escalates.
+- Edge choice (:mod:`waygraph.engine.choice`): ties of weight go to file
+  order, or in a plan with ``routing == "attractor"`` (every DOT file unless
+  it says ``routing=waygraph``) to the lexically first target (§3.3), except
+  out of a human node. An edge whose ``when`` is a data check over
+  ``context.*``/``outcome``/``preferred_label`` is eligible only while it
+  holds over the run's context, out of any node a person does not choose from.
+- Context (§5.1): a tool result whose last line is ``{"context_updates":
+  {...}}`` (``Evidence.context_updates``) merges those keys into
+  ``Run.context`` before routing (``context_updated``; past the bounds of
+  :mod:`waygraph.engine.run_context`, ``context_refused``). An attractor run
+  starts with the graph's goal as ``graph.goal``.
+- A failure in an attractor-routed plan (§3.5, §3.7, §11.5, the executed
+  mode's reading too): a matching ``on_fail``/``on_exhaust`` edge (whose
+  ``when``, if any, holds) is followed at once, without retrying; with none,
+  the node is retried while ``max_retries`` allows; once spent, the run goes
+  to the node's ``retry_target``, else its ``fallback_retry_target``
+  (``retry_routed``), else escalates: the pipeline failed.
+- Goal gates (§3.4): a run about to complete at an exit while a visited
+  ``goal_gate`` node's last outcome is not a success goes to that node's
+  ``retry_target``, else ``fallback_retry_target``, else the graph's
+  (``goal_gate_unsatisfied``), at most ``max_goal_gate_redirects`` (10)
+  times; with nowhere to go, or past that, the run ends ``failed``.
 
 Example:
     >>> import waygraph
@@ -63,6 +85,7 @@ Example:
 from __future__ import annotations
 
 from waygraph.engine import dag, event_run, events
+from waygraph.engine.choice import first_edge, pick_edge
 from waygraph.engine.guided import (
     abort,
     advance,
@@ -74,7 +97,6 @@ from waygraph.engine.guided import (
     rewind,
     start,
 )
-from waygraph.engine.rules import first_edge, pick_edge
 from waygraph.engine.state import (
     EVENT_TYPES,
     EXCERPT_CHARS,

@@ -13,8 +13,11 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
+from waygraph.engine.choice import unverified
 from waygraph.engine.rules import (
     Turn,
     answer,
@@ -25,9 +28,9 @@ from waygraph.engine.rules import (
     fresh_copy,
     leave,
     route_through,
-    unverified,
     verify_task,
 )
+from waygraph.engine.run_context import merge
 from waygraph.engine.state import (
     MAX_LAST_OUTPUT,
     SUCCESS_EDGES,
@@ -89,9 +92,14 @@ def start(
         notice=None,
         streak=None,
         awaiting=None,
+        context=MappingProxyType({}),
+        redirects=0,
     )
     t = Turn(plan, run, turn, judge)
     t.emit("plan_activated", plan.graph.start, plan_id=plan.id, plan=plan.id, **activation)
+    if plan.routing == "attractor" and plan.goal is not None:
+        # §5.1: the engine mirrors the graph's goal into the context.
+        update_context(t, plan.graph.start, {"graph.goal": plan.goal})
     # A graph.start naming a task is the established format's implicit start.
     enter(t, plan.graph.start, fresh=True)
     return Result(run.freeze(), t.events)
@@ -138,6 +146,10 @@ def _observe(
     if node is not None and draft.awaiting is not None and not asks_person(node):
         # The model went on after asking the user something: the question is moot.
         draft.awaiting = None
+    updates = evidence.context_updates if evidence is not None else None
+    if updates and node is not None and node.type in ("task", "decision"):
+        # Before routing: the edges out of this node may read what it set.
+        update_context(t, node.id, updates)
     if node is None:
         escalate(t, None, f"current node {draft.current_node!r} is not in the plan any more")
     elif node.type == "human":
@@ -153,6 +165,22 @@ def _observe(
         # A routing node left current by a stall or a gate: route onward again.
         route_through(t, node)
     return t
+
+
+#: Keys of the context named on one event; more are counted, not listed.
+_KEYS_SHOWN = 20
+
+
+def update_context(t: Turn, node_id: str, updates: Mapping[str, Any]) -> None:
+    """Merge ``updates`` into the run's context within its bounds, recording what happened."""
+    merged = merge(t.run.context, updates)
+    t.run.context = merged.context
+    if merged.keys:
+        shown = [excerpt(k) for k in merged.keys[:_KEYS_SHOWN]]
+        t.emit("context_updated", node_id, keys=shown, count=len(merged.keys))
+    if merged.refused:
+        shown = [excerpt(k) for k in merged.refused[:_KEYS_SHOWN]]
+        t.emit("context_refused", node_id, keys=shown, reason=merged.reason)
 
 
 def claim(

@@ -6,10 +6,22 @@ create a :class:`Turn` and call these. Nothing here does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from waygraph.engine.choice import (
+    ROUTES_ON,
+    data_scope,
+    gate_target,
+    holds,
+    is_data_check,
+    max_redirects,
+    ordered_edges,
+    pick_edge,
+    retry_target_of,
+    unsatisfied_gate,
+)
 from waygraph.engine.state import (
     EXCERPT_CHARS,
     EXHAUST_EDGES,
@@ -35,7 +47,7 @@ from waygraph.people import choices as choice_edges
 class Turn:
     """Working state of one engine call."""
 
-    __slots__ = ("events", "hops", "judge", "last", "output", "plan", "run", "turn")
+    __slots__ = ("choice", "events", "hops", "judge", "last", "output", "plan", "run", "turn")
 
     def __init__(self, plan: Plan, run: Draft, turn: int, judge: Judge | None) -> None:
         self.plan = plan
@@ -49,6 +61,13 @@ class Turn:
         #: The outcome of the last task judged in this turn: what a decision
         #: without a check of its own routes on.
         self.last: _Outcome | None = None
+        #: The label of the choice a person picked in this turn (conditions
+        #: read it as ``preferred_label``).
+        self.choice = ""
+
+    def scope(self, outcome: str) -> dict[str, Any]:
+        """What a data check on an edge reads after ``outcome`` (``success`` or ``fail``)."""
+        return data_scope(self.run.context, outcome, self.choice)
 
     def emit(self, type_: str, node: str | None, **fields: Any) -> None:
         self.record({"type": type_, "turn": self.turn, "node": node, **fields})
@@ -153,7 +172,7 @@ def verify_task(t: Turn, node: Node, evidence: Evidence | None, tool_name: str |
     if verdict.outcome == "success":
         run.streak = None
         _set(run, node.id, "success", attempt)
-        leave(t, node, SUCCESS_EDGES)
+        leave(t, node, SUCCESS_EDGES, "success")
         return
     _set(run, node.id, "fail", attempt)
     if evidence is None or not _repeated(t, node, evidence):
@@ -194,25 +213,6 @@ def _repeated(t: Turn, node: Node, evidence: Evidence) -> bool:
     return True
 
 
-def unverified(plan: Plan, run: Run | Draft) -> list[str]:
-    """The task and decision nodes between the current node and an exit, on the success route."""
-    pending: list[str] = []
-    node_id = run.current_node
-    seen: set[str] = set()
-    while node_id is not None and node_id not in seen:
-        seen.add(node_id)
-        node = plan.graph.nodes.get(node_id)
-        if node is None or node.type in ("exit", "escalate"):
-            if node is not None and node.type == "exit" and node.verify is not None:
-                pending.append(node_id)
-            break
-        if node.type in ("task", "decision", "human"):
-            pending.append(node_id)
-        edge = pick_edge(plan, node_id, SUCCESS_EDGES)
-        node_id = edge.to if edge is not None else None
-    return pending
-
-
 # ---------------------------------------------------------------- routing
 
 
@@ -232,50 +232,8 @@ def _set(run: Draft, node_id: str, outcome: str, attempts: int, *, retrying: boo
         run.completed = (*run.completed, node_id)
 
 
-def pick_edge(
-    plan: Plan, node_id: str, conditions: tuple[str, ...], *, plain: bool = False
-) -> Edge | None:
-    """The edge the engine follows out of ``node_id`` for the first matching condition.
-
-    Within a condition the highest ``weight`` wins, then file order. With
-    ``plain`` only edges without ``when`` count (a decision's fallback
-    routes). Rendering and ``check`` call this too, so what the model is told
-    is what the engine does.
-
-    Example:
-        >>> import waygraph
-        >>> plan = waygraph.load_library()["bugfix_workflow"]
-        >>> pick_edge(plan, "fix", ("on_success", "always")).to
-        'test'
-    """
-    return first_edge(plan.graph.out_edges(node_id), conditions, plain=plain)
-
-
-def first_edge(
-    edges: Sequence[Edge], conditions: tuple[str, ...], *, plain: bool = False
-) -> Edge | None:
-    """Among ``edges`` (in ``Graph.out_edges`` order), the one the engine follows.
-
-    The first condition that has an edge wins; within it, the first edge
-    (``out_edges`` sorts by weight, then file order). ``plain``: only edges
-    without ``when``. The one definition of edge choice: :func:`pick_edge`,
-    rendering and ``waygraph check`` all come here.
-
-    Example:
-        >>> import waygraph
-        >>> plan = waygraph.load_library()["bugfix_workflow"]
-        >>> first_edge(plan.graph.out_edges("test"), ("on_retry", "on_fail")).to
-        'fix'
-    """
-    for condition in conditions:
-        for edge in edges:
-            if edge.condition == condition and not (plain and edge.when is not None):
-                return edge
-    return None
-
-
-def leave(t: Turn, node: Node, conditions: tuple[str, ...]) -> None:
-    edge = pick_edge(t.plan, node.id, conditions)
+def leave(t: Turn, node: Node, conditions: tuple[str, ...], outcome: str = "success") -> None:
+    edge = pick_edge(t.plan, node.id, conditions, scope=lambda: t.scope(outcome))
     if edge is None:
         t.emit("stall", node.id, reason=f"no {' or '.join(conditions)} edge out of {node.id!r}")
         return
@@ -284,6 +242,13 @@ def leave(t: Turn, node: Node, conditions: tuple[str, ...]) -> None:
 
 def _fail(t: Turn, node: Node) -> None:
     run = t.run
+    attractor = t.plan.routing == "attractor"
+    if attractor:
+        # §3.7: a failure an edge names is routed at once, not retried first.
+        edge = pick_edge(t.plan, node.id, ("on_fail", "on_exhaust"), scope=lambda: t.scope("fail"))
+        if edge is not None:
+            _follow(t, edge)
+            return
     attempts = run.attempts(node.id)
     limit = None if node.max_retries is None else 1 + node.max_retries
     if limit is None or attempts < limit:
@@ -295,11 +260,33 @@ def _fail(t: Turn, node: Node) -> None:
         _set(run, node.id, "fail", attempts + 1)
         t.emit("retry_triggered", node.id, attempt=attempts + 1, max_attempts=limit)
         return
-    leave(t, node, EXHAUST_EDGES)
+    if attractor:
+        _spent(t, node, attempts)
+        return
+    leave(t, node, EXHAUST_EDGES, "fail")
+
+
+def _spent(t: Turn, node: Node, attempts: int) -> None:
+    """An attractor-routed node failed its last attempt and no edge takes the failure."""
+    target = retry_target_of(t.plan, node)
+    if target is not None:
+        jump(t, node.id, target, "retry_target")
+        return
+    escalate(
+        t,
+        node.id,
+        f"the pipeline failed: {node.id!r} failed all its {attempts} attempt(s), and it has "
+        "no fail edge, retry_target or fallback_retry_target",
+    )
+
+
+def jump(t: Turn, from_id: str, to_id: str, via: str) -> None:
+    """Move the run to ``to_id`` along no edge (a retry target, a goal gate's target)."""
+    t.emit("retry_routed", from_id, to=to_id, via=via)
+    _arrive(t, to_id, fresh=True)
 
 
 def _follow(t: Turn, edge: Edge) -> None:
-    run = t.run
     target = t.plan.graph.nodes.get(edge.to)
     gated = target is not None and target.type == "exit" and target.verify is not None
     if gated and not _gate(t, edge, target):  # type: ignore[arg-type]
@@ -317,6 +304,14 @@ def _follow(t: Turn, edge: Edge) -> None:
             "condition": edge.condition,
         }
     )
+    # An on_fail/on_exhaust edge back into a node is another attempt at it
+    # (test -> fix); an on_retry edge leads to the failing node's own retry
+    # route, whose nodes start fresh while the failing node keeps its count.
+    _arrive(t, edge.to, fresh=edge.condition not in _COUNTING_CONDITIONS)
+
+
+def _arrive(t: Turn, node_id: str, *, fresh: bool) -> None:
+    run = t.run
     run.transitions += 1
     if run.transitions > t.plan.max_transitions:
         escalate(
@@ -326,10 +321,7 @@ def _follow(t: Turn, edge: Edge) -> None:
             "a loop without finishing",
         )
         return
-    # An on_fail/on_exhaust edge back into a node is another attempt at it
-    # (test -> fix); an on_retry edge leads to the failing node's own retry
-    # route, whose nodes start fresh while the failing node keeps its count.
-    enter(t, edge.to, fresh=edge.condition not in _COUNTING_CONDITIONS)
+    enter(t, node_id, fresh=fresh)
 
 
 _COUNTING_CONDITIONS = FAILURE_CONDITIONS - {"on_retry"}
@@ -356,6 +348,8 @@ def enter(t: Turn, node_id: str, *, fresh: bool) -> None:
     t.hops += 1
     if t.hops > MAX_ROUTING_HOPS:
         escalate(t, node_id, f"routing passed {MAX_ROUTING_HOPS} nodes without reaching a task")
+        return
+    if node.type == "exit" and node.exit_status == RunStatus.COMPLETED and _gate_blocks(t, node):
         return
     run.path = (*run.path, node_id)
     run.current_node = node_id
@@ -397,6 +391,9 @@ def _entered_exhausted(t: Turn, node: Node, attempts: int) -> None:
     skip the node and go round the loop again, unbounded.
     """
     t.emit("node_entered", node.id, attempt=attempts, exhausted=True)
+    if t.plan.routing == "attractor":
+        _spent(t, node, attempts)
+        return
     edge = pick_edge(t.plan, node.id, ("on_exhaust", "on_fail"))
     if edge is not None:
         _follow(t, edge)
@@ -472,13 +469,23 @@ def route_through(t: Turn, node: Node) -> None:
 def decide(t: Turn, node: Node) -> None:
     run = t.run
     attempts = run.attempts(node.id) + 1
-    edges = t.plan.graph.out_edges(node.id)
+    edges = ordered_edges(t.plan, node.id)
     has_when = False
     unknown: _Outcome | None = None
+    scope: dict[str, Any] | None = None
     for edge in edges:
         if edge.when is not None:
             has_when = True
-            verdict = _judge(t, edge.when)
+            if is_data_check(edge.when):
+                if scope is None:
+                    scope = t.scope("fail" if _basis(t).outcome == "fail" else "success")
+                # Judged here, over the run's context: the edge's condition must name
+                # the outcome routed on too (outcome=success && context.x=true).
+                held = scope["outcome"] in ROUTES_ON.get(edge.condition, ())
+                held = held and holds(edge.when, scope)
+                verdict = _Outcome("success" if held else "fail", None)
+            else:
+                verdict = _judge(t, edge.when)
             if verdict.outcome == "success":
                 _set(run, node.id, "success", attempts)
                 t.verified(
@@ -494,11 +501,12 @@ def decide(t: Turn, node: Node) -> None:
                 unknown = verdict
     if node.verify is not None:
         verdict = _judge(t, node.verify)
-    elif has_when:
+    elif has_when and t.plan.routing != "attractor":
         verdict = _Outcome("fail", None)
     else:
-        # No check of its own: route on the result that led here.
-        verdict = t.last if t.last is not None else _judge(t, None)
+        # No check of its own: route on the result that led here (in an
+        # attractor-routed plan also when no condition held: §3.3's fallback).
+        verdict = _basis(t)
     if verdict.outcome == "fail" and unknown is not None:
         # A route that could not be judged might have held: wait, do not guess.
         verdict = unknown
@@ -514,6 +522,41 @@ def decide(t: Turn, node: Node) -> None:
         _follow(t, route)
         return
     t.emit("stall", node.id, reason=f"no route out of decision {node.id!r}; waiting")
+
+
+def _basis(t: Turn) -> _Outcome:
+    """What a decision without a check of its own routes on: the result that led to it."""
+    return t.last if t.last is not None else _judge(t, None)
+
+
+def _gate_blocks(t: Turn, exit_node: Node) -> bool:
+    """§3.4: a goal gate not passed keeps a finishing run from its exit (True: it did)."""
+    run = t.run
+    gate = unsatisfied_gate(t.plan, run.visited)
+    if gate is None:
+        return False
+    target = gate_target(t.plan, gate)
+    limit = max_redirects(t.plan)
+    t.emit("goal_gate_unsatisfied", exit_node.id, gate=gate.id, to=target, redirects=run.redirects)
+    if target is None or run.redirects >= limit:
+        why = (
+            "no retry_target or fallback_retry_target names a node to go back to"
+            if target is None
+            else f"the run was sent back {limit} times already (max_goal_gate_redirects)"
+        )
+        fail(t, gate.id, f"goal gate {gate.id!r} did not succeed before {exit_node.id!r}: {why}")
+        return True
+    run.redirects += 1
+    jump(t, exit_node.id, target, "goal_gate")
+    return True
+
+
+def fail(t: Turn, node_id: str | None, reason: str) -> None:
+    """End the run as ``failed`` (the pipeline did not reach its goal), naming why."""
+    run = t.run
+    run.status, run.reason, run.awaiting = RunStatus.FAILED, reason, None
+    t.emit("plan_failed", node_id, reason=reason)
+    run.report = tuple(run.events[-REPORT_EVENTS:])
 
 
 def escalate(t: Turn, node_id: str | None, reason: str, pace_level: str | None = None) -> None:
@@ -541,6 +584,7 @@ def answer(t: Turn, node: Node, text: str, by: str | None) -> None:
     run = t.run
     run.awaiting, run.notice = None, None
     choice = choice_label(edge)
+    t.choice = choice
     t.emit("human_answered", node.id, answer=excerpt(text), by=by, choice=choice, to=edge.to)
     _set(run, node.id, "success", run.attempts(node.id))
     _follow(t, edge)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
+from waygraph.engine.run_context import frozen as frozen_value
+from waygraph.engine.run_context import thawed
 from waygraph.model import Plan, Verify
 
 MAX_EVENTS = 50
@@ -44,6 +46,11 @@ EVENT_TYPES = (
     "human_answered",
     "answer_rejected",
     "result_ignored",
+    "context_updated",
+    "context_refused",
+    "retry_routed",
+    "goal_gate_unsatisfied",
+    "plan_failed",
 )
 
 #: How many attempts per node the run record keeps (shown to the model).
@@ -83,6 +90,10 @@ class Evidence:
     call: str | None = None
     output: str = ""
     fingerprint: str | None = None
+    #: The keys the result sets in the run's context: the ``context_updates``
+    #: (or ``context``) object of a JSON last line of the whole output
+    #: (:func:`waygraph.evidence.context_updates_of`), read before ``output`` is cut.
+    context_updates: Mapping[str, Any] | None = None
 
 
 SUCCESS_EDGES = ("on_success", "always")
@@ -136,6 +147,13 @@ class Run:
     #: Who the run waits for: ``"user"`` at a ``human`` node, a ``manual``
     #: check, or after the model asked the user a question; None otherwise.
     awaiting: str | None = None
+    #: The run's context (§5.1): keys tool results set, read by edge
+    #: conditions (``context.tests_passed``); bounded by
+    #: :mod:`waygraph.engine.run_context`.
+    context: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    #: Times an unsatisfied goal gate sent the run back (bounded by the
+    #: plan's ``max_goal_gate_redirects``).
+    redirects: int = 0
 
     def __post_init__(self) -> None:
         # A run built by hand (or by dataclasses.replace) with lists and dicts
@@ -153,6 +171,8 @@ class Run:
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         if self.report is not None and not isinstance(self.report, tuple):
             object.__setattr__(self, "report", tuple(_frozen(e) for e in self.report))
+        if type(self.context) is not MappingProxyType:
+            object.__setattr__(self, "context", frozen_value(self.context))
 
     @property
     def finished(self) -> bool:
@@ -197,6 +217,8 @@ class Run:
             self.notice,
             self.streak,
             self.awaiting,
+            self.context,
+            self.redirects,
         )
 
 
@@ -240,6 +262,8 @@ class Draft:
     notice: Mapping[str, Any] | None
     streak: Mapping[str, Any] | None
     awaiting: str | None
+    context: Mapping[str, Any]
+    redirects: int
 
     def attempts(self, node_id: str | None = None) -> int:
         state = self.visited.get(node_id or self.current_node or "")
@@ -388,6 +412,7 @@ _RECORD_FIELDS = (
     "notice",
     "streak",
     "awaiting",
+    "redirects",
 )
 
 
@@ -440,6 +465,7 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
         steps_failed=steps_failed,
         turns_since_progress=run.turns_since_progress,
         last_tool_output=run.last_output,
+        context=thawed(run.context),
         # Last, where a JSON store splices it in: copies of the run's own
         # read-only events, which a store encodes (or copies) once per event.
         events=RecentEvents.of(run.events),
@@ -486,6 +512,9 @@ def from_record(record: dict[str, Any]) -> Run:
         notice=_frozen(record.get("notice")),
         streak=_frozen(record.get("streak")),
         awaiting=record.get("awaiting") if isinstance(record.get("awaiting"), str) else None,
+        # Records written before guided runs had a context load with none.
+        context=frozen_value(_mapping(record.get("context"))),
+        redirects=_int(record.get("redirects")),
     )
 
 
@@ -493,6 +522,10 @@ def _frozen_all(
     entries: Sequence[Mapping[str, Any]] | None,
 ) -> tuple[Mapping[str, Any], ...] | None:
     return None if entries is None else tuple(MappingProxyType(dict(e)) for e in entries)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _int(value: Any) -> int:

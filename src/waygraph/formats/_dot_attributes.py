@@ -138,6 +138,7 @@ GRAPH_ATTRIBUTES: tuple[str, ...] = (
     "default_max_retry",
     "default_max_retries",
     "meta",
+    "routing",
 )
 ATTRACTOR_GRAPH_ATTRIBUTES: tuple[str, ...] = (
     "model_stylesheet",

@@ -25,7 +25,9 @@ def plan_to_dot(plan: Plan) -> str:
     """Write ``plan`` as DOT that :func:`~waygraph.formats.dot.parse_dot` reads as an equal plan.
 
     Graph attributes come first, then one node per line, then the edges. Node
-    types are written as shapes, so Graphviz draws the plan as it runs.
+    types are written as shapes, so Graphviz draws the plan as it runs. A plan
+    routed as waygraph routes says ``routing=waygraph``: the reader routes a
+    DOT file as the Attractor specification does unless it says so.
     Raises :class:`PlanFormatError` (a ``ValueError``) for a plan DOT cannot
     hold: an empty id, an edge to a node that does not exist (DOT would
     create that node), or a ``prompt`` on a node that is not ``human`` (DOT
@@ -38,6 +40,7 @@ def plan_to_dot(plan: Plan) -> str:
         >>> print(plan_to_dot(plan))
         digraph ci {
           label=CI
+          routing=waygraph
         <BLANKLINE>
           start [shape=Mdiamond, label=Start]
           build [shape=box, action=make]
@@ -111,6 +114,9 @@ def _graph_attributes(plan: Plan) -> list[tuple[str, str]]:
             out.append((key, str(getattr(plan, key))))
     if plan.match_mode is not None:
         out.append(("match_mode", quote_id(plan.match_mode)))
+    if plan.routing != "attractor":
+        # The reader routes a DOT file as Attractor does unless it says so.
+        out.append(("routing", quote_id(plan.routing)))
     if plan.linear:
         out.append(("linear", "true"))
     if plan.meta is not None:

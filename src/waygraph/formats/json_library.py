@@ -62,6 +62,7 @@ PLAN_KEY_ORDER = (
     "match_mode",
     "max_transitions",
     "repeat_limit",
+    "routing",
     "meta",
 )
 
@@ -337,7 +338,7 @@ def plan_to_data(plan: Plan) -> dict[str, Any]:
         value = getattr(plan, key)
         if value is None:
             continue
-        if (key, value) in (("max_transitions", 100), ("repeat_limit", 3)):
+        if (key, value) in (("max_transitions", 100), ("repeat_limit", 3), ("routing", "waygraph")):
             continue
         data[key] = list(value) if isinstance(value, tuple) else value
     if plan.linear:

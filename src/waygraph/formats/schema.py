@@ -82,6 +82,10 @@ PROPERTY_DESCRIPTIONS: dict[str, dict[str, str]] = {
             "The same failing call with the same output this many times in a row on one "
             "node counts as exhausted (0: off)."
         ),
+        "routing": (
+            "How a guided run picks edges: 'waygraph' (ties in file order, a failed check "
+            "retried first) or 'attractor' (the Attractor specification's routing)."
+        ),
         "meta": "Free-form data kept with the plan.",
         "graph": "The workflow graph (use either 'graph' or 'steps').",
         "steps": "Linear steps, compiled to a graph (use either 'graph' or 'steps').",

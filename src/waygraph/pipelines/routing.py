@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+# One definition of where an unsatisfied goal gate sends a run, guided or executed.
+from waygraph.engine.choice import gate_target
 from waygraph.model import Edge, Graph, Node, Plan, Verify
 from waygraph.people import answer_keys
 from waygraph.pipelines.conditions import evaluate_condition, resolve_key, value_text
@@ -235,19 +237,4 @@ def unsatisfied_gate(plan: Plan, outcomes: Mapping[str, Outcome]) -> Node | None
         node = plan.graph.nodes.get(node_id)
         if node is not None and node.goal_gate and not outcome.succeeded:
             return node
-    return None
-
-
-def gate_target(plan: Plan, gate: Node) -> str | None:
-    """Where an unsatisfied goal gate sends the run: its ``retry_target``, its
-    ``fallback_retry_target``, then the graph's; None when none names a node."""
-    graph_attrs = plan.attrs or {}
-    for target in (
-        gate.retry_target,
-        gate.fallback_retry_target,
-        graph_attrs.get("retry_target"),
-        graph_attrs.get("fallback_retry_target"),
-    ):
-        if target and target in plan.graph.nodes:
-            return target
     return None
