@@ -82,23 +82,37 @@ def test_a_human_gate_keeps_its_choices_in_declaration_order_under_attractor():
     assert engine.hear(plan, run, turn=2, text="No").run.current_node == "back"
 
 
+def test_routing_round_trips_through_dot_and_json():
+    from waygraph.formats.dot import plan_to_dot
+    from waygraph.formats.json_library import plan_to_data
+
+    plan = _tied()
+    assert "routing=waygraph" in plan_to_dot(plan) and "routing" not in plan_to_data(plan)
+    assert parse_dot(plan_to_dot(plan)) == plan
+    spec = attractor(plan)
+    assert "routing" not in plan_to_dot(spec) and plan_to_data(spec)["routing"] == "attractor"
+    assert parse_dot(plan_to_dot(spec)) == spec
+    assert Plan.model_validate({"id": "tied", **plan_to_data(spec)}) == spec
+
+
+def test_check_judges_ties_as_the_engine_breaks_them():
+    plan = attractor(_tied())
+    (shadowed,) = [p for p in check_plan(plan) if p.code == "shadowed-edge"]
+    assert shadowed.edge == "t -> zeta (always)"
+    (shadowed,) = [p for p in check_plan(_tied()) if p.code == "shadowed-edge"]
+    assert shadowed.edge == "t -> alpha (always)"
+
+
 # ---------------------------------------------------------------- failures
 
 
-def _failing(**task) -> Plan:
-    return (
-        Graph.builder()
-        .task("t", max_retries=2, **task)
-        .task("fix")
-        .task("r")
-        .exit("done")
-        .edge("start", "t")
-        .edge("t", "done", "on_success")
-        .edge("t", "fix", "on_fail")
-        .edge("fix", "t")
-        .edge("r", "done")
-        .plan("failing")
-    )
+def _failing(*, fail_edge: bool = True, max_retries: int = 2, **task) -> Plan:
+    """start -> t -> done; t's failure goes to fix (with ``fail_edge``); r -> done."""
+    builder = Graph.builder().task("t", max_retries=max_retries, **task).task("fix").task("r")
+    builder = builder.exit("done").edge("start", "t").edge("t", "done", "on_success")
+    if fail_edge:
+        builder = builder.edge("t", "fix", "on_fail")
+    return builder.edge("fix", "t").edge("r", "done").plan("failing")
 
 
 def test_a_fail_edge_is_taken_at_once_under_attractor_and_after_the_retries_under_waygraph():
@@ -114,16 +128,7 @@ def test_a_fail_edge_is_taken_at_once_under_attractor_and_after_the_retries_unde
 
 
 def _no_fail_edge(**task) -> Plan:
-    return (
-        Graph.builder()
-        .task("t", max_retries=1, **task)
-        .task("r")
-        .exit("done")
-        .edge("start", "t")
-        .edge("t", "done", "on_success")
-        .edge("r", "done")
-        .plan("spent")
-    )
+    return _failing(fail_edge=False, max_retries=1, **task)
 
 
 def test_without_a_fail_edge_the_node_is_retried_then_goes_to_its_retry_target():

@@ -43,6 +43,7 @@ from waygraph._render_pipeline import (
     settings_lines,
 )
 from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
+from waygraph.engine.choice import ordered_edges
 from waygraph.model import Node, Plan
 from waygraph.people import (
     asks_person,
@@ -426,7 +427,7 @@ def _node_block(plan: Plan, run: Run, node: Node) -> list[str]:
         lines = [f"Decide: {node.description or node.name or node.id}"]
         options = [
             f"{_target(plan, e.to)} if {describe(e.when)}"
-            for e in plan.graph.out_edges(node.id)
+            for e in ordered_edges(plan, node.id)
             if e.when is not None
         ]
         if options:
