@@ -145,8 +145,10 @@ def run_command(
         str | None,
         typer.Option(
             "--store",
-            help="Record the run in this store (sqlite:///PATH, file://DIR, postgresql://...) "
-            "so `waygraph sessions list` and the dashboard show it and answer its gates.",
+            help="Store that records the run (sqlite:///PATH, file://DIR, postgresql://...; "
+            "default: the user data folder's), so `waygraph sessions list` and the dashboard "
+            "show it. Given here, its human gates wait for answers from the dashboard, the API "
+            "or `waygraph sessions answer` (else they ask on the terminal).",
             envvar="WAYGRAPH_STORE",
         ),
     ] = None,
@@ -194,6 +196,8 @@ def run_command(
     backend = None
     if llm and model:
         backend = AgentBackend(llm, model, folder, api_key=api_key)
+    from waygraph.store import default_store_url
+
     result = run_pipeline(
         pipeline,
         backend=backend,
@@ -203,7 +207,7 @@ def run_command(
         logs=logs,
         allow_commands=allow_commands,
         workspace=folder,
-        store=store,
+        store=store or default_store_url(),
         resume=resume,
         on_event=None if as_json else _progress,
         max_steps=max_steps or MAX_STEPS,

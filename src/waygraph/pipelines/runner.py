@@ -72,7 +72,12 @@ from waygraph.pipelines.interviewers import Interviewer
 from waygraph.pipelines.lint import validate_or_raise
 from waygraph.pipelines.outcome import Outcome
 from waygraph.pipelines.routing import gate_target, handler_type, unsatisfied_gate
-from waygraph.pipelines.run_folder import load_checkpoint, write_checkpoint, write_manifest
+from waygraph.pipelines.run_folder import (
+    CHECKPOINT_FILE,
+    load_checkpoint,
+    write_checkpoint,
+    write_manifest,
+)
 from waygraph.pipelines.stages import Backoff, StagePolicy, chosen_edge, next_node, run_stage
 from waygraph.pipelines.transforms import Transform, prepare_pipeline
 
@@ -216,10 +221,11 @@ def run_pipeline(
     ``./.waygraph-runs/<run_id>``). ``context`` adds initial context values.
     ``store`` (a :class:`~waygraph.store.Store` or URL) records the run so
     ``waygraph sessions list`` and the dashboard show it. ``resume`` is a
-    checkpoint, or the id of a run to continue (from ``store``, else from
-    ``logs``' ``checkpoint.json``). ``save_checkpoint`` replaces the writing
-    of ``checkpoint.json``. ``sleep`` and ``backoff`` are the waits between
-    retries and polls (tests pass a no-op). The plan goes through the
+    checkpoint, or the id of a run to continue (from ``store``, else, or
+    when the store does not hold it, from ``logs``' ``checkpoint.json``).
+    ``save_checkpoint`` replaces the writing of ``checkpoint.json``.
+    ``sleep`` and ``backoff`` are the waits between retries and polls (tests
+    pass a no-op). The plan goes through the
     built-in transforms and then ``transforms`` (§9.1); ``validate`` refuses
     it with lint errors (:class:`~waygraph.errors.PipelineValidationError`).
     """
@@ -256,7 +262,7 @@ def run_pipeline(
         save_checkpoint or (lambda cp: write_checkpoint(logs_root, cp))
     ]
     if records is not None:
-        if checkpoint is not None:
+        if checkpoint is not None and records.record(run_id) is not None:
             records.claim(run_id)
         savers.append(lambda cp: records.save(cp, plan))
     run = _Run(
@@ -283,15 +289,17 @@ def _resumed(
     """The checkpoint ``resume`` names, checked to belong to ``plan``."""
     if resume is None or isinstance(resume, Checkpoint):
         checkpoint = resume
-    elif records is not None:
-        found = records.load(resume)
-        if found is None:
+    else:
+        found = records.load(resume) if records is not None else None
+        folder = Path(logs) if logs is not None else DEFAULT_LOGS / resume
+        if found is None and records is not None and not (folder / CHECKPOINT_FILE).is_file():
             from waygraph.errors import RunNotFoundError
 
-            raise RunNotFoundError(f"no pipeline run {resume!r} in the store")
-        checkpoint = found[0]
-    else:
-        checkpoint = load_checkpoint(Path(logs) if logs is not None else DEFAULT_LOGS / resume)
+            raise RunNotFoundError(
+                f"no pipeline run {resume!r} in the store, nor a checkpoint in {folder}"
+            )
+        # The store's record, else (a run started without it) the run folder's checkpoint.
+        checkpoint = found[0] if found is not None else load_checkpoint(folder)
         if checkpoint.run_id != resume:
             raise ConfigError(
                 f"the checkpoint there is of run {checkpoint.run_id!r}, not {resume!r}"
@@ -425,7 +433,10 @@ class _Run:
                 context = _start_context(plan, self.source, given)
                 outcomes, retries = {}, {}
                 context.append_log(f"loop restart at {target}")
-            self._save(node.id, target, order, retries, outcomes, context)
+                snapshot = context.snapshot()
+            # The routing snapshot is the checkpoint's: the context has not changed since,
+            # and a second copy of a context that grows with the run doubled its cost.
+            self._save(node.id, target, order, retries, outcomes, context, snapshot=snapshot)
             current = target
         self._save(
             current, None, order, retries, outcomes, context, final=final or Outcome(status="fail")
@@ -449,6 +460,7 @@ class _Run:
         context: Context,
         *,
         final: Outcome | None = None,
+        snapshot: dict[str, Any] | None = None,
     ) -> None:
         status: PipelineStatus = "running"
         if final is not None:
@@ -464,7 +476,7 @@ class _Run:
             completed_nodes=tuple(order),
             node_retries=dict(retries),
             node_outcomes=dict(outcomes),
-            context=context.snapshot(),
+            context=context.snapshot() if snapshot is None else snapshot,
             logs=context.logs,
             outcome=final,
         )
