@@ -53,7 +53,7 @@ test: setup lint browser
 # --json: its tables go to stderr, its figures and targets as one JSON object
 # into $(BENCH_JSON) (a temporary folder unless given); bench/summary.py then
 # names every target missed and make bench fails. docs/benchmarks.md has the method.
-BENCHES := bench/engine.py bench/match.py "bench/dag.py --quick" bench/events.py bench/dashboard.py bench/durable.py bench/tracing.py "bench/scale.py --quick" "bench/stats.py --quick" bench/agent_zero.py
+BENCHES := bench/engine.py bench/match.py "bench/dag.py --quick" bench/events.py bench/dashboard.py bench/durable.py bench/tracing.py "bench/scale.py --quick" "bench/stats.py --quick" bench/agent_zero.py bench/pipelines.py
 BENCH_JSON ?=
 
 bench: setup

@@ -327,6 +327,14 @@ class ParallelHandler:
         self.policy = StagePolicy(
             backoff=backoff or Backoff(), sleep=sleep, emit=on_event or _ignore
         )
+        self._graph: tuple[Plan, dict[str, list[str]]] | None = None
+
+    def _successors_of(self, plan: Plan) -> dict[str, list[str]]:
+        """The plan's successor lists, built once per plan (a plan is immutable): a
+        pipeline with a fan-out per ten nodes would otherwise pay for its edges at each."""
+        if self._graph is None or self._graph[0] is not plan:
+            self._graph = (plan, _successors(plan))
+        return self._graph[1]
 
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
         """Run every branch and report them in ``parallel.results``."""
@@ -341,7 +349,7 @@ class ParallelHandler:
         except ValueError:
             width = 4
         emit = self.policy.emit
-        meet = _join_node(plan, branches)
+        meet = _join_node(plan, branches, self._successors_of(plan))
         emit(ParallelStarted(branch_count=len(branches)))
         started = time.monotonic()
 
@@ -413,7 +421,9 @@ def _reachable(
     return order
 
 
-def _join_node(plan: Plan, branches: list[str]) -> str | None:
+def _join_node(
+    plan: Plan, branches: list[str], successors: Mapping[str, list[str]] | None = None
+) -> str | None:
     """Where the branches meet: the nearest fan-in node, else the nearest node every branch
     reaches (branches that converge on a plain node run it once, after the fan-out)."""
 
@@ -421,7 +431,7 @@ def _join_node(plan: Plan, branches: list[str]) -> str | None:
         node = plan.graph.nodes.get(node_id)
         return node is not None and handler_type(node) == "parallel.fan_in"
 
-    successors = _successors(plan)
+    successors = _successors(plan) if successors is None else successors
     # Breadth-first order is nearest first: the walk ends at the first fan-in, so a
     # fan-out early in a long pipeline does not walk the rest of it.
     order = _reachable(successors, branches, until=fan_in)
