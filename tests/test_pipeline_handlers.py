@@ -266,3 +266,11 @@ def test_registry_resolution_falls_back_to_the_default():
     assert isinstance(registry.resolve(Node(id="s", type="start")), StartHandler)
     assert isinstance(registry.resolve(Node(id="x", handler="nobody")), CodergenHandler)
     assert registry.get("nobody") is None
+
+
+def test_with_a_backend_and_no_interviewer_gates_ask_on_the_console(tmp_path, monkeypatch):
+    asked: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "f")
+    result = run(GATE.format(extra=""), tmp_path, backend=Scripted())
+    assert result.path == ("start", "review", "fix", "done")
+    assert asked == ["Select: "]

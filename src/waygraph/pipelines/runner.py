@@ -68,7 +68,7 @@ from waygraph.pipelines.context import (
     StageStarted,
 )
 from waygraph.pipelines.handlers import Handler, HandlerRegistry, default_handlers
-from waygraph.pipelines.interviewers import Interviewer
+from waygraph.pipelines.interviewers import ConsoleInterviewer, Interviewer
 from waygraph.pipelines.lint import validate_or_raise
 from waygraph.pipelines.outcome import Outcome
 from waygraph.pipelines.routing import gate_target, handler_type, unsatisfied_gate
@@ -212,22 +212,23 @@ def run_pipeline(
 ) -> PipelineResult:
     """Run a pipeline to its end and return how it ended (see the module docstring).
 
-    ``backend`` runs codergen stages (None: simulated, §4.5); ``interviewer``
-    answers human gates (default: the store's answer channel with ``store``,
-    else the first choice); ``handlers`` is a registry to use as it is, or
-    custom handlers by type name added to the built-in ones; tool nodes run
-    commands in ``workspace`` (default: the current folder) only with
-    ``allow_commands``. ``logs`` is the run folder (§5.6; default
-    ``./.waygraph-runs/<run_id>``). ``context`` adds initial context values.
+    ``backend`` runs codergen stages (None: simulated, §4.5).
+    ``interviewer`` answers human gates; by default the store's answer
+    channel with ``store``, else the console with a ``backend``, else
+    (simulating) the first choice. ``handlers`` is a registry to use as it
+    is, or custom handlers by type name added to the built-in ones. Tool
+    nodes run commands in ``workspace`` (default: the current folder) only
+    with ``allow_commands``. ``logs`` is the run folder (§5.6; default
+    ``./.waygraph-runs/<run_id>``); ``context`` adds initial context values.
     ``store`` (a :class:`~waygraph.store.Store` or URL) records the run so
     ``waygraph sessions list`` and the dashboard show it. ``resume`` is a
     checkpoint, or the id of a run to continue (from ``store``, else, or
     when the store does not hold it, from ``logs``' ``checkpoint.json``).
     ``save_checkpoint`` replaces the writing of ``checkpoint.json``.
     ``sleep`` and ``backoff`` are the waits between retries and polls (tests
-    pass a no-op). The plan goes through the
-    built-in transforms and then ``transforms`` (§9.1); ``validate`` refuses
-    it with lint errors (:class:`~waygraph.errors.PipelineValidationError`).
+    pass a no-op). The plan goes through the built-in transforms, then
+    ``transforms`` (§9.1); ``validate`` refuses it with lint errors
+    (:class:`~waygraph.errors.PipelineValidationError`).
     """
     plan, source = load_pipeline(plan_or_path)
     records = None
@@ -238,10 +239,8 @@ def run_pipeline(
     checkpoint = _resumed(resume, plan, records, logs)
     run_id = checkpoint.run_id if checkpoint else (run_id or uuid.uuid4().hex[:12])
     logs_root = Path(logs) if logs is not None else DEFAULT_LOGS / run_id
-    if records is not None and interviewer is None and not isinstance(handlers, HandlerRegistry):
-        from waygraph.pipelines.record_interviewer import StoreInterviewer
-
-        interviewer = StoreInterviewer(records, run_id)  # type: ignore[assignment]
+    if interviewer is None and not isinstance(handlers, HandlerRegistry):
+        interviewer = _default_interviewer(records, run_id, backend)
     registry = _registry(
         handlers,
         backend=backend,
@@ -280,6 +279,19 @@ def run_pipeline(
 
 def _ignore(event: object) -> None:
     """Drop ``event`` (no ``on_event`` was given)."""
+    return None
+
+
+def _default_interviewer(
+    records: Any, run_id: str, backend: CodergenBackend | None
+) -> Interviewer | None:
+    """Who answers human gates when nobody was named (None: the first choice)."""
+    if records is not None:
+        from waygraph.pipelines.record_interviewer import StoreInterviewer
+
+        return StoreInterviewer(records, run_id)  # type: ignore[return-value]
+    if backend is not None:
+        return ConsoleInterviewer()
     return None
 
 
