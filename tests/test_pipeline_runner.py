@@ -364,3 +364,13 @@ def test_a_plan_built_in_code_gets_the_transforms_and_yours(tmp_path):
     run(plan, tmp_path, backend=backend, transforms=[Shout()])
     assert backend.prompts["work"] == "Work on ship!"
     assert models == ["tiny"]
+
+
+def test_a_failing_stage_is_reported_once_and_each_retry_once(tmp_path):
+    from waygraph.pipelines.context import StageFailed
+
+    events: list[object] = []
+    backend = Scripted({"flaky": [TransientError("busy"), RuntimeError("broken")]})
+    run(RETRYING, tmp_path, backend=backend, on_event=events.append)
+    failed = [(e.name, e.will_retry) for e in events if isinstance(e, StageFailed)]
+    assert failed == [("flaky", True), ("flaky", False)]

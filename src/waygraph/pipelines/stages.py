@@ -165,8 +165,9 @@ def run_stage(
             reason = f"{type(exc).__name__}: {exc}"
             limit = node.max_retries
             again = policy.should_retry(exc) and (limit is None or attempt <= limit)
-            policy.emit(StageFailed(name=node.id, index=index, error=reason, will_retry=again))
             if again:
+                # The final failure is the caller's to report, with the outcome.
+                policy.emit(StageFailed(name=node.id, index=index, error=reason, will_retry=True))
                 _wait(node, attempt, policy, retries, index)
                 continue
             outcome = Outcome(status="fail", failure_reason=reason)
