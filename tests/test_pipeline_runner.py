@@ -374,3 +374,13 @@ def test_a_failing_stage_is_reported_once_and_each_retry_once(tmp_path):
     run(RETRYING, tmp_path, backend=backend, on_event=events.append)
     failed = [(e.name, e.will_retry) for e in events if isinstance(e, StageFailed)]
     assert failed == [("flaky", True), ("flaky", False)]
+
+
+@pytest.mark.parametrize("node_id", ["../up", "a/b", "checkpoint.json", ".hidden", "é x"])
+def test_stage_folders_stay_inside_the_run_folder_whatever_the_node_id(tmp_path, node_id):
+    from waygraph.pipelines.run_folder import stage_dir, stage_name
+
+    folder = stage_dir(tmp_path / "run", node_id)
+    assert folder.parent == tmp_path / "run"
+    assert stage_name(node_id) != stage_name(node_id + "_")
+    assert not (tmp_path / "run" / "checkpoint.json").is_dir()
