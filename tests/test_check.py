@@ -673,7 +673,9 @@ def test_decision_edges_the_engine_never_chooses(verify, route_edges, unused, re
     assert reason in problem.message
 
 
-def test_a_decision_without_checks_never_takes_failure_edges():
+def test_a_decision_without_checks_routes_on_the_result_before_it():
+    # Its failure edge is followed when the step before it failed (it used to
+    # be reported unused, which the engine has not done since issue 32).
     p = plan(
         nodes={"route": {"type": "decision"}},
         edges=[
@@ -682,8 +684,8 @@ def test_a_decision_without_checks_never_takes_failure_edges():
             edge("route", "work", "on_fail"),
         ],
     )
-    assert sorted(codes(p)) == ["decision-without-check", "unused-edge"]
-    assert "always passes" in check_plan(p)[1].message
+    assert codes(p) == ["decision-without-check"]
+    assert "routes on the result of the step before it" in check_plan(p)[0].message
 
 
 def test_the_same_edge_listed_twice_is_shadowed():

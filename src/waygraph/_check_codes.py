@@ -85,8 +85,14 @@ CODES: dict[str, tuple[Level, str]] = {
     "trap": ("warning", "no exit or escalate node is reachable from the node"),
     "no-exit": ("warning", "no exit node is reachable: the plan can only escalate"),
     "success-loop": ("warning", "a loop of success edges: only max_transitions ends it"),
-    "task-without-verify": ("warning", "a task without verify auto-passes on any result"),
-    "decision-without-check": ("warning", "a decision with neither `when` edges nor verify"),
+    "task-without-verify": (
+        "warning",
+        "a task without verify passes on any result but a known failing exit status",
+    ),
+    "decision-without-check": (
+        "warning",
+        "a decision with neither `when` edges nor verify routes on the result before it",
+    ),
     "when-ignored": ("warning", "`when` on an edge out of a non-decision node"),
     "on-retry-without-retries": ("warning", "on_retry out of max_retries 0: it never fires"),
     "on-exhaust-without-retries": ("warning", "on_exhaust out of max_retries 0: first failure"),

@@ -85,8 +85,9 @@ class RouteChecks(Reports):
         elif kind == "decision":
             if node.verify is not None or not has_when:
                 selections.append(("on success", SUCCESS))
-            if node.verify is not None or has_when:
-                selections.append(("on failure", EXHAUST))
+            # With no check of its own and no `when`, it routes on the result that
+            # led to it, which may be a failure (the engine's rule).
+            selections.append(("on failure", EXHAUST))
         # Positions, not the edges: two equal edges are still two edges.
         winners: list[tuple[str, tuple[str, ...], Edge]] = []
         used: set[int] = set()
@@ -370,7 +371,4 @@ def _why_never(node: Node, condition: str, has_when: bool) -> str:
             f"`when` holds, which counts as failure, so {condition} is never chosen; use "
             "on_fail or always for that route"
         )
-    return (
-        f"the decision has no verify and no `when` edges, so it always passes and {condition} "
-        "is never chosen; add a verify or `when` edges"
-    )
+    return f"a decision never takes {condition} edges; use on_fail for its failure route"

@@ -372,20 +372,24 @@ class _PlanChecker(PredicateChecks, HumanChecks, RouteChecks):
         nid, kind = node.id, node.type
         if node.verify is not None:
             self.check_predicate(node.verify, "verify", node=nid)
-        if kind == "task" and node.verify is None:
+        # An Attractor pipeline's stages and conditional nodes have no checks of
+        # their own by design: exit statuses and the results before them decide.
+        spec = self.plan.routing == "attractor"
+        if kind == "task" and node.verify is None and not spec:
             self.add(
                 "task-without-verify",
-                "the task has no verify, so it auto-passes on any result; add a check "
-                "(for example exit_code_zero or output_contains)",
+                "the task has no verify, so any result passes it but one whose exit status "
+                "says it failed; add a check (for example exit_code_zero or output_contains)",
                 node=nid,
                 field="verify",
             )
-        elif kind == "decision" and node.verify is None:
+        elif kind == "decision" and node.verify is None and not spec:
             if not any(e.when is not None for e in self.out.get(nid, ())):
                 self.add(
                     "decision-without-check",
-                    "the decision has no `when` edges and no verify, so it always takes its "
-                    "on_success/always edge; add `when` predicates to its edges or a verify",
+                    "the decision has no `when` edges and no verify, so it routes on the result "
+                    "of the step before it (on_success when that passed, on_fail when it "
+                    "failed); add `when` predicates to its edges or a verify to decide here",
                     node=nid,
                 )
         elif kind == "escalate" and not node.reason:

@@ -78,9 +78,5 @@ def without_superseded(problems: list[Problem]) -> list[Problem]:
         >>> [p.code for p in without_superseded([spec, own])]
         ['reachability']
     """
-    said = {
-        (code, p.file, p.plan, p.node)
-        for p in problems
-        for code in SUPERSEDES.get(p.code, ())
-    }
+    said = {(code, p.file, p.plan, p.node) for p in problems for code in SUPERSEDES.get(p.code, ())}
     return [p for p in problems if (p.code, p.file, p.plan, p.node) not in said]
