@@ -22,6 +22,7 @@ from waygraph.formats.json_library import FILE_BUDGETS
 from waygraph.pipelines.context import Context
 from waygraph.pipelines.handlers import NEEDS_ALLOW_COMMANDS
 from waygraph.pipelines.interviewers import AutoApproveInterviewer
+from waygraph.pipelines.routing import outgoing
 from waygraph.pipelines.runner import MAX_STEPS, load_pipeline, run_pipeline
 from waygraph.pipelines.stylesheet import MAX_STYLESHEET_CHARS
 from waygraph.predicates import MAX_CONDITION_CHARS
@@ -204,3 +205,17 @@ def test_each_fan_out_of_a_long_pipeline_meets_at_its_own_fan_in(tmp_path):
     for k in range(30):
         expected += [f"f{k}", f"a{k}", f"b{k}", f"j{k}"]
     assert list(result.path) == [*expected, "f30", "exit"]
+
+
+def test_out_edges_are_in_file_order_and_follow_a_copy_with_new_edges():
+    plan = parse_dot(
+        f"digraph w {{ {ENDS}\n start -> a [weight=1]; start -> b [weight=5]; start -> exit\n"
+        " a -> exit; b -> exit }"
+    )
+    graph = plan.graph
+    assert [e.to for e in outgoing(graph, "start")] == ["a", "b", "exit"]
+    assert [e.to for e in outgoing(graph, "a")] == ["exit"]
+    fewer = graph.model_copy(update={"edges": graph.edges[1:]})
+    assert [e.to for e in outgoing(fewer, "start")] == ["b", "exit"]
+    assert [e.to for e in outgoing(graph, "start")] == ["a", "b", "exit"]
+    assert outgoing(graph, "nowhere") == ()

@@ -164,11 +164,41 @@ def _best(edges: Sequence[Edge]) -> Edge:
     return min(edges, key=lambda e: (-e.weight, e.to))
 
 
+# The out-edges of the graph routed last, keyed by its edges tuple (kept alive here, so
+# its identity is not reused): a run routes every node of one graph, and scanning every
+# edge for each node made a 1,000-node run's cost per node grow with the pipeline.
+_OUT: tuple[tuple[Edge, ...], dict[str, tuple[Edge, ...]]] = ((), {})
+
+
+def outgoing(graph: Graph, node_id: str) -> tuple[Edge, ...]:
+    """The edges leaving ``node_id`` in file order (``Graph.out_edges`` sorts by weight).
+
+    Example:
+        >>> g = Graph(nodes={"a": {}, "b": {}, "c": {}},
+        ...           edges=[{"from": "a", "to": "b"}, {"from": "a", "to": "c", "weight": 2}])
+        >>> [e.to for e in outgoing(g, "a")], outgoing(g, "c")
+        (['b', 'c'], ())
+    """
+    edges, out = _OUT  # one read: another thread may replace it meanwhile
+    if edges is not graph.edges:
+        built: dict[str, list[Edge]] = {}
+        for edge in graph.edges:
+            built.setdefault(edge.from_, []).append(edge)
+        out = {key: tuple(value) for key, value in built.items()}
+        _set_out(graph.edges, out)
+    return out.get(node_id, ())
+
+
+def _set_out(edges: tuple[Edge, ...], out: dict[str, tuple[Edge, ...]]) -> None:
+    global _OUT
+    _OUT = (edges, out)
+
+
 def select_edge(
     graph: Graph, node_id: str, outcome: Outcome, context: Mapping[str, Any]
 ) -> Edge | None:
     """The edge to follow out of ``node_id`` after ``outcome`` (§3.3), or None."""
-    edges = [e for e in graph.edges if e.from_ == node_id]
+    edges = outgoing(graph, node_id)
     if not edges:
         return None
     matched = [e for e in edges if is_conditional(e) and edge_holds(e, outcome, context)]
@@ -196,7 +226,7 @@ def after_failure(
 ) -> str | None:
     """Where a FAIL goes (§3.7): a matching condition edge's target, else the node's
     ``retry_target``, else its ``fallback_retry_target``; None ends the run failed."""
-    edges = [e for e in graph.edges if e.from_ == node.id and is_conditional(e)]
+    edges = [e for e in outgoing(graph, node.id) if is_conditional(e)]
     matched = [e for e in edges if edge_holds(e, outcome, context)]
     if matched:
         return _best(matched).to

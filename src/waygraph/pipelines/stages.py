@@ -47,6 +47,7 @@ from waygraph.pipelines.routing import (
     attempt_verdict,
     handler_type,
     is_conditional,
+    outgoing,
     select_edge,
 )
 from waygraph.pipelines.run_folder import stage_dir, stage_name, write_json
@@ -213,7 +214,7 @@ def chosen_edge(
     edge = select_edge(plan.graph, node.id, outcome, context)
     if edge is not None:
         return edge
-    edges = [e for e in plan.graph.edges if e.from_ == node.id]
+    edges = outgoing(plan.graph, node.id)
     if not edges or not all(is_conditional(e) for e in edges):
         return None
     return min(edges, key=lambda e: (-e.weight, e.to))
@@ -340,7 +341,7 @@ class ParallelHandler:
     def execute(self, node: Node, context: Context, plan: Plan, logs_root: Path) -> Outcome:
         """Run every branch and report them in ``parallel.results``."""
         # Its unconditional edges are the branches; a conditional one routes its outcome.
-        branches = [e.to for e in plan.graph.edges if e.from_ == node.id and not is_conditional(e)]
+        branches = [e.to for e in outgoing(plan.graph, node.id) if not is_conditional(e)]
         if not branches:
             return Outcome(status="fail", failure_reason="parallel node has no branches")
         attrs = node.attrs or {}
