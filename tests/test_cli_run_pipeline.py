@@ -166,3 +166,14 @@ def test_store_records_the_run_for_sessions_and_the_dashboard(tmp_path):
     run_id = json.loads(result.stdout)["run_id"]
     [listed] = PipelineRecords(store).list()
     assert (listed.run_id, listed.status) == (run_id, "completed")
+
+
+def test_unconfined_runs_tool_nodes_without_the_kernel_confinement(tmp_path):
+    dot = tmp_path / "tool.dot"
+    dot.write_text(TOOL)
+    result = wg(
+        "run", str(dot), "--simulate", "--allow-commands", "--unconfined", "--json",
+        "--workspace", str(tmp_path), "--logs", str(tmp_path / "logs"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["context"]["tool.output"] == "from the tool\n"

@@ -134,6 +134,14 @@ def run_command(
         ),
     ] = None,
     allow_commands: AllowCommandsOption = False,
+    unconfined: Annotated[
+        bool,
+        typer.Option(
+            "--unconfined",
+            help="Run commands (tool nodes, the agent's shell) without the kernel's "
+            "confinement to the workspace, where Landlock is missing. Not a sandbox.",
+        ),
+    ] = False,
     workspace: Annotated[
         Path | None,
         typer.Option(
@@ -195,7 +203,7 @@ def run_command(
     folder = (workspace or Path.cwd()).resolve()
     backend = None
     if llm and model:
-        backend = AgentBackend(llm, model, folder, api_key=api_key)
+        backend = AgentBackend(llm, model, folder, api_key=api_key, unconfined=unconfined)
     from waygraph.store import default_store_url
 
     result = run_pipeline(
@@ -207,6 +215,7 @@ def run_command(
         logs=logs,
         allow_commands=allow_commands,
         workspace=folder,
+        unconfined=unconfined,
         store=store or default_store_url(),
         resume=resume,
         on_event=None if as_json else _progress,

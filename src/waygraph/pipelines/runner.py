@@ -199,6 +199,7 @@ def run_pipeline(
     context: Mapping[str, Any] | None = None,
     allow_commands: bool = False,
     workspace: Path | None = None,
+    unconfined: bool = False,
     store: Any = None,
     resume: Checkpoint | str | None = None,
     run_id: str | None = None,
@@ -218,7 +219,8 @@ def run_pipeline(
     (simulating) the first choice. ``handlers`` is a registry to use as it
     is, or custom handlers by type name added to the built-in ones. Tool
     nodes run commands in ``workspace`` (default: the current folder) only
-    with ``allow_commands``. ``logs`` is the run folder (§5.6; default
+    with ``allow_commands``, under the kernel's confinement (refused where
+    there is none) unless ``unconfined``. ``logs`` is the run folder (§5.6; default
     ``./.waygraph-runs/<run_id>``); ``context`` adds initial context values.
     ``store`` (a :class:`~waygraph.store.Store` or URL) records the run so
     ``waygraph sessions list`` and the dashboard show it. ``resume`` is a
@@ -247,6 +249,7 @@ def run_pipeline(
         interviewer=interviewer,
         allow_commands=allow_commands,
         workspace=workspace,
+        unconfined=unconfined,
         on_event=on_event,
         sleep=sleep,
     )
