@@ -92,7 +92,7 @@ def test_console_shows_options_and_reads_a_choice_asking_again_on_nonsense():
     console = ConsoleInterviewer(read=lambda prompt: next(replies), write=shown.append)
     answer = console.ask(CHOICE)
     assert answer.value == "N" and answer.selected_option == CHOICE.options[1]
-    assert shown[:3] == ["[?] Deploy?", "  [Y] Yes, deploy", "  [N] No"]
+    assert shown[:3] == ["[?] Deploy?", "  [Y] [Y] Yes, deploy", "  [N] [N] No"]
     plain = ConsoleInterviewer(read=lambda prompt: "ship", write=shown.append)
     plain.ask(Question(text="Go?", options=(Option(key="S", label="ship"),)))
     assert "  [S] ship" in shown

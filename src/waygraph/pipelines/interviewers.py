@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from waygraph.people import accelerator, choice_of
+from waygraph.people import choice_of
 
 __all__ = [
     "Answer",
@@ -202,9 +202,8 @@ class ConsoleInterviewer(_Base):
             yes = said.strip().lower() in ("y", "yes")
             return Answer(value=AnswerValue.YES if yes else AnswerValue.NO)
         for shown in question.options:
-            # "[Y] Yes" already shows its key; a plain "Yes" gets it in front.
-            keyed = accelerator(shown.label) is not None
-            self._write(f"  {shown.label}" if keyed else f"  [{shown.key}] {shown.label}")
+            # As §6.4 prints them: the key, then the label as written.
+            self._write(f"  [{shown.key}] {shown.label}")
         for _ in range(self._attempts):
             said = self._input("Select: ")
             if said is None:
