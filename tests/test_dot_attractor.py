@@ -258,3 +258,11 @@ def test_the_model_stylesheet_sets_what_nodes_leave_unset():
 def test_a_bad_stylesheet_is_an_error_on_its_line():
     report = read_dot('digraph p {\n s [shape=Mdiamond]\n model_stylesheet="* { llm_model }"\n}')
     assert [(e.line, e.field) for e in report.errors] == [(3, "model_stylesheet")]
+
+
+def test_a_number_with_a_point_is_still_a_graph_or_node_id():
+    # Dotted names are attribute names; 0.0 and 1.5 are ids DOT allows (the writer
+    # leaves them bare, so refusing them broke the round trip).
+    plan = parse_dot("digraph 0.0 { s [shape=Mdiamond]; s -> 1.5 }")
+    assert plan.id == "0.0" and "1.5" in plan.graph.nodes
+    assert parse_dot(plan_to_dot(plan)) == plan

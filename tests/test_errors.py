@@ -56,6 +56,7 @@ MEANS: dict[str, type[BaseException] | tuple[type[BaseException], ...] | None] =
     "TransientError": None,
     "PlannerSetupError": ValueError,
     "PipelineValidationError": ValueError,
+    "RunHeldError": RuntimeError,
 }
 
 

@@ -40,6 +40,9 @@ class Attr:
 #: Subgraphs nested deeper than this are refused: hostile input, not a plan.
 MAX_SUBGRAPH_DEPTH = 200
 _NOT_CLASS_RE = re.compile(r"[^a-z0-9-]")
+#: A dotted name (`human.default_choice`): an attribute name, never a node or graph id;
+#: a number such as `0.5` is an id DOT allows.
+_DOTTED_NAME = re.compile(r"[^\W\d]\w*(?:\.\w*)+")
 
 
 @dataclass(slots=True)
@@ -171,7 +174,7 @@ class _Parser:
             name = self.advance()
             if name.keyword():
                 raise self.error(f"{name.text!r} is a keyword; quote the graph name", name)
-            if not name.quoted and "." in name.text:
+            if not name.quoted and _DOTTED_NAME.fullmatch(name.text):
                 raise self.error(f"graph name {name.text!r} has a '.'; quote it", name)
             self.graph.name = name.text
         opening = self.peek
@@ -315,7 +318,7 @@ class _Parser:
 
     def node_id(self, token: Token) -> None:
         """Refuse what the tokenizer allows in a name but a node id is not: dots, ports."""
-        if not token.quoted and "." in token.text:
+        if not token.quoted and _DOTTED_NAME.fullmatch(token.text):
             raise self.error(
                 f"node id {token.text!r} has a '.': a node id is letters, digits and '_'"
                 " (dotted names are attribute names, like human.default_choice=...)",
