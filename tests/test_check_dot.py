@@ -67,3 +67,18 @@ def test_a_finding_both_checkers_make_is_listed_once(tmp_path):
     about_lost = [(p["code"], p["level"]) for p in out["problems"] if p["node"] == "lost"]
     assert about_lost == [("reachability", "error")]  # not waygraph's "unreachable" too
     assert code == 1
+
+
+def test_a_node_reached_only_by_a_retry_target_is_reachable(tmp_path):
+    path = tmp_path / "p.dot"
+    path.write_text(
+        "digraph p { start [shape=Mdiamond]; done [shape=Msquare]\n"
+        "work [prompt=x, retry_target=recover]; recover [prompt=r]\n"
+        "gate [prompt=g, goal_gate=true]; again [prompt=a]; retry_target=again\n"
+        "start -> work -> gate -> done; recover -> done; again -> done }",
+        encoding="utf-8",
+    )
+    code, out = check(path)
+    assert [p["code"] for p in out["problems"] if p["level"] == "error"] == []
+    assert not any(p["node"] in ("recover", "again") for p in out["problems"])
+    assert code == 0

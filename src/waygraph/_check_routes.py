@@ -166,6 +166,15 @@ class RouteChecks(Reports):
                     field="label",
                 )
 
+    def _jumps(self, node: Node) -> list[str]:
+        """Where a run may go from ``node`` without an edge (Attractor's retry targets: a
+        failure's, and for a goal gate the graph's too)."""
+        targets = [node.retry_target, node.fallback_retry_target]
+        if node.goal_gate:
+            attrs = self.plan.attrs or {}
+            targets += [attrs.get("retry_target"), attrs.get("fallback_retry_target")]
+        return [t for t in targets if t and t in self.nodes]
+
     def _leads(self, edge: Edge) -> bool:
         """Whether a run can go along ``edge``: out of a human node only a choice does."""
         source = self.nodes.get(edge.from_)
@@ -179,25 +188,30 @@ class RouteChecks(Reports):
         if entry is None:
             return  # without a usable start, reachability says nothing useful
         nodes, index = self.nodes, self.graph.index
+        # A failure or an unsatisfied goal gate may jump to a retry target: a route too.
+        jumps = {nid: self._jumps(node) for nid, node in nodes.items()}
+        jumped_from: dict[str, list[str]] = {}
+        for nid, targets in jumps.items():
+            for target in targets:
+                jumped_from.setdefault(target, []).append(nid)
         reached = {entry}
         todo = [entry]
         while todo:
             current = todo.pop()
             if nodes[current].type in ENDS:
                 continue  # the run stops here; its edges are errors already
-            for edge in index.out.get(current, ()):
-                if edge.to in nodes and edge.to not in reached and self._leads(edge):
-                    reached.add(edge.to)
-                    todo.append(edge.to)
+            nexts = [e.to for e in index.out.get(current, ()) if self._leads(e)]
+            for target in [*nexts, *jumps[current]]:
+                if target in nodes and target not in reached:
+                    reached.add(target)
+                    todo.append(target)
         ends = [nid for nid in reached if nodes[nid].type in ENDS]
         finishing = set(ends)
         todo = list(ends)
         while todo:
             current = todo.pop()
-            for edge in index.inc.get(current, ()):
-                src = edge.from_
-                if not self._leads(edge):
-                    continue
+            sources = [e.from_ for e in index.inc.get(current, ()) if self._leads(e)]
+            for src in [*sources, *jumped_from.get(current, ())]:
                 if src in reached and src not in finishing and nodes[src].type not in ENDS:
                     finishing.add(src)
                     todo.append(src)

@@ -10,7 +10,8 @@ what follows, so every rule has one definition that tests can call directly.
   as the public ports do (the specification's pseudocode would end the run).
 - :func:`after_failure`: §3.7 for a FAIL: a matching condition edge, else the
   node's ``retry_target``, else its ``fallback_retry_target``, else stop.
-- :func:`attempt_verdict`: §3.5's retry policy for one attempt's outcome.
+- :func:`attempt_verdict`: §3.5's retry policy for one attempt's outcome (a
+  FAIL no condition edge takes is retried while attempts remain, §11.5).
 - :func:`unsatisfied_gate` and :func:`gate_target`: §3.4's goal gates.
 
 An edge read from DOT keeps its condition text in ``attrs["condition"]`` and
@@ -44,6 +45,7 @@ __all__ = [
     "after_failure",
     "attempt_verdict",
     "edge_holds",
+    "fail_routed",
     "gate_target",
     "handler_type",
     "is_conditional",
@@ -236,20 +238,35 @@ def after_failure(
     return None
 
 
+def fail_routed(graph: Graph, node: Node, outcome: Outcome, context: Mapping[str, Any]) -> bool:
+    """Whether a condition edge out of ``node`` takes this FAIL (§3.7's first route)."""
+    return any(
+        is_conditional(e) and edge_holds(e, outcome, context)
+        for e in graph.edges
+        if e.from_ == node.id
+    )
+
+
 def attempt_verdict(
-    node: Node, outcome: Outcome, attempt: int
+    node: Node, outcome: Outcome, attempt: int, *, routed: bool = True
 ) -> tuple[Literal["retry", "done"], Outcome]:
     """After attempt ``attempt`` (1-based) of ``node``: run it again, or the outcome to route on.
 
     RETRY runs again while attempts remain (``max_retries`` more than the
     first; ``None`` is unbounded), then becomes PARTIAL_SUCCESS with
-    ``allow_partial`` or FAIL. Every other status is final: a FAIL is not
-    retried (§3.5), it is routed (§3.7).
+    ``allow_partial`` or FAIL. A FAIL that a condition edge takes
+    (``routed``, see :func:`fail_routed`) is routed at once (§3.5, §3.7); one
+    that none takes runs again while attempts remain (§11.5: "retried on
+    RETRY or FAIL"), and only then goes to the retry targets. Every other
+    status is final.
     """
+    limit = node.max_retries
+    left = limit is None or attempt <= limit
+    if outcome.status == "fail" and not routed and left:
+        return "retry", outcome
     if outcome.status != "retry":
         return "done", outcome
-    limit = node.max_retries
-    if limit is None or attempt <= limit:
+    if left:
         return "retry", outcome
     if node.allow_partial:
         return "done", Outcome(

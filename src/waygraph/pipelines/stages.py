@@ -45,6 +45,7 @@ from waygraph.pipelines.outcome import Outcome
 from waygraph.pipelines.routing import (
     after_failure,
     attempt_verdict,
+    fail_routed,
     handler_type,
     is_conditional,
     outgoing,
@@ -174,7 +175,10 @@ def run_stage(
             outcome = Outcome(status="fail", failure_reason=reason)
             returned = False
             break
-        verdict, outcome = attempt_verdict(node, outcome, attempt)
+        routed = outcome.status != "fail" or fail_routed(
+            plan.graph, node, outcome, {**context.snapshot(), **outcome.context_updates}
+        )
+        verdict, outcome = attempt_verdict(node, outcome, attempt, routed=routed)
         if verdict == "retry":
             _wait(node, attempt, policy, retries, index)
             continue
