@@ -46,7 +46,7 @@ AGREED = _agreed()
 class _StubTool:
     """A tool node that succeeds without running its command, as the ports were run."""
 
-    def execute(self, node, context, plan, logs_root):  # noqa: ANN001, ANN201
+    def execute(self, node, context, plan, logs_root):
         return Outcome(status="success", context_updates={"tool.output": ""})
 
 

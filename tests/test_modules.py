@@ -68,9 +68,8 @@ def test_every_kind_of_run_speaks_run_status():
 
     from waygraph.events.context import PlanStatus
     from waygraph.model import FINISHED, RunStatus
-    from waygraph.sessions import _rules
-
     from waygraph.pipelines.checkpoint import PipelineStatus
+    from waygraph.sessions import _rules
 
     values = {s.value for s in RunStatus}
     assert set(get_args(PlanStatus)) <= values

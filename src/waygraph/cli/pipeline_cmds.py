@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import typer
 
 from waygraph.cli.app import (
-    AllowCommandsOption,
     ApiKeyOption,
     JsonOption,
     LlmOption,
@@ -133,7 +132,14 @@ def run_command(
             "once they run out a gate is skipped (and fails).",
         ),
     ] = None,
-    allow_commands: AllowCommandsOption = False,
+    allow_commands: Annotated[
+        bool,
+        typer.Option(
+            "--allow-commands",
+            help="Let tool nodes run their tool_command (confined to the workspace, no "
+            "network). Off: a tool node fails saying so; nothing in the file runs.",
+        ),
+    ] = False,
     unconfined: Annotated[
         bool,
         typer.Option(
@@ -168,6 +174,14 @@ def run_command(
             "from the checkpoint.json of --logs).",
         ),
     ] = None,
+    takeover: Annotated[
+        bool,
+        typer.Option(
+            "--takeover",
+            help="With --resume: continue the run even though another live process holds it "
+            "(that process then stops at its next checkpoint).",
+        ),
+    ] = False,
     logs: Annotated[
         Path | None,
         typer.Option(
@@ -218,6 +232,7 @@ def run_command(
         unconfined=unconfined,
         store=store or default_store_url(),
         resume=resume,
+        takeover=takeover,
         on_event=None if as_json else _progress,
         max_steps=max_steps or MAX_STEPS,
     )

@@ -210,6 +210,7 @@ def run_pipeline(
     backoff: Backoff | None = None,
     validate: bool = True,
     transforms: Iterable[Transform] = (),
+    takeover: bool = False,
 ) -> PipelineResult:
     """Run a pipeline to its end and return how it ended (see the module docstring).
 
@@ -230,7 +231,10 @@ def run_pipeline(
     ``sleep`` and ``backoff`` are the waits between retries and polls (tests
     pass a no-op). The plan goes through the built-in transforms, then
     ``transforms`` (§9.1); ``validate`` refuses it with lint errors
-    (:class:`~waygraph.errors.PipelineValidationError`).
+    (:class:`~waygraph.errors.PipelineValidationError`). A stored run has one
+    owner at a time: resuming one another live process holds raises
+    :class:`~waygraph.errors.RunHeldError` unless ``takeover``; the lease is
+    renewed while the run goes on, and let go if it stops before its end.
     """
     plan, source = load_pipeline(plan_or_path)
     records = None
@@ -238,7 +242,7 @@ def run_pipeline(
         from waygraph.pipelines.record import PipelineRecords
 
         records = PipelineRecords(store)
-    checkpoint = _resumed(resume, plan, records, logs)
+    checkpoint = _resumed(resume, plan, records, logs, takeover=takeover)
     run_id = checkpoint.run_id if checkpoint else (run_id or uuid.uuid4().hex[:12])
     logs_root = Path(logs) if logs is not None else DEFAULT_LOGS / run_id
     if interviewer is None and not isinstance(handlers, HandlerRegistry):
@@ -264,8 +268,8 @@ def run_pipeline(
         save_checkpoint or (lambda cp: write_checkpoint(logs_root, cp))
     ]
     if records is not None:
-        if checkpoint is not None and records.record(run_id) is not None:
-            records.claim(run_id)
+        if isinstance(resume, Checkpoint) and records.record(run_id) is not None:
+            records.claim(run_id, takeover=takeover)
         savers.append(lambda cp: records.save(cp, plan))
     run = _Run(
         plan=plan,
@@ -277,7 +281,18 @@ def run_pipeline(
         savers=savers,
         max_steps=max_steps,
     )
-    return run.execute(checkpoint, context)
+    if records is None:
+        return run.execute(checkpoint, context)
+    from waygraph.pipelines.record_lease import LeaseKeeper
+
+    try:
+        # A long stage must not let another process think the run is abandoned.
+        with LeaseKeeper(records, run_id):
+            return run.execute(checkpoint, context)
+    finally:
+        # An ended run released its lease when it saved its end; one that stops
+        # early (Ctrl-C, an error) lets go so a resume need not wait for expiry.
+        records.release(run_id)
 
 
 def _ignore(event: object) -> None:
@@ -299,13 +314,21 @@ def _default_interviewer(
 
 
 def _resumed(
-    resume: Checkpoint | str | None, plan: Plan, records: Any, logs: str | Path | None
+    resume: Checkpoint | str | None,
+    plan: Plan,
+    records: Any,
+    logs: str | Path | None,
+    *,
+    takeover: bool = False,
 ) -> Checkpoint | None:
-    """The checkpoint ``resume`` names, checked to belong to ``plan``."""
+    """The checkpoint ``resume`` names, checked to belong to ``plan``; a stored run is
+    claimed before it is read, so two processes never continue the same run."""
     if resume is None or isinstance(resume, Checkpoint):
         checkpoint = resume
     else:
-        found = records.load(resume) if records is not None else None
+        found = None
+        if records is not None and records.record(resume) is not None:
+            found = records.resume(resume, takeover=takeover)
         folder = Path(logs) if logs is not None else DEFAULT_LOGS / resume
         if found is None and records is not None and not (folder / CHECKPOINT_FILE).is_file():
             from waygraph.errors import RunNotFoundError
