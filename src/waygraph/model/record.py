@@ -51,6 +51,8 @@ class RunKind(StrEnum):
     DAG = "dag"
     EVENT = "event"
     SESSION = "session"
+    #: An Attractor pipeline run by ``waygraph run`` (``waygraph.pipelines.record``).
+    PIPELINE = "pipeline"
 
 
 #: Store kinds written before the one record schema -> the kind they are now.

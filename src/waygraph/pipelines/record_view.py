@@ -19,12 +19,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from waygraph.model import Plan
+from waygraph.model.record import RunKind
 from waygraph.store import Store, StoredRecord
 
 __all__ = ["ENDED", "KIND", "not_waiting", "pipeline_view", "pipeline_waiting", "stored_plan"]
 
 #: The store kind of an executed pipeline's run.
-KIND = "pipeline"
+KIND = RunKind.PIPELINE.value
 #: Statuses a run ends with: its lease is released, nothing resumes it.
 ENDED = frozenset({"completed", "failed"})
 
