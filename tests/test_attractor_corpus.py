@@ -30,3 +30,17 @@ def test_every_public_pipeline_loads(path):
     assert [p for p in check_plan(report.plan) if p.level == "error"] == []
     spec_errors = [d for d in validate(report.plan) if d.severity == "error"]
     assert all(d.rule in ("reachability", "terminal_node") for d in spec_errors), spec_errors
+
+
+@pytest.mark.parametrize("path", sorted((CORPUS / "spec").glob("*.dot")), ids=lambda p: p.name)
+def test_every_example_of_the_specification_runs_simulated_to_its_exit(path, tmp_path):
+    from waygraph import run_pipeline
+    from waygraph.pipelines.interviewers import AutoApproveInterviewer
+
+    plan = read_dot(path.read_text(encoding="utf-8"), file=str(path)).plan
+    assert plan is not None
+    result = run_pipeline(
+        plan, interviewer=AutoApproveInterviewer(), logs=tmp_path, sleep=lambda _s: None
+    )
+    assert result.status == "success", result.outcome
+    assert plan.graph.nodes[result.path[-1]].type == "exit"
