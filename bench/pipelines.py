@@ -93,7 +93,8 @@ REPEAT = 3
 
 
 def generated_dot(size: int, seed: int) -> str:
-    """A pipeline of about ``size`` nodes (10-node segments between start and exit)."""
+    """A pipeline of about ``size`` nodes (10-node segments between start and exit; one
+    segment in five fans out to three parallel branches)."""
     rnd = random.Random(seed)
     segments = max(1, round((size - 2) / 10))
     lines = [
@@ -112,8 +113,13 @@ def generated_dot(size: int, seed: int) -> str:
             f"  v{k} [shape=diamond]",
             f'  h{k} [shape=hexagon, label="Approve part {k}?"]',
             f'  t{k} [shape=parallelogram, tool_command="make test PART={k}", timeout="5m"]',
-            f"  f{k} [shape=component, max_parallel=3]",
-            f"  j{k} [shape=tripleoctagon]",
+            # One part in five fans out; the others review in sequence, as most
+            # real pipelines do (a thread pool per node would make the
+            # generated pipelines a different workload from the corpus).
+            f"  f{k} [shape=component, max_parallel=3]"
+            if k % 5 == 0
+            else f'  f{k} [prompt="Split part {k}"]',
+            f"  j{k} [shape=tripleoctagon]" if k % 5 == 0 else f'  j{k} [prompt="Join part {k}"]',
             f'  g{k} [prompt="Review part {k}", class=review, goal_gate=true, retry_target=w{k}]',
             f"  {previous} -> w{k} -> v{k}",
             f'  v{k} -> h{k} [condition="outcome=success"]',
@@ -123,10 +129,11 @@ def generated_dot(size: int, seed: int) -> str:
             f"  t{k} -> f{k}",
         ]
         for branch in "abc":
-            lines += [
-                f'  b{k}{branch} [prompt="Branch {branch} of part {k}", max_retries=1]',
-                f"  f{k} -> b{k}{branch} -> j{k}",
-            ]
+            lines.append(f'  b{k}{branch} [prompt="Branch {branch} of part {k}", max_retries=1]')
+            if k % 5 == 0:
+                lines.append(f"  f{k} -> b{k}{branch} -> j{k}")
+        if k % 5:
+            lines.append(f"  f{k} -> b{k}a -> b{k}b -> b{k}c -> j{k}")
         weight = rnd.randint(0, 3)
         lines.append(f"  j{k} -> g{k} [weight={weight}]")
         previous = f"g{k}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from waygraph.pipelines.outcome import Outcome
 
@@ -55,3 +55,26 @@ class Checkpoint(BaseModel):
     outcome: Outcome | None = None
     #: A question a human gate is waiting on (its node id, text and choices).
     waiting: dict[str, Any] | None = None
+
+    @field_serializer("node_outcomes")
+    def _compact_outcomes(self, outcomes: dict[str, Outcome]) -> dict[str, Any]:
+        # One entry per node the run finished: only what differs from the
+        # defaults, so a save of a long run stays small ({"status": "success"}).
+        return {node: _compact(outcome) for node, outcome in outcomes.items()}
+
+
+def _compact(outcome: Outcome) -> dict[str, Any]:
+    """``outcome`` as JSON data without its default fields; built by hand because a save
+    writes one per finished node and pydantic's per-model dump costs ten times as much."""
+    data: dict[str, Any] = {"status": outcome.status}
+    if outcome.preferred_label:
+        data["preferred_label"] = outcome.preferred_label
+    if outcome.suggested_next_ids:
+        data["suggested_next_ids"] = list(outcome.suggested_next_ids)
+    if outcome.context_updates:
+        data["context_updates"] = outcome.context_updates
+    if outcome.notes:
+        data["notes"] = outcome.notes
+    if outcome.failure_reason:
+        data["failure_reason"] = outcome.failure_reason
+    return data

@@ -110,7 +110,9 @@ def write_manifest(logs_root: Path, *, run_id: str, name: str, goal: str, starte
 
 def write_checkpoint(logs_root: Path, checkpoint: Checkpoint) -> None:
     """``checkpoint.json``: the run's last checkpoint."""
-    write_text(logs_root / CHECKPOINT_FILE, checkpoint.model_dump_json(indent=2) + "\n")
+    # One line: it is rewritten after every node, and indenting a long run's
+    # checkpoint costs as much as writing it.
+    write_text(logs_root / CHECKPOINT_FILE, checkpoint.model_dump_json() + "\n")
 
 
 def load_checkpoint(logs_root: Path) -> Checkpoint:

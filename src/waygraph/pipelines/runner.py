@@ -295,6 +295,19 @@ def run_pipeline(
         records.release(run_id)
 
 
+def _settled(outcome: Outcome) -> Outcome:
+    """What the run keeps of a finished node's outcome: its status and why (goal gates and
+    the timeline read them); its context updates are in the context, its notes in its
+    status.json, so the checkpoint does not grow by them with every node."""
+    if not outcome.context_updates and not outcome.notes and not outcome.suggested_next_ids:
+        return outcome
+    return Outcome(
+        status=outcome.status,
+        preferred_label=outcome.preferred_label,
+        failure_reason=outcome.failure_reason,
+    )
+
+
 def _ignore(event: object) -> None:
     """Drop ``event`` (no ``on_event`` was given)."""
     return None
@@ -434,18 +447,22 @@ class _Run:
             )
             steps += 1
             order.append(node.id)
-            outcomes[node.id] = outcome
+            outcomes[node.id] = _settled(outcome)
             kind = handler_type(node)
             if kind == "parallel":
                 for branch in outcome.context_updates.get("parallel.results", []):
                     order.extend(branch["path"])
                     for key, value in branch["outcomes"].items():
-                        outcomes[key] = Outcome.model_validate(value)
+                        outcomes[key] = _settled(Outcome.model_validate(value))
             context.apply_updates(outcome.context_updates)
             context.set("outcome", outcome.status)
             if outcome.preferred_label:
                 context.set("preferred_label", outcome.preferred_label)
-            context.set(f"internal.retry_count.{node.id}", retries.get(node.id, 0))
+            # Set once a node has retried (and kept current after): a key for every
+            # node run would make each snapshot of a long run grow with it.
+            count, key = retries.get(node.id, 0), f"internal.retry_count.{node.id}"
+            if count or context.get(key) is not None:
+                context.set(key, count)
             if outcome.status == "fail":
                 emit(StageFailed(node.id, steps - 1, outcome.failure_reason, will_retry=False))
             else:
@@ -503,7 +520,9 @@ class _Run:
         status: PipelineStatus = "running"
         if final is not None:
             status = "completed" if final.succeeded else "failed"
-        checkpoint = Checkpoint(
+        # Built from values the run made and checked itself: validating every
+        # node's outcome again on each save would make a save cost grow with the run.
+        checkpoint = Checkpoint.model_construct(
             run_id=self.run_id,
             plan_id=self.plan.id,
             source=str(self.source) if self.source else None,
