@@ -165,8 +165,12 @@ def test_unknown_attributes_are_kept_with_a_warning_naming_them():
     assert plan.graph.edges[0].attrs == {"priority": "high"}
     assert plan.attrs == {"owner": "team"}
     named = {(w.node or w.edge or "graph", w.field) for w in report.warnings}
-    assert named == {("start", "reviewer"), ("e", "shape"), ("start -> e", "priority"),
-                     ("graph", "owner")}
+    assert named == {
+        ("start", "reviewer"),
+        ("e", "shape"),
+        ("start -> e", "priority"),
+        ("graph", "owner"),
+    }
     assert "codergen" in next(str(w) for w in report.warnings if w.field == "shape")
 
 
@@ -195,9 +199,7 @@ def test_goal_is_expanded_in_prompts_and_its_absence_is_a_warning():
     ],
 )
 def test_conditions_keep_the_specification_text_and_read_for_guided_runs(text, condition, when):
-    plan = parse_dot(
-        f'digraph p {{ s [shape=Mdiamond]; s -> a; a -> b [condition="{text}"] }}'
-    )
+    plan = parse_dot(f'digraph p {{ s [shape=Mdiamond]; s -> a; a -> b [condition="{text}"] }}')
     edge = plan.graph.edges[1]
     assert edge.attrs == {"condition": text}
     assert edge.condition == condition
@@ -215,7 +217,7 @@ def test_pipelines_write_back_to_equal_plans():
     again = parse_dot(plan_to_dot(plan))
     assert again == plan
     custom = parse_dot(
-        'digraph p { s [shape=Mdiamond]; n [type=my_reviewer, shape=box, goal_gate=true, '
+        "digraph p { s [shape=Mdiamond]; n [type=my_reviewer, shape=box, goal_gate=true, "
         'retry_target=s, timeout=90]; x [shape=star]; s -> n -> x [condition="outcome=fail '
         '&& context.k=v", thread_id=t1] }'
     )

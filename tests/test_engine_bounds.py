@@ -66,9 +66,7 @@ def test_no_task_goes_past_its_attempts(plan: Plan, results: list[bool | None]):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=graph_plans(), results=st.lists(verdicts, max_size=60))
-def test_a_node_back_from_its_retry_route_goes_on_counting(
-    plan: Plan, results: list[bool | None]
-):
+def test_a_node_back_from_its_retry_route_goes_on_counting(plan: Plan, results: list[bool | None]):
     last_attempt: dict[str, int] = {}
     retrying: set[str] = set()
     for event in _drive(plan, results):

@@ -266,4 +266,3 @@ def test_a_users_message_that_is_no_choice_gets_the_choices_as_error():
     g = nav_for(approval()).turn("s", user_message="maybe")
     assert g.error == "'maybe' is not one of the choices: answer '[Y] Yes' or '[N] No'"
     assert g.run["current_node"] == "ok"
-
