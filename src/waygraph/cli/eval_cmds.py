@@ -146,7 +146,13 @@ def _suite(
 ) -> None:
     from waygraph.eval.metrics import summary_line
     from waygraph.eval.report import render_html, terminal_table
-    from waygraph.eval.runner import EvalConfig, parse_modes, run_eval, write_records
+    from waygraph.eval.runner import (
+        EvalConfig,
+        parse_modes,
+        run_eval,
+        sort_records,
+        write_records,
+    )
 
     modes = parse_modes(mode)
     config = EvalConfig(
@@ -161,17 +167,36 @@ def _suite(
         library=library,
     )
     total = len(chosen) * len(modes) * repeat
-    with _progress() as progress:
-        bar = progress.add_task("eval", total=total, last="")
-
-        def advance(record: Record) -> None:
-            mark = "[green]ok[/]" if record.success else "[red]failed[/]"
-            progress.update(
-                bar, advance=1, last=f"{plain(record.task)} {plain(record.mode)}: {mark}"
-            )
-
-        records = run_eval(config, on_record=advance)
     results, report = out / "results.json", out / "report.html"
+    finished: list[Record] = []
+    try:
+        with _progress() as progress:
+            bar = progress.add_task("eval", total=total, last="")
+
+            def advance(record: Record) -> None:
+                # Each finished run is on disk at once: an eval of real models
+                # takes long, and an interrupted one keeps what it did.
+                finished.append(record)
+                write_records(sort_records(finished, chosen, modes), results)
+                mark = "[green]ok[/]" if record.success else "[red]failed[/]"
+                progress.update(
+                    bar, advance=1, last=f"{plain(record.task)} {plain(record.mode)}: {mark}"
+                )
+
+            records = run_eval(config, on_record=advance)
+    except KeyboardInterrupt:
+        records = sort_records(finished, chosen, modes)
+        write_records(records, results)
+        report.write_text(render_html(records, model=model, endpoint=llm), encoding="utf-8")
+        err_console.print(
+            f"interrupted: {len(records)} of {total} runs finished; wrote {results} and "
+            f"{report}; runs not started were cancelled",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        _abandon(130)
+        return
     write_records(records, results)
     report.write_text(render_html(records, model=model, endpoint=llm), encoding="utf-8")
     console.print(terminal_table(records))
@@ -180,6 +205,16 @@ def _suite(
         f"wrote {results} and {report}", markup=False, highlight=False, soft_wrap=True
     )
     _fail_on_errors([r.error for r in records], "runs")
+
+
+def _abandon(code: int) -> None:
+    """Exit now with ``code``, without waiting for the runs still in flight (a model call
+    can take minutes, and Ctrl-C means now); their temporary workspaces are left."""
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _scripted(

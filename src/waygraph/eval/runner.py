@@ -32,7 +32,15 @@ from waygraph.eval.modes import MODES, ModelSettings, ModeOutcome, run_mode
 from waygraph.eval.suite import EvalTask, select_tasks
 from waygraph.library import Library, load_library
 
-__all__ = ["EvalConfig", "Record", "load_records", "parse_modes", "run_eval", "write_records"]
+__all__ = [
+    "EvalConfig",
+    "Record",
+    "load_records",
+    "parse_modes",
+    "run_eval",
+    "sort_records",
+    "write_records",
+]
 
 #: Modes run when none are named.
 DEFAULT_MODES = ("baseline", "guided")
@@ -160,22 +168,37 @@ def run_eval(
         for mode in modes
     ]
     records: list[Record] = []
-    with ThreadPoolExecutor(max_workers=config.jobs, thread_name_prefix="waygraph-eval") as pool:
+    pool = ThreadPoolExecutor(max_workers=config.jobs, thread_name_prefix="waygraph-eval")
+    try:
         futures = [pool.submit(_one_run, t, m, r, settings, library) for t, m, r in jobs]
         for future in as_completed(futures):
             record = future.result()
             records.append(record)
             if on_record is not None:
                 on_record(record)
-    order = {t.id: i for i, t in enumerate(config.tasks)}
-    records.sort(key=lambda r: (order[r.task], modes.index(r.mode), r.repeat))
-    return records
+    except BaseException:
+        # Ctrl-C (or a failing callback): runs not yet started are cancelled
+        # rather than awaited; the caller keeps what on_record was given.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return sort_records(records, config.tasks, modes)
+
+
+def sort_records(
+    records: Sequence[Record], tasks: Sequence[EvalTask], modes: Sequence[str]
+) -> list[Record]:
+    """``records`` by task (suite order), mode (as given), then repeat."""
+    order = {t.id: i for i, t in enumerate(tasks)}
+    return sorted(records, key=lambda r: (order[r.task], list(modes).index(r.mode), r.repeat))
 
 
 def write_records(records: Sequence[Record], path: Path) -> None:
-    """Write ``results.json``: a JSON list of records."""
+    """Write ``results.json``: a JSON list of records (replaced whole, never half written)."""
     data = [r.model_dump(mode="json") for r in records]
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
 
 
 def load_records(path: Path) -> list[Record]:
