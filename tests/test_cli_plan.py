@@ -115,6 +115,27 @@ def test_json_prints_the_execution_result_and_keeps_progress_off_stdout(tmp_path
     assert "start     s1  shell" in result.stderr and "success: 4 completed" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("flag", "formats"),
+    [
+        # Refused with a 500 (the client tries a 5xx three times), then json_object.
+        ("auto", ["json_schema", "json_schema", "json_schema", "json_object"]),
+        ("off", [None]),
+    ],
+)
+def test_structured_output_falls_back_on_a_server_error_or_is_switched_off(
+    tmp_path: Path, flag: str, formats: list[str | None]
+):
+    # llama-cpp-python's server answers json_schema with a 500; plan could not run there.
+    refused = {"status": 500, "error": "Input should be 'text' or 'json_object'"}
+    replies = [refused] * 3 + [NOTES_PLAN] if flag == "auto" else [NOTES_PLAN]
+    with ScriptedChatServer(replies) as server:
+        result = plan(server, tmp_path, "--structured-output", flag, "--mode", "sequential")
+        asked = [r.get("response_format", {}).get("type") for r in server.requests]
+    assert result.exit_code == 0, result.output
+    assert asked[: len(formats)] == formats
+
+
 def test_a_failing_command_fails_its_step_blocks_the_rest_and_exits_1(tmp_path: Path):
     failing = plan_json(
         step("build", "shell", command="echo compiling; exit 3"),

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from waygraph.errors import LLMError
 from waygraph.planning import (
     OpenAILLM,
     PlanningAgent,
@@ -135,15 +136,39 @@ def test_execute_runs_the_generated_plan_and_substitutes_results():
 def test_servers_without_structured_output_fall_back_to_extracting_json(reply):
     rec = Recorder()
     rejected = {"status": 400, "error": "response_format is not supported"}
-    with scripted(rejected, reply, plan_json(step("s1"))) as (server, llm):
+    with scripted(rejected, rejected, reply, plan_json(step("s1"))) as (server, llm):
         agent = agent_for(llm, rec)
         assert agent.run("find things").success
         assert agent.run("again").success
-        first, second, third = server.requests
-    assert "response_format" in first
-    assert "response_format" not in second  # asked again as plain text
-    assert "response_format" not in third  # and not asked with it any more
+        schema, json_object, text, again = server.requests
+    assert schema["response_format"]["type"] == "json_schema"
+    assert json_object["response_format"] == {"type": "json_object"}  # the next format
+    assert "response_format" not in text  # then asked as plain text
+    assert "response_format" not in again  # and not asked with one any more
     assert rec.calls == [("search", "s1"), ("search", "s1")]
+
+
+def test_a_server_error_for_json_schema_falls_back_to_json_object_and_stays_there():
+    # llama-cpp-python's server answers json_schema with a 500 ("Input should be
+    # 'text' or 'json_object'"); waygraph plan could not be used with it at all.
+    refused = {"status": 500, "error": "Input should be 'text' or 'json_object'"}
+    with scripted(refused, plan_json(step("s1")), plan_json(step("s1"))) as (server, llm):
+        agent = agent_for(llm, Recorder())
+        assert agent.run("find things").success
+        assert agent.run("again").success
+    formats = [r.get("response_format", {}).get("type") for r in server.requests]
+    assert formats == ["json_schema", "json_object", "json_object"]  # remembered
+
+
+def test_structured_output_on_makes_a_refusal_an_error():
+    rejected = {"status": 400, "error": "response_format is not supported"}
+    with (
+        scripted(rejected, structured_output="on") as (_server, llm),
+        pytest.raises(LLMError, match="response_format is not supported"),
+    ):
+        asyncio.run(llm.complete([{"role": "user", "content": "hi"}], json_schema={}))
+    with pytest.raises(ValueError, match="auto, on, off"):
+        OpenAILLM("m", structured_output="sometimes")
 
 
 def test_structured_output_can_be_switched_off():

@@ -14,6 +14,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from enum import StrEnum
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -130,6 +131,24 @@ LlmOption = Annotated[
 ApiKeyOption = Annotated[
     str | None,
     typer.Option("--api-key", help="API key (default: $OPENAI_API_KEY; local servers need none)."),
+]
+
+
+class StructuredOutput(StrEnum):
+    """``--structured-output``: how JSON replies are asked of the model (see OpenAILLM)."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
+
+
+StructuredOutputOption = Annotated[
+    StructuredOutput,
+    typer.Option(
+        "--structured-output",
+        help="auto: ask for json_schema, then json_object, then plain text, as far as the "
+        "server takes them (remembered for the run); on: json_schema only; off: plain text.",
+    ),
 ]
 LibraryOption = Annotated[
     Path | None,

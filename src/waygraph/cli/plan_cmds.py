@@ -23,6 +23,7 @@ reached or answers with an error while planning; 130 stopped by Ctrl-C
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -41,6 +42,8 @@ from waygraph._extras import require
 from waygraph.cli.app import (
     ApiKeyOption,
     LlmOption,
+    StructuredOutput,
+    StructuredOutputOption,
     app,
     console,
     err_console,
@@ -317,6 +320,7 @@ def plan_command(
     timeout: Annotated[
         float, typer.Option("--timeout", min=0.001, help="Seconds to wait for one model reply.")
     ] = 120.0,
+    structured_output: StructuredOutputOption = StructuredOutput.AUTO,
     token_budget: Annotated[
         int | None,
         typer.Option(
@@ -456,12 +460,11 @@ def plan_command(
     # answer is one line and exit 2, not a failed run.
     require("llm", "openai", purpose="waygraph plan")
     check_endpoint(llm, api_key=key)
-    execution_llm = OpenAILLM(model, base_url=llm, api_key=key, timeout=timeout)
-    planner_llm = (
-        OpenAILLM(planning_model, base_url=llm, api_key=key, timeout=timeout)
-        if planning_model
-        else None
+    client = functools.partial(
+        OpenAILLM, base_url=llm, api_key=key, timeout=timeout, structured_output=structured_output
     )
+    execution_llm = client(model)
+    planner_llm = client(planning_model) if planning_model else None
     pattern = PlanningPattern(
         execution_mode=ExecutionMode(mode.value),
         max_parallel=max_parallel,

@@ -2,9 +2,11 @@
 
 :class:`OpenAILLM` works with any server speaking the chat-completions
 protocol (OpenAI, Ollama, vLLM, llama.cpp, hosted gateways). Given a JSON
-Schema it asks for structured output; a server that rejects
-``response_format`` is asked again without it (and not asked with it again),
-and the caller extracts JSON from the text.
+Schema it asks for structured output: ``json_schema`` first; a server that
+refuses it (any 4xx it gives for the request, or a 5xx, as llama-cpp-python's
+server answers "Input should be 'text' or 'json_object'") is asked with
+``json_object``, then in plain text, and the object remembers the step it got
+to, so it does not ask again; the caller extracts JSON from the text.
 
 Example:
     >>> import asyncio
@@ -88,7 +90,10 @@ class OpenAILLM:
     placeholder for local servers that need none. Pass ``client`` to reuse
     a configured ``openai.AsyncOpenAI`` (you then close it); otherwise close
     with ``await llm.aclose()`` or ``async with OpenAILLM(...) as llm``.
-    ``max_retries`` and ``timeout`` go to the client. ``structured_output=False``
+    ``max_retries`` and ``timeout`` go to the client. ``structured_output``:
+    ``"auto"`` (or True, the default) tries ``json_schema``, then
+    ``json_object``, then plain text; ``"on"`` asks for ``json_schema`` only
+    (a refusal is an :class:`~waygraph.errors.LLMError`); ``"off"`` (or False)
     never sends ``response_format``.
 
     Example:
@@ -108,14 +113,29 @@ class OpenAILLM:
         max_tokens: int | None = None,
         timeout: float | None = 120.0,
         max_retries: int = 2,
-        structured_output: bool = True,
+        structured_output: bool | str = True,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.extra_body = dict(extra_body or {})
-        self.structured_output = structured_output
+        if structured_output is True or structured_output is False:
+            mode = "auto" if structured_output else "off"
+        else:
+            mode = str(structured_output)
+        if mode not in STRUCTURED_OUTPUT_MODES:
+            raise ValueError(
+                f"structured_output must be one of {', '.join(STRUCTURED_OUTPUT_MODES)}, "
+                f"not {structured_output!r}"
+            )
+        self.structured_mode: str = mode
+        #: The response formats still to try, best first; emptied by refusals.
+        self._formats: list[str] = {
+            "auto": ["json_schema", "json_object"],
+            "on": ["json_schema"],
+            "off": [],
+        }[mode]
         self.base_url = base_url
         self._settings: _ClientSettings = {
             "base_url": base_url,
@@ -126,6 +146,12 @@ class OpenAILLM:
         }
         self._given_client = client
         self._owned: tuple[Any, Any] | None = None  # (event loop, client created for it)
+
+    @property
+    def structured_output(self) -> bool:
+        """Whether a request with a schema still asks for a response format (False once
+        the server refused every format, or with ``"off"``)."""
+        return bool(self._formats)
 
     @property
     def client(self) -> Any:
@@ -161,17 +187,23 @@ class OpenAILLM:
         if self.extra_body:
             request["extra_body"] = self.extra_body
         response = None
-        if json_schema is not None and self.structured_output:
-            fmt = {
-                "type": "json_schema",
-                "json_schema": {"name": schema_name, "schema": dict(json_schema), "strict": False},
-            }
+        while json_schema is not None and self._formats and response is None:
+            kind = self._formats[0]
+            fmt: dict[str, Any] = {"type": kind}
+            if kind == "json_schema":
+                fmt["json_schema"] = {
+                    "name": schema_name,
+                    "schema": dict(json_schema),
+                    "strict": False,
+                }
             try:
                 response = await self.client.chat.completions.create(**request, response_format=fmt)
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                # The server does not do structured output: use plain text from now on.
-                log.info("structured output rejected by %s (%s); using plain text", self.model, exc)
-                self.structured_output = False
+            except openai.APIStatusError as exc:
+                if not _refusal(exc) or self.structured_mode == "on":
+                    raise LLMError(f"model {self.model!r} failed: {exc}") from exc
+                # The server does not do this format: the next one, from now on.
+                log.info("%s refused by %s (%s)", kind, self.model, exc)
+                self._formats.pop(0)
             except openai.OpenAIError as exc:
                 raise LLMError(f"model {self.model!r} failed: {exc}") from exc
         if response is None:
@@ -205,6 +237,17 @@ class OpenAILLM:
 
     def __repr__(self) -> str:
         return f"OpenAILLM({self.model!r}, base_url={self.base_url!r})"
+
+
+#: What ``structured_output`` may be (True is ``auto``, False is ``off``).
+STRUCTURED_OUTPUT_MODES = ("auto", "on", "off")
+
+
+def _refusal(exc: Any) -> bool:
+    """Whether a failed structured request reads as the server refusing the format: a 4xx
+    for the request (not 401/403/404/429, which say something else) or a 5xx."""
+    status = getattr(exc, "status_code", 0) or 0
+    return status >= 500 or (400 <= status < 500 and status not in (401, 403, 404, 429))
 
 
 def _running_loop() -> Any:
