@@ -87,13 +87,27 @@ def test_an_http_error_names_the_status_and_what_to_check(tmp_path: Path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_server_that_never_answers_is_a_timeout(silent_url: str):
+def test_a_server_that_never_answers_is_slow_not_down(silent_url: str):
+    # A single-request local server busy generating accepts the connection and
+    # says nothing: it is up, and the message must not send the user to start it.
     with pytest.raises(ConfigError) as caught:
         check_endpoint(silent_url, timeout=0.2)
     assert str(caught.value) == (
-        f"cannot reach the model server at {silent_url} (GET {silent_url}/models): "
-        "no answer within 0.2s (timeout); start it or change --llm"
+        f"the model server at {silent_url} did not answer GET {silent_url}/models within "
+        "0.2s (it may be busy with another request); try again, or wait longer with "
+        "WAYGRAPH_PREFLIGHT_TIMEOUT=SECONDS (0 skips this check)"
     )
+
+
+def test_the_preflight_wait_is_configured_by_the_environment(silent_url: str, monkeypatch):
+    monkeypatch.setenv("WAYGRAPH_PREFLIGHT_TIMEOUT", "0")
+    check_endpoint(silent_url)  # switched off: no request at all
+    monkeypatch.setenv("WAYGRAPH_PREFLIGHT_TIMEOUT", "0.2")
+    with pytest.raises(ConfigError, match=r"within 0\.2s"):
+        check_endpoint(silent_url)
+    monkeypatch.setenv("WAYGRAPH_PREFLIGHT_TIMEOUT", "soon")
+    with pytest.raises(ConfigError, match="is not a number of seconds"):
+        check_endpoint(silent_url)
 
 
 def test_the_scripted_server_passes_with_or_without_an_api_key():

@@ -8,6 +8,7 @@ code 2) instead of a run that writes sessions or results and then fails.
 
 from __future__ import annotations
 
+import os
 import socket
 import urllib.error
 import urllib.request
@@ -17,9 +18,11 @@ from waygraph.errors import ConfigError
 
 __all__ = ["PREFLIGHT_TIMEOUT", "check_endpoint"]
 
-#: Seconds the endpoint has to answer ``GET /models``: a local server answers in
-#: milliseconds, and a person waits no longer than this for a wrong URL.
-PREFLIGHT_TIMEOUT = 3.0
+#: Seconds the endpoint has to answer ``GET /models``. A server that is down
+#: refuses the connection at once; one that accepted it but is slow is often a
+#: single-request local server busy generating for another client, which
+#: deserves a wait. ``$WAYGRAPH_PREFLIGHT_TIMEOUT`` changes it (0 skips the check).
+PREFLIGHT_TIMEOUT = 30.0
 
 
 def check_endpoint(
@@ -27,7 +30,7 @@ def check_endpoint(
     *,
     flag: str = "--llm",
     api_key: str | None = None,
-    timeout: float = PREFLIGHT_TIMEOUT,
+    timeout: float | None = None,
 ) -> None:
     """Raise :class:`~waygraph.errors.ConfigError` unless ``GET {base_url}/models`` answers 2xx.
 
@@ -45,12 +48,16 @@ def check_endpoint(
         waygraph.errors.ConfigError: --llm 'ftp://example.org' is not an http(s) URL; \
 give the base URL of an OpenAI-compatible API, e.g. http://localhost:11434/v1
     """
+    if timeout is None:
+        timeout = _configured_timeout()
     parsed = urlparse(base_url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise ConfigError(
             f"{flag} {base_url!r} is not an http(s) URL; give the base URL of an "
             "OpenAI-compatible API, e.g. http://localhost:11434/v1"
         )
+    if timeout <= 0:
+        return  # the check is switched off
     url = base_url.rstrip("/") + "/models"
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     if api_key:
@@ -69,10 +76,38 @@ give the base URL of an OpenAI-compatible API, e.g. http://localhost:11434/v1
             f"{exc.reason}; {hint}"
         ) from None
     except (urllib.error.URLError, OSError) as exc:
+        if _timed_out(exc):
+            # It took the connection: it is up, only slow (or busy with another client).
+            raise ConfigError(
+                f"the model server at {base_url} did not answer GET {url} within "
+                f"{timeout:g}s (it may be busy with another request); try again, or wait "
+                "longer with WAYGRAPH_PREFLIGHT_TIMEOUT=SECONDS (0 skips this check)"
+            ) from None
         raise ConfigError(
             f"cannot reach the model server at {base_url} (GET {url}): {_why(exc, timeout)}; "
             f"start it or change {flag}"
         ) from None
+
+
+def _configured_timeout() -> float:
+    """``$WAYGRAPH_PREFLIGHT_TIMEOUT`` in seconds, else :data:`PREFLIGHT_TIMEOUT`."""
+    text = os.environ.get("WAYGRAPH_PREFLIGHT_TIMEOUT", "").strip()
+    if not text:
+        return PREFLIGHT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(
+            f"WAYGRAPH_PREFLIGHT_TIMEOUT={text!r} is not a number of seconds"
+        ) from None
+    if value != value or value < 0:  # NaN or negative
+        raise ConfigError(f"WAYGRAPH_PREFLIGHT_TIMEOUT={text!r} must be 0 or more seconds")
+    return value
+
+
+def _timed_out(exc: BaseException) -> bool:
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    return isinstance(reason, TimeoutError | socket.timeout)
 
 
 def _why(exc: BaseException, timeout: float) -> str:
