@@ -37,6 +37,7 @@ from rich.text import Text
 
 from waygraph import runner
 from waygraph._extras import require
+from waygraph.chat import TOOL_CHOICE, assistant_message
 from waygraph.cli.app import plain
 from waygraph.navigator import Guidance, Navigator
 from waygraph.safe_files import read_regular_file
@@ -479,6 +480,7 @@ def _llm_loop(
                 # Plain dicts in the API's message shape (some are the model's own, dumped).
                 messages=cast("list[ChatCompletionMessageParam]", messages + context),
                 tools=TOOLS,
+                tool_choice=TOOL_CHOICE,
                 timeout=120,
             )
         except openai.APIConnectionError:
@@ -490,7 +492,7 @@ def _llm_loop(
             console.print(f"[red]The model endpoint answered with an error:[/] {plain(exc)}")
             return turns
         message = reply.choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
+        messages.append(assistant_message(message))
         if not message.tool_calls:
             said += 1
             console.print(Panel(Text(message.content or ""), title="model", border_style="blue"))

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from waygraph import runner
+from waygraph.chat import TOOL_CHOICE, assistant_message
 from waygraph.hooks import Hooks
 
 __all__ = [
@@ -363,7 +364,7 @@ def run_agent(
         # Guidance is per call, not history: only the current step is shown.
         extra = [{"role": "system", "content": guidance}] if guidance else []
         reply = client.chat.completions.create(
-            model=model, messages=messages + extra, tools=schemas
+            model=model, messages=messages + extra, tools=schemas, tool_choice=TOOL_CHOICE
         )
         result.model_calls += 1
         if reply.usage is not None:
@@ -374,7 +375,7 @@ def run_agent(
             hooks.on_model_reply(message.content, final=not calls)
         if not calls:
             result.answer = message.content
-            messages.append({"role": "assistant", "content": message.content or ""})
+            messages.append(assistant_message(message))
             record = hooks.state() if hooks is not None else None
             if record is None or record.get("status") != "running":
                 break
@@ -387,23 +388,7 @@ def run_agent(
             # Done in words only: the plan is unfinished, so back to work once more.
             pushbacks -= 1
             continue
-        messages.append(
-            {
-                "role": "assistant",
-                "content": message.content,
-                "tool_calls": [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {
-                            "name": call.function.name,
-                            "arguments": call.function.arguments,
-                        },
-                    }
-                    for call in calls
-                ],
-            }
-        )
+        messages.append(assistant_message(message))
         for call in calls:
             output, code = call_tool(
                 call.function.name,

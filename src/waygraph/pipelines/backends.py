@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from waygraph import landlock
+from waygraph.chat import TOOL_CHOICE, assistant_message
 from waygraph.eval.loop import inside, run_shell, write_file
 from waygraph.pipelines.outcome import Outcome
 from waygraph.safe_files import read_regular_file
@@ -156,29 +157,17 @@ class AgentBackend:
                     )
                 limit["timeout"] = left
             reply = client.chat.completions.create(
-                model=model, messages=messages, tools=list(AGENT_TOOLS), **limit
+                model=model,
+                messages=messages,
+                tools=list(AGENT_TOOLS),
+                tool_choice=TOOL_CHOICE,
+                **limit,
             )
             message = reply.choices[0].message
             calls = message.tool_calls or []
             if not calls:
                 return message.content or ""
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": message.content,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {
-                                "name": c.function.name,
-                                "arguments": c.function.arguments,
-                            },
-                        }
-                        for c in calls
-                    ],
-                }
-            )
+            messages.append(assistant_message(message))
             seconds = min(self.command_timeout, limit.get("timeout", self.command_timeout))
             for call in calls:
                 output = self._call(call.function.name, call.function.arguments, seconds)
