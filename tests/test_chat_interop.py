@@ -50,3 +50,55 @@ def test_the_pipeline_agent_speaks_to_a_strict_server(tmp_path: Path):
         backend = AgentBackend(server.base_url, "m", tmp_path, api_key="t", unconfined=True)
         answer = backend.run(Node(id="build", action="build it"), "build it", {})
     assert answer == "stage done"
+
+
+class RecordingHooks:
+    """Records what run_agent reports as evidence."""
+
+    def __init__(self) -> None:
+        self.results: list[tuple[str, int | None]] = []
+
+    def on_user_message(self, text: str) -> None:
+        return None
+
+    def context_for_model(self) -> str:
+        return ""
+
+    def on_model_reply(self, text: str, *, final: bool) -> None:
+        return None
+
+    def on_tool_result(self, output: str, **fields: Any) -> None:
+        self.results.append((output, fields.get("exit_code")))
+
+    def state(self) -> None:
+        return None
+
+
+def test_a_malformed_tool_call_is_asked_again_and_is_never_evidence(tmp_path: Path):
+    # Grammar-constrained servers cut arguments mid-JSON; an empty command ran
+    # nothing either. Neither may count as a failed (or passed) verification.
+    cut = {"tool_calls": [{"name": "shell", "arguments": '{ "command": "python -m pytest --q'}]}
+    empty = {"tool_calls": [{"name": "shell", "arguments": {"command": "  "}}]}
+    ok = {"tool_calls": [{"name": "shell", "arguments": {"command": "echo fine"}}]}
+    hooks = RecordingHooks()
+    with ScriptedChatServer([cut, empty, ok, "done"]) as server:
+        client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        run_agent("go", client=client, model="m", workspace=tmp_path, hooks=hooks)  # type: ignore[arg-type]
+        answered = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert [r[1] for r in hooks.results] == [0]  # only the call that ran
+    assert all("nothing ran: call the tool again" in m["content"] for m in answered[:2])
+
+
+def test_the_demo_refuses_calls_that_cannot_run(tmp_path: Path):
+    from waygraph.demo import Workspace, _call_tool
+
+    ws = Workspace(tmp_path)
+    for name, arguments in [
+        ("run_command", '{"command": "pytest'),
+        ("run_command", '{"command": ""}'),
+        ("run_command", "[1, 2]"),
+        ("rm_rf", '{"path": "/"}'),
+    ]:
+        _shown, args, result = _call_tool(ws, name, arguments)
+        assert args is None, (name, arguments)  # nothing ran: no evidence
+        assert result.exit_code == 2

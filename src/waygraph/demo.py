@@ -516,6 +516,13 @@ def _llm_loop(
             node = guidance.run["current_node"]  # type: ignore[index]
             attempt = guidance.run["attempts"]  # type: ignore[index]
             shown, args, result = _call_tool(ws, call.function.name, call.function.arguments)
+            if args is None:
+                # A malformed call ran nothing: the model is asked again, and it is no
+                # evidence (a verification it failed would cost an attempt for nothing).
+                again = f"{result.output}; nothing ran: call the tool again with valid arguments"
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": again})
+                console.print(Panel(Text(again), title="tool call refused", border_style="yellow"))
+                continue
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result.output})
             guidance = nav.turn(
                 session_id,
@@ -532,7 +539,11 @@ def _llm_loop(
 
 
 def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, Any, ToolResult]:
-    """Run a model's tool call: how it is shown, its arguments, its result. Never raises."""
+    """Run a model's tool call: how it is shown, its arguments, its result. Never raises.
+
+    A call that cannot run (arguments that are not a JSON object, an unknown
+    tool, an empty command) comes back with None arguments: nothing ran.
+    """
     try:
         args = json.loads(arguments or "{}")
     except json.JSONDecodeError:
@@ -540,6 +551,8 @@ def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, Any, Tool
         return f"{name}(?)", None, ToolResult(f"arguments are not JSON: {arguments[:200]}", 2)
     if not isinstance(args, dict):
         return f"{name}(?)", None, ToolResult("arguments must be a JSON object", 2)
+    if name == "run_command" and not str(args.get("command") or "").strip():
+        return f"{name}(?)", None, ToolResult('bad arguments: expected {"command": "..."}', 2)
     handlers: dict[str, Callable[[], tuple[str, ToolResult]]] = {
         "run_command": lambda: (str(args.get("command")), ws.run(str(args.get("command", "")))),
         "write_file": lambda: (
@@ -549,6 +562,6 @@ def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, Any, Tool
     }
     handler = handlers.get(name)
     if handler is None:
-        return name, args, ToolResult(f"unknown tool {name!r}; use run_command or write_file", 2)
+        return name, None, ToolResult(f"unknown tool {name!r}; use run_command or write_file", 2)
     shown, result = handler()
     return shown, args, result

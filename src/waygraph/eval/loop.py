@@ -284,7 +284,9 @@ def call_tool(
 ) -> tuple[str, int | None]:
     """Run the tool call ``name(arguments)`` (arguments as the model sent them: JSON text).
 
-    Bad calls are answered with a message the model can act on, never raised.
+    Bad calls (an unknown tool, arguments that are not what the tool takes, an
+    empty command) are answered with a message the model can act on and no exit
+    code (None: nothing ran), never raised.
     """
     if name not in tools:
         return f"unknown tool {name!r}; the tools are: {', '.join(tools)}", None
@@ -398,6 +400,12 @@ def run_agent(
                 timeout=command_timeout,
             )
             result.steps.append(ToolCall(call.function.name, call.function.arguments, output, code))
+            if code is None:
+                # A malformed call ran nothing: asked again, and never evidence (a
+                # verification it failed would cost the step an attempt for nothing).
+                again = f"{output}; nothing ran: call the tool again with valid arguments"
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": again})
+                continue
             messages.append(
                 {"role": "tool", "tool_call_id": call.id, "content": f"exit code {code}\n{output}"}
             )
