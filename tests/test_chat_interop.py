@@ -40,7 +40,9 @@ def test_the_eval_loop_and_the_example_loop_speak_to_a_strict_server(tmp_path: P
         client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
         result = run_agent("say hi", client=client, model="m", workspace=tmp_path)
         echoed = server.requests[1]["messages"]
+        bounded = [r.get("max_tokens") for r in server.requests]
     assert result.answer == "done"
+    assert bounded == [1024, 1024]  # every request bounds its reply
     assistant = next(m for m in echoed if m["role"] == "assistant")
     assert assistant["content"] == "" and assistant["tool_calls"][0]["function"]["name"] == "shell"
 
@@ -49,7 +51,18 @@ def test_the_pipeline_agent_speaks_to_a_strict_server(tmp_path: Path):
     with ScriptedChatServer([first_call, strict("stage done")]) as server:
         backend = AgentBackend(server.base_url, "m", tmp_path, api_key="t", unconfined=True)
         answer = backend.run(Node(id="build", action="build it"), "build it", {})
+        bounded = [r.get("max_tokens") for r in server.requests]
     assert answer == "stage done"
+    assert bounded == [1024, 1024]
+
+
+def test_the_reply_bound_is_configurable(tmp_path: Path):
+    with ScriptedChatServer(["a", "b"]) as server:
+        client = OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        run_agent("x", client=client, model="m", workspace=tmp_path, max_tokens=300)
+        run_agent("y", client=client, model="m", workspace=tmp_path, max_tokens=None)
+        bounds = [r.get("max_tokens") for r in server.requests]
+    assert bounds == [300, None]
 
 
 class RecordingHooks:

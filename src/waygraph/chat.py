@@ -20,10 +20,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TOOL_CHOICE", "assistant_message"]
+__all__ = ["DEFAULT_MAX_TOKENS", "TOOL_CHOICE", "assistant_message"]
 
 #: Sent with every request that offers tools: the model may call one or answer.
 TOOL_CHOICE = "auto"
+#: ``max_tokens`` of each request of waygraph's loops: room for a tool call or a
+#: short answer, and a bound on a rambling reply (one generated 2,643 tokens and
+#: the next request overflowed a 4,096-token local context).
+DEFAULT_MAX_TOKENS = 1024
 
 
 def assistant_message(message: Any) -> dict[str, Any]:

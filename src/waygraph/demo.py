@@ -37,7 +37,7 @@ from rich.text import Text
 
 from waygraph import runner
 from waygraph._extras import require
-from waygraph.chat import TOOL_CHOICE, assistant_message
+from waygraph.chat import DEFAULT_MAX_TOKENS, TOOL_CHOICE, assistant_message
 from waygraph.cli.app import plain
 from waygraph.navigator import Guidance, Navigator
 from waygraph.safe_files import read_regular_file
@@ -481,6 +481,7 @@ def _llm_loop(
                 messages=cast("list[ChatCompletionMessageParam]", messages + context),
                 tools=TOOLS,
                 tool_choice=TOOL_CHOICE,
+                max_tokens=DEFAULT_MAX_TOKENS,
                 timeout=120,
             )
         except openai.APIConnectionError:

@@ -72,6 +72,15 @@ def eval_command(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for one model reply.")
     ] = 120.0,
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-tokens",
+            min=0,
+            help="Tokens one model reply may have (0: the server's default); bounds a "
+            "rambling reply that would overflow a small local context.",
+        ),
+    ] = 1024,
     list_tasks: Annotated[
         bool, typer.Option("--list", help="Print the task ids, one per line, and exit.")
     ] = False,
@@ -129,7 +138,7 @@ def eval_command(
     if fixture_run:
         _compliance(llm, model, key, timeout, chosen_fixtures, out, jobs)
         return
-    _suite(llm, model, key, timeout, mode, chosen, repeat, out, jobs, library)
+    _suite(llm, model, key, timeout, mode, chosen, repeat, out, jobs, library, max_tokens or None)
 
 
 def _suite(
@@ -143,6 +152,7 @@ def _suite(
     out: Path,
     jobs: int,
     library: Path | None,
+    max_tokens: int | None = 1024,
 ) -> None:
     from waygraph.eval.metrics import summary_line
     from waygraph.eval.report import render_html, terminal_table
@@ -165,6 +175,7 @@ def _suite(
         jobs=jobs,
         timeout=timeout,
         library=library,
+        max_tokens=max_tokens,
     )
     total = len(chosen) * len(modes) * repeat
     results, report = out / "results.json", out / "report.html"

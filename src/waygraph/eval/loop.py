@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from waygraph import runner
-from waygraph.chat import TOOL_CHOICE, assistant_message
+from waygraph.chat import DEFAULT_MAX_TOKENS, TOOL_CHOICE, assistant_message
 from waygraph.hooks import Hooks
 
 __all__ = [
@@ -337,6 +337,7 @@ def run_agent(
     command_timeout: float = COMMAND_TIMEOUT,
     pushbacks: int = 2,
     history: Sequence[Mapping[str, Any]] | None = None,
+    max_tokens: int | None = DEFAULT_MAX_TOKENS,
 ) -> AgentResult:
     """Work on ``task`` with ``client`` (an ``openai.OpenAI``) until the model answers.
 
@@ -351,7 +352,8 @@ def run_agent(
     waits for the user (``awaits_user``), and the loop ends there. The user's
     reply carries the conversation on: pass it as ``task`` with the previous
     result's ``messages`` as ``history``. Errors from the model server
-    propagate (``openai.OpenAIError``).
+    propagate (``openai.OpenAIError``). Each request asks for at most
+    ``max_tokens`` (None: the server's default).
     """
     messages: list[dict[str, Any]] = (
         [dict(m) for m in history] if history else [{"role": "system", "content": system_prompt}]
@@ -365,8 +367,9 @@ def run_agent(
         guidance = hooks.context_for_model() if hooks is not None else None
         # Guidance is per call, not history: only the current step is shown.
         extra = [{"role": "system", "content": guidance}] if guidance else []
+        limit = {} if max_tokens is None else {"max_tokens": max_tokens}
         reply = client.chat.completions.create(
-            model=model, messages=messages + extra, tools=schemas, tool_choice=TOOL_CHOICE
+            model=model, messages=messages + extra, tools=schemas, tool_choice=TOOL_CHOICE, **limit
         )
         result.model_calls += 1
         if reply.usage is not None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from waygraph._extras import require
+from waygraph.chat import DEFAULT_MAX_TOKENS
 from waygraph.eval import loop
 from waygraph.eval.suite import EvalTask
 from waygraph.hooks import Hooks
@@ -47,6 +48,8 @@ class ModelSettings:
     api_key: str = "not-needed"
     timeout: float = 120.0
     command_timeout: float = 60.0
+    #: Tokens a reply may have (None: the server's default).
+    max_tokens: int | None = DEFAULT_MAX_TOKENS
 
 
 @dataclass
@@ -100,6 +103,7 @@ def run_mode(
             hooks=hooks,
             max_steps=task.max_steps,
             command_timeout=settings.command_timeout,
+            max_tokens=settings.max_tokens,
         )
         outcome = ModeOutcome(
             tool_calls=len(result.steps),
@@ -169,6 +173,7 @@ def _planned(task: EvalTask, workspace: Path, settings: ModelSettings) -> ModeOu
         api_key=settings.api_key,
         timeout=settings.timeout,
         max_retries=1,
+        max_tokens=settings.max_tokens,
     )
     pattern = PlanningPattern(
         max_steps=task.max_steps,

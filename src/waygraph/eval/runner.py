@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from waygraph.chat import DEFAULT_MAX_TOKENS
 from waygraph.errors import ConfigError
 from waygraph.eval.modes import MODES, ModelSettings, ModeOutcome, run_mode
 from waygraph.eval.suite import EvalTask, select_tasks
@@ -82,6 +83,8 @@ class EvalConfig:
     jobs: int = 2
     timeout: float = 120.0
     command_timeout: float = 60.0
+    #: Tokens a model reply may have (None: the server's default).
+    max_tokens: int | None = DEFAULT_MAX_TOKENS
     library: str | Path | None = None
 
 
@@ -160,6 +163,7 @@ def run_eval(
         api_key=config.api_key,
         timeout=config.timeout,
         command_timeout=config.command_timeout,
+        max_tokens=config.max_tokens,
     )
     jobs = [
         (task, mode, repeat)

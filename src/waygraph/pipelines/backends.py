@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from waygraph import landlock
-from waygraph.chat import TOOL_CHOICE, assistant_message
+from waygraph.chat import DEFAULT_MAX_TOKENS, TOOL_CHOICE, assistant_message
 from waygraph.eval.loop import inside, run_shell, write_file
 from waygraph.pipelines.outcome import Outcome
 from waygraph.safe_files import read_regular_file
@@ -161,6 +161,7 @@ class AgentBackend:
                 messages=messages,
                 tools=list(AGENT_TOOLS),
                 tool_choice=TOOL_CHOICE,
+                max_tokens=DEFAULT_MAX_TOKENS,
                 **limit,
             )
             message = reply.choices[0].message
