@@ -64,23 +64,41 @@ def waygraph(*args: str, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
+#: Text read from a process's stderr after the line a read_until call wanted.
+_LEFT: dict[int, str] = {}
+
+
 def read_until(process: subprocess.Popen[str], wanted: str, timeout: float = 60.0) -> list[str]:
-    """The stderr lines of ``process`` up to the first one containing ``wanted``."""
+    """The stderr lines of ``process`` up to the first one containing ``wanted``.
+
+    Reads the pipe's file descriptor itself: ``readline`` on the text stream
+    would take several lines into its buffer at once, and ``select`` on the
+    descriptor would then wait for lines already read (the worker's last two
+    lines often arrive together).
+    """
     assert process.stderr is not None
+    fd = process.stderr.fileno()
     lines: list[str] = []
+    pending = _LEFT.pop(process.pid, "")
     with selectors.DefaultSelector() as selector:
-        selector.register(process.stderr, selectors.EVENT_READ)
+        selector.register(fd, selectors.EVENT_READ)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while True:
+            while "\n" in pending:
+                line, pending = pending.split("\n", 1)
+                lines.append(line)
+                if wanted in line:
+                    _LEFT[process.pid] = pending
+                    return lines
+            if time.monotonic() >= deadline:
+                break
             if not selector.select(timeout=0.5):
                 continue
-            line = process.stderr.readline()
-            if not line:
+            chunk = os.read(fd, 65536)
+            if not chunk:
                 break
-            lines.append(line.rstrip("\n"))
-            if wanted in line:
-                return lines
-    raise AssertionError(f"no line with {wanted!r}; got {lines}")
+            pending += chunk.decode("utf-8", errors="replace")
+    raise AssertionError(f"no line with {wanted!r}; got {lines + ([pending] if pending else [])}")
 
 
 # ------------------------------------------------------------------ schedule
