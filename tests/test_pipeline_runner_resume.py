@@ -158,18 +158,20 @@ GATED = """digraph asked { start [shape=Mdiamond]; done [shape=Msquare]
 def test_with_a_store_a_human_gate_waits_for_an_answer_given_through_the_store(tmp_path):
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     outcome: list[object] = []
+    # The store is made before the run starts: a person polling from the first
+    # moment starved the run's own opening of the new database on a loaded machine.
+    records = PipelineRecords(store)
     worker = threading.Thread(
         target=lambda: outcome.append(run(GATED, tmp_path / "logs", store=store, run_id="asks"))
     )
     worker.start()
-    records = PipelineRecords(store)
     answered = None
-    for _ in range(600):  # a person answering (the dashboard, the API, `sessions answer`)
+    for _ in range(1200):  # a person answering (the dashboard, the API, `sessions answer`)
         try:
             answered = records.answer("asks", "ship", by="tester")
             break
         except (NotWaitingError, RunNotFoundError):
-            time.sleep(0.05)
+            time.sleep(0.1)
     worker.join(timeout=120)
     assert answered is not None and answered["choice"] == "[S] Ship"
     [result] = outcome
