@@ -8,7 +8,8 @@ names, optionally has a person approve the plan at the console
 on a terminal, one line per event otherwise (so the output can be piped and
 tested). ``--json`` prints the :class:`~waygraph.planning.PlanExecutionResult`.
 ``--dry-run`` plans and validates, then prints what would run instead of
-running it (:mod:`waygraph.cli.plan_dryrun`).
+running it (:mod:`waygraph.cli.plan_dryrun`); the run itself, and what
+Ctrl-C leaves of it, is :mod:`waygraph.cli.plan_run`.
 
 Every run is stored (``--store``, default: the Navigator's store) as it
 goes; ``--resume RUN_ID`` continues one after a crash, a kill or Ctrl-C
@@ -22,14 +23,11 @@ reached or answers with an error while planning; 130 stopped by Ctrl-C
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
-import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Coroutine
 from enum import StrEnum
 from pathlib import Path
@@ -54,11 +52,7 @@ from waygraph.errors import ConfigError
 
 if TYPE_CHECKING:
     from waygraph.cli.plan_view import LiveView, PlainView
-    from waygraph.planning import (
-        Plan,
-        PlanExecutionResult,
-        PlanningAgent,
-    )
+    from waygraph.planning import Plan, PlanExecutionResult
 
 __all__ = ["plan_command"]
 
@@ -74,128 +68,6 @@ class Mode(StrEnum):
     SEQUENTIAL = "sequential"
     PARALLEL = "parallel"
     ADAPTIVE = "adaptive"
-
-
-# ------------------------------------------------------------------ running
-
-
-def _interrupted_result(agent: PlanningAgent, clock: float) -> PlanExecutionResult:
-    """What an interrupted run leaves: the steps that finished, and what was still to do."""
-    from waygraph.planning import PlanExecutionResult, StepStatus, TokenUsage
-
-    state = agent.get_execution_state()
-    plan = agent.get_plan()
-    if state is None:
-        why = "interrupted (Ctrl-C) before the plan ran"
-        results: dict[str, Any] = {}
-    else:
-        results = dict(state.results)
-        parts = []
-        for label, status in (
-            ("completed", StepStatus.COMPLETED),
-            ("failed", StepStatus.FAILED),
-            ("running when stopped", StepStatus.RUNNING),
-            ("not started", StepStatus.PENDING),
-        ):
-            ids = state.with_status(status)
-            if ids:
-                parts.append(f"{label}: {', '.join(ids)}")
-        why = "interrupted (Ctrl-C); " + "; ".join(parts)
-    return PlanExecutionResult(
-        success=False,
-        plan=plan,
-        final_plan=state.plan if state is not None else plan,
-        step_results=results,
-        final_output=why,
-        revision_count=state.revision_count if state is not None else 0,
-        execution_state=state,
-        token_usage=state.token_usage if state is not None else TokenUsage(),
-        execution_time=time.perf_counter() - clock,
-    )
-
-
-def _run(
-    agent: PlanningAgent,
-    start: Callable[[], Coroutine[Any, Any, PlanExecutionResult]],
-    show: Callable[[PlanExecutionResult, bool], None],
-    interrupted_event: threading.Event,
-) -> tuple[PlanExecutionResult, bool]:
-    """Run ``start()`` (a new run or a resume); Ctrl-C or SIGTERM stops it.
-
-    The partial result is then shown at once.
-
-    Stopping sets ``interrupted_event``, which kills the workspace tools'
-    running commands. ``show`` runs inside the event loop, before the loop
-    waits for tool threads that are still busy (Python cannot stop a thread:
-    your own tools end when they end). A second Ctrl-C quits at once.
-    """
-    # Imported here, not at the top: every other command starts without asyncio.
-    import asyncio
-
-    from waygraph.planning import StepStatus
-
-    clock = time.perf_counter()
-    outcome: dict[str, tuple[PlanExecutionResult, bool]] = {}
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        task = asyncio.ensure_future(start())
-        stopped = False
-
-        def stop() -> None:
-            nonlocal stopped
-            stopped = True
-            interrupted_event.set()
-            task.cancel()
-
-        installed = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            # Not possible outside the main thread or on Windows: Ctrl-C then
-            # arrives as KeyboardInterrupt, handled below.
-            with contextlib.suppress(ValueError, NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop)
-                installed.append(sig)
-        try:
-            try:
-                result, interrupted = await task, False
-            except asyncio.CancelledError:
-                if not stopped:
-                    raise
-                result, interrupted = _interrupted_result(agent, clock), True
-        finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
-            for llm in {
-                id(agent.llm): agent.llm,
-                id(agent.planning_llm): agent.planning_llm,
-            }.values():
-                aclose = getattr(llm, "aclose", None)
-                if aclose is not None:
-                    with contextlib.suppress(Exception):
-                        await aclose()
-        outcome["result"] = (result, interrupted)
-        show(result, interrupted)
-        state = result.execution_state
-        if interrupted and state is not None and state.with_status(StepStatus.RUNNING):
-            err_console.print(
-                "waiting for the running steps' tools to end (Ctrl-C again to quit now)",
-                highlight=False,
-                soft_wrap=True,
-            )
-
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        interrupted_event.set()
-        if "result" in outcome:
-            # Already shown: a second Ctrl-C while tool threads finish. Leave now.
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(130)
-        result = _interrupted_result(agent, clock)
-        show(result, True)
-        return result, True
-    return outcome["result"]
 
 
 def _check_url(url: str) -> None:
@@ -383,6 +255,7 @@ def plan_command(
     from waygraph.cli._preflight import check_endpoint
     from waygraph.cli.plan_dryrun import run_dry
     from waygraph.cli.plan_resume import announce_resume
+    from waygraph.cli.plan_run import run_plan
     from waygraph.cli.plan_tools import (
         WORKSPACE_TOOLS,
         load_tools,
@@ -580,7 +453,7 @@ def plan_command(
             typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
     try:
-        result, interrupted = _run(agent, start, show, interrupted_event)
+        result, interrupted = run_plan(agent, start, show, interrupted_event)
     finally:
         view.stop()
     if interrupted:
