@@ -128,7 +128,7 @@ def test_bad_tool_calls_are_answered_not_raised(example: ModuleType, workspace: 
         requests = server.requests
     tool_messages = [m for m in requests[-1]["messages"] if m["role"] == "tool"]
     assert "unknown tool 'browser'" in tool_messages[0]["content"]
-    assert "bad arguments" in tool_messages[1]["content"]
+    assert "arguments are not JSON" in tool_messages[1]["content"]
     assert result.answer == "Sorry."
 
 

@@ -1,54 +1,68 @@
-"""Chat-completions messages as every OpenAI-compatible server accepts them.
+"""Talking to OpenAI-compatible model servers as they are really served.
 
 waygraph's own tool-calling loops (the demo, ``waygraph eval``, the agent of
-``waygraph run``, the OpenAI loop example) send back the model's reply with
-its tool calls before the tool results. Servers differ in what they accept
-there: llama-cpp-python's answers HTTP 500 to an assistant message without
-``content`` or with ``"content": null``, and without an explicit
-``tool_choice`` its function-calling format drops the tools. So the reply is
-echoed with ``content`` always a string, and every request that offers tools
-says ``tool_choice: "auto"`` (:data:`TOOL_CHOICE`).
+``waygraph run``, the OpenAI loop example) ask the model through one client,
+:class:`ChatClient`, which deals with what servers differ in: the shape of
+the messages they accept, ``tool_choice``, native or text tool calls
+(:data:`TOOL_PROTOCOLS`), ``max_tokens`` and the model's context size, and
+errors as one line naming the endpoint. docs/local-models.md has recipes for
+llama.cpp, llama-cpp-python, Ollama, vLLM and LM Studio.
+
+History is kept in the chat-completions shape: :meth:`Reply.message` for the
+model's reply, :func:`tool_message` for each call's result.
 
 Example:
-    >>> from types import SimpleNamespace as NS
-    >>> call = NS(id="c1", function=NS(name="shell", arguments='{"command": "ls"}'))
-    >>> assistant_message(NS(content=None, tool_calls=[call]))["content"]
-    ''
+    >>> from waygraph.testing import ScriptedChatServer
+    >>> shell = {"type": "function", "function": {"name": "shell",
+    ...          "parameters": {"type": "object", "required": ["command"]}}}
+    >>> with ScriptedChatServer(['{"tool_name": "shell", "tool_args": {"command": "ls"}}']) as s:
+    ...     with ChatClient(s.base_url, model="m", tool_protocol="text") as chat:
+    ...         reply = chat.ask([{"role": "user", "content": "list files"}], [shell])
+    >>> [(call.name, call.args) for call in reply.calls]
+    [('shell', {'command': 'ls'})]
 """
 
 from __future__ import annotations
 
-from typing import Any
+from waygraph.chat._client import ChatClient, server_error
+from waygraph.chat._endpoint import (
+    STRUCTURED_OUTPUT_MODES,
+    TOOL_PROTOCOLS,
+    Endpoint,
+    endpoint,
+    forget_endpoints,
+    refused,
+)
+from waygraph.chat._fit import estimate, fit
+from waygraph.chat._messages import (
+    DEFAULT_MAX_TOKENS,
+    TOOL_CHOICE,
+    Reply,
+    ToolRequest,
+    assistant_message,
+    check_call,
+    tool_message,
+)
+from waygraph.chat._text_tools import describe_tools, find_calls
 
-__all__ = ["DEFAULT_MAX_TOKENS", "TOOL_CHOICE", "assistant_message"]
-
-#: Sent with every request that offers tools: the model may call one or answer.
-TOOL_CHOICE = "auto"
-#: ``max_tokens`` of each request of waygraph's loops: room for a tool call or a
-#: short answer, and a bound on a rambling reply (one generated 2,643 tokens and
-#: the next request overflowed a 4,096-token local context).
-DEFAULT_MAX_TOKENS = 1024
-
-
-def assistant_message(message: Any) -> dict[str, Any]:
-    """The model's reply ``message`` (an ``openai`` chat message) as the next request's
-    history: ``content`` a string (empty when the reply was only tool calls), and the
-    tool calls, when there are any, in the request's shape.
-
-    Example:
-        >>> from types import SimpleNamespace as NS
-        >>> assistant_message(NS(content="done", tool_calls=None))
-        {'role': 'assistant', 'content': 'done'}
-    """
-    out: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
-    calls = getattr(message, "tool_calls", None) or []
-    if calls:
-        out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.function.name, "arguments": call.function.arguments},
-            }
-            for call in calls
-        ]
-    return out
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "STRUCTURED_OUTPUT_MODES",
+    "TOOL_CHOICE",
+    "TOOL_PROTOCOLS",
+    "ChatClient",
+    "Endpoint",
+    "Reply",
+    "ToolRequest",
+    "assistant_message",
+    "check_call",
+    "describe_tools",
+    "endpoint",
+    "estimate",
+    "find_calls",
+    "fit",
+    "forget_endpoints",
+    "refused",
+    "server_error",
+    "tool_message",
+]

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from waygraph import runner
-from waygraph.chat import DEFAULT_MAX_TOKENS, TOOL_CHOICE, assistant_message
+from waygraph.chat import DEFAULT_MAX_TOKENS, ChatClient, tool_message
+from waygraph.errors import LLMError
 from waygraph.hooks import Hooks
 
 __all__ = [
@@ -121,7 +122,8 @@ class AgentResult:
     chat requests made; ``messages``: the conversation (without the guidance),
     to carry on with the user's next message (``run_agent(..., history=...)``);
     ``awaits_user``: the run stopped to wait for the user (the model asked
-    something, or the plan's step is a person's to decide).
+    something, or the plan's step is a person's to decide); ``error``: the
+    model server failed and the run stopped there (the counts are kept).
     """
 
     answer: str | None
@@ -131,6 +133,13 @@ class AgentResult:
     model_calls: int = 0
     messages: list[dict[str, Any]] = field(default_factory=list)
     awaits_user: bool = False
+    #: The prompt and completion parts of ``tokens``.
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: How tools reached the model on the last call (``native`` or ``text``).
+    tool_protocol: str = "native"
+    #: Why the run stopped early: the model server failed (one line); None otherwise.
+    error: str | None = None
 
 
 def confine(command: str, workspace: Path) -> str | None:
@@ -307,23 +316,6 @@ def call_tool(
     return write_file(path, content, workspace)
 
 
-def _parsed(arguments: str) -> dict[str, Any] | None:
-    """Tool-call arguments as the dict they are in JSON, else None.
-
-    Arguments that are no JSON object ran nothing (the call was refused), so
-    none go along: their text must not pass for the command a check is bound to.
-
-    Example:
-        >>> _parsed('{"command": "pytest -q"}'), _parsed('pytest -q')
-        ({'command': 'pytest -q'}, None)
-    """
-    try:
-        args = json.loads(arguments)
-    except (TypeError, ValueError):
-        return None
-    return args if isinstance(args, dict) else None
-
-
 def run_agent(
     task: str,
     *,
@@ -338,23 +330,39 @@ def run_agent(
     pushbacks: int = 2,
     history: Sequence[Mapping[str, Any]] | None = None,
     max_tokens: int | None = DEFAULT_MAX_TOKENS,
+    tool_protocol: str = "auto",
+    context_tokens: int | None = None,
 ) -> AgentResult:
-    """Work on ``task`` with ``client`` (an ``openai.OpenAI``) until the model answers.
+    """Work on ``task`` with ``client`` until the model answers.
 
-    ``max_steps`` bounds the model calls. With ``hooks``, the waygraph guidance
-    goes in as the last system message before every model call and every tool
-    result goes to waygraph with its exit code and arguments; without, this is
-    a plain tool-calling loop. The model's own words are reported as what they
-    are, claims (never evidence): an answer given while the plan is unfinished
-    is recorded as ``claim_unverified`` and, up to ``pushbacks`` times, the
+    ``client`` is a :class:`~waygraph.chat.ChatClient` or an ``openai.OpenAI``
+    (then asked through a ChatClient with ``max_tokens``, ``tool_protocol``
+    and ``context_tokens``; see :mod:`waygraph.chat`). ``max_steps`` bounds
+    the model calls. With ``hooks``, the waygraph guidance goes in as the
+    last system message before every model call and every tool result goes
+    to waygraph with its exit code and arguments; without, this is a plain
+    tool-calling loop. The model's own words are reported as what they are,
+    claims (never evidence): an answer given while the plan is unfinished is
+    recorded as ``claim_unverified`` and, up to ``pushbacks`` times, the
     model is sent back to work with the guidance naming the steps still
     unverified. An answer that asks the user something is no claim: the run
     waits for the user (``awaits_user``), and the loop ends there. The user's
     reply carries the conversation on: pass it as ``task`` with the previous
-    result's ``messages`` as ``history``. Errors from the model server
-    propagate (``openai.OpenAIError``). Each request asks for at most
-    ``max_tokens`` (None: the server's default).
+    result's ``messages`` as ``history``. A model server that fails ends the
+    run with ``error`` set to one line saying so, and the counts of what the
+    run did kept.
     """
+    chat = (
+        client
+        if isinstance(client, ChatClient)
+        else ChatClient(
+            model=model,
+            client=client,
+            max_tokens=max_tokens,
+            tool_protocol=tool_protocol,
+            context_tokens=context_tokens,
+        )
+    )
     messages: list[dict[str, Any]] = (
         [dict(m) for m in history] if history else [{"role": "system", "content": system_prompt}]
     )
@@ -367,20 +375,21 @@ def run_agent(
         guidance = hooks.context_for_model() if hooks is not None else None
         # Guidance is per call, not history: only the current step is shown.
         extra = [{"role": "system", "content": guidance}] if guidance else []
-        limit = {} if max_tokens is None else {"max_tokens": max_tokens}
-        reply = client.chat.completions.create(
-            model=model, messages=messages + extra, tools=schemas, tool_choice=TOOL_CHOICE, **limit
-        )
+        try:
+            reply = chat.ask(messages + extra, schemas)
+        except LLMError as exc:
+            result.error = str(exc)
+            break
         result.model_calls += 1
-        if reply.usage is not None:
-            result.tokens += reply.usage.total_tokens or 0
-        message = reply.choices[0].message
-        calls = message.tool_calls or []
-        if hooks is not None and message.content and message.content.strip():
-            hooks.on_model_reply(message.content, final=not calls)
-        if not calls:
-            result.answer = message.content
-            messages.append(assistant_message(message))
+        result.tokens += reply.total_tokens
+        result.prompt_tokens += reply.prompt_tokens
+        result.completion_tokens += reply.completion_tokens
+        result.tool_protocol = reply.protocol
+        if hooks is not None and reply.content.strip():
+            hooks.on_model_reply(reply.content, final=not reply.calls)
+        messages.append(reply.message())
+        if not reply.calls:
+            result.answer = reply.content
             record = hooks.state() if hooks is not None else None
             if record is None or record.get("status") != "running":
                 break
@@ -393,33 +402,32 @@ def run_agent(
             # Done in words only: the plan is unfinished, so back to work once more.
             pushbacks -= 1
             continue
-        messages.append(assistant_message(message))
-        for call in calls:
-            output, code = call_tool(
-                call.function.name,
-                call.function.arguments,
-                workspace,
-                tools=tools,
-                timeout=command_timeout,
+        for call in reply.calls:
+            output, code = (
+                call_tool(
+                    call.name, call.arguments, workspace, tools=tools, timeout=command_timeout
+                )
+                if call.runnable
+                else (call.problem or "", None)
             )
-            result.steps.append(ToolCall(call.function.name, call.function.arguments, output, code))
+            result.steps.append(ToolCall(call.name, call.arguments, output, code))
             if code is None:
                 # A malformed call ran nothing: asked again, and never evidence (a
                 # verification it failed would cost the step an attempt for nothing).
                 again = f"{output}; nothing ran: call the tool again with valid arguments"
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": again})
                 continue
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": f"exit code {code}\n{output}"}
-            )
+            messages.append(tool_message(call, f"exit code {code}\n{output}"))
             if hooks is not None:
                 hooks.on_tool_result(
                     output,
-                    tool_name=call.function.name,
+                    tool_name=call.name,
                     exit_code=code,
                     call_id=call.id,
-                    tool_args=_parsed(call.function.arguments),
+                    tool_args=call.args,
                 )
     result.run = hooks.state() if hooks is not None else None
     result.messages = messages
+    if chat is not client:
+        chat.close()
     return result

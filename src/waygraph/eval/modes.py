@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from waygraph._extras import require
-from waygraph.chat import DEFAULT_MAX_TOKENS
+from waygraph.chat import DEFAULT_MAX_TOKENS, ChatClient
+from waygraph.errors import LLMError
 from waygraph.eval import loop
 from waygraph.eval.suite import EvalTask
 from waygraph.hooks import Hooks
@@ -50,6 +51,10 @@ class ModelSettings:
     command_timeout: float = 60.0
     #: Tokens a reply may have (None: the server's default).
     max_tokens: int | None = DEFAULT_MAX_TOKENS
+    #: How tools reach the model: ``native``, ``text`` or ``auto`` (:mod:`waygraph.chat`).
+    tool_protocol: str = "auto"
+    #: The model's context size in tokens (None: what the server says, else no limit).
+    context_tokens: int | None = None
 
 
 @dataclass
@@ -58,6 +63,8 @@ class ModeOutcome:
 
     tool_calls: int = 0
     tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     model_calls: int = 0
     verification_failures: int | None = None
     escalated: bool = False
@@ -67,6 +74,8 @@ class ModeOutcome:
     #: The mode declared the work done: the guiding plan completed, the planned
     #: run succeeded, or (no plan guiding) the model gave its final answer.
     completed: bool = False
+    #: The model server failed and the run stopped there (the counts are kept).
+    error: str | None = None
 
 
 def run_mode(
@@ -80,12 +89,16 @@ def run_mode(
     """Run ``task`` in ``workspace`` in ``mode``; model errors propagate."""
     if mode == "planned":
         return _planned(task, workspace, settings)
-    openai = require("llm", "openai", purpose="waygraph eval")
-    client = openai.OpenAI(
-        base_url=settings.base_url,
+    require("llm", "openai", purpose="waygraph eval")
+    client = ChatClient(
+        settings.base_url,
+        model=settings.model,
         api_key=settings.api_key,
         timeout=settings.timeout,
         max_retries=1,
+        max_tokens=settings.max_tokens,
+        tool_protocol=settings.tool_protocol,
+        context_tokens=settings.context_tokens,
     )
     hooks: Hooks | None = None
     session = f"eval-{task.id}-{uuid.uuid4().hex[:8]}"
@@ -103,14 +116,16 @@ def run_mode(
             hooks=hooks,
             max_steps=task.max_steps,
             command_timeout=settings.command_timeout,
-            max_tokens=settings.max_tokens,
         )
         outcome = ModeOutcome(
             tool_calls=len(result.steps),
             tokens=result.tokens,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
             model_calls=result.model_calls,
             answer=result.answer,
-            completed=result.answer is not None,
+            completed=result.answer is not None and result.error is None,
+            error=result.error,
         )
         if hooks is not None and hooks.navigator is not None:
             run = result.run or {}
@@ -187,8 +202,15 @@ def _planned(task: EvalTask, workspace: Path, settings: ModelSettings) -> ModeOu
         Tool(write_file, name="write_file", side_effects=True),
     ]
     agent = PlanningAgent(llm, tools=tools, pattern=pattern)
-    result = agent.run(task.request)
+    try:
+        result = agent.run(task.request)
+    except LLMError as exc:
+        # The tool calls made so far are kept: the run is an error, not a blank.
+        outcome.error = str(exc)
+        return outcome
     outcome.tokens = result.token_usage.total_tokens
+    outcome.prompt_tokens = result.token_usage.prompt_tokens
+    outcome.completion_tokens = result.token_usage.completion_tokens
     outcome.escalated = not result.success
     outcome.plan = "generated" if result.plan is not None else None
     outcome.plan_status = "completed" if result.success else "failed"

@@ -56,6 +56,9 @@ class Record(BaseModel):
     success: bool
     tool_calls: int = 0
     tokens: int = 0
+    #: The prompt and completion parts of ``tokens`` (0 where the server did not say).
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     wall_time: float = 0.0
     verification_failures: int | None = None
     escalated: bool = False
@@ -86,6 +89,10 @@ class EvalConfig:
     #: Tokens a model reply may have (None: the server's default).
     max_tokens: int | None = DEFAULT_MAX_TOKENS
     library: str | Path | None = None
+    #: How tools reach the model: ``native``, ``text`` or ``auto`` (:mod:`waygraph.chat`).
+    tool_protocol: str = "auto"
+    #: The model's context size in tokens (None: what the server says, else no limit).
+    context_tokens: int | None = None
 
 
 def parse_modes(text: str | None) -> tuple[str, ...]:
@@ -122,6 +129,8 @@ def _one_run(
             outcome = run_mode(mode, task, workspace, settings, library=library)
         except Exception as exc:  # one broken run is a failed run, not a crashed eval
             error = f"{type(exc).__name__}: {exc}"
+        # A run the model server broke off keeps the counts of what it did.
+        error = error or outcome.error
         verdict = task.check(workspace)
     return Record(
         task=task.id,
@@ -130,6 +139,8 @@ def _one_run(
         success=verdict.success,
         tool_calls=outcome.tool_calls,
         tokens=outcome.tokens,
+        prompt_tokens=outcome.prompt_tokens,
+        completion_tokens=outcome.completion_tokens,
         wall_time=round(time.perf_counter() - started, 3),
         verification_failures=outcome.verification_failures,
         escalated=outcome.escalated,
@@ -164,6 +175,8 @@ def run_eval(
         timeout=config.timeout,
         command_timeout=config.command_timeout,
         max_tokens=config.max_tokens,
+        tool_protocol=config.tool_protocol,
+        context_tokens=config.context_tokens,
     )
     jobs = [
         (task, mode, repeat)

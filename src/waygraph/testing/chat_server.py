@@ -56,7 +56,8 @@ class ScriptedChatServer:
     Runs ``http.server.ThreadingHTTPServer`` on ``host`` (127.0.0.1) and
     ``port`` (0: one the OS picks) in a background thread while used as a
     context manager (or between :meth:`start` and :meth:`close`). Every request body is recorded in
-    :attr:`requests`, in arrival order.
+    :attr:`requests`, in arrival order. ``context_tokens`` is the context size its
+    ``/models`` states.
 
     Example:
         >>> with ScriptedChatServer([{"tool_calls": [{"name": "add",
@@ -73,7 +74,10 @@ class ScriptedChatServer:
         host: str = "127.0.0.1",
         port: int = 0,
         loop: bool = False,
+        context_tokens: int | None = None,
     ) -> None:
+        #: The context size ``GET /models`` states (as vLLM's ``max_model_len``); None: none.
+        self.context_tokens = context_tokens
         self._replies: deque[Reply] = deque(replies)
         self._script = tuple(self._replies) if loop else ()
         self.host = host
@@ -196,6 +200,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "created": 0,
                 "owned_by": "waygraph",
             }
+            if self.scripted.context_tokens is not None:
+                model["max_model_len"] = self.scripted.context_tokens
             self._send(200, {"object": "list", "data": [model]})
         else:
             self._send(404, _error(f"no route GET {self.path}", "not_found"))
