@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from waygraph.eval.runner import Record
@@ -37,6 +37,7 @@ __all__ = [
     "summarize_modes",
     "summary_line",
     "task_rates",
+    "task_tokens",
     "wilson_interval",
 ]
 
@@ -110,10 +111,22 @@ class ModeSummary:
     errors: int
     #: Runs the mode declared done while the checker says they are not.
     false_completions: int = 0
+    #: Tokens per model call, over the runs that made calls and reported tokens
+    #: (their tokens over their calls); None when no run did (planned mode makes none).
+    mean_tokens_per_call: float | None = None
+    #: The same for the prompt part; None for results written before it was recorded.
+    mean_prompt_tokens_per_call: float | None = None
 
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
+
+
+def _per_call(runs: Sequence[Record], tokens: Callable[[Record], int]) -> float | None:
+    """``tokens`` per model call over the runs that made calls and reported such tokens."""
+    counted = [r for r in runs if r.model_calls > 0 and tokens(r) > 0]
+    calls = sum(r.model_calls for r in counted)
+    return sum(tokens(r) for r in counted) / calls if calls else None
 
 
 def summarize_modes(records: Iterable[Record]) -> list[ModeSummary]:
@@ -141,6 +154,8 @@ def summarize_modes(records: Iterable[Record]) -> list[ModeSummary]:
                 escalations=sum(r.escalated for r in runs),
                 errors=sum(r.error is not None for r in runs),
                 false_completions=sum(r.false_completion for r in runs),
+                mean_tokens_per_call=_per_call(runs, lambda r: r.tokens),
+                mean_prompt_tokens_per_call=_per_call(runs, lambda r: r.prompt_tokens),
             )
         )
     return summaries
@@ -153,6 +168,25 @@ def task_rates(records: Iterable[Record]) -> dict[str, dict[str, tuple[int, int]
         wins, runs = table.setdefault(record.task, {}).get(record.mode, (0, 0))
         table[record.task][record.mode] = (wins + record.success, runs + 1)
     return table
+
+
+def task_tokens(records: Iterable[Record]) -> dict[str, dict[str, float | None]]:
+    """``{task: {mode: mean tokens per run}}``; None where no run reported tokens.
+
+    Example:
+        >>> from waygraph.eval.runner import Record
+        >>> runs = [Record(task="t", mode="guided", repeat=n, success=True, tokens=k)
+        ...         for n, k in [(1, 300), (2, 500)]]
+        >>> task_tokens([*runs, Record(task="t", mode="planned", repeat=1, success=False)])
+        {'t': {'guided': 400.0, 'planned': None}}
+    """
+    tokens: dict[str, dict[str, list[int]]] = {}
+    for record in records:
+        tokens.setdefault(record.task, {}).setdefault(record.mode, []).append(record.tokens)
+    return {
+        task: {mode: _mean(counts) if any(counts) else None for mode, counts in by_mode.items()}
+        for task, by_mode in tokens.items()
+    }
 
 
 def mode_difference(records: Iterable[Record], a: str, b: str) -> Difference | None:

@@ -21,10 +21,16 @@ from datetime import UTC, datetime
 from rich.table import Table
 from rich.text import Text
 
-from waygraph.eval.metrics import ModeSummary, summarize_modes, summary_line, task_rates
+from waygraph.eval.metrics import (
+    ModeSummary,
+    summarize_modes,
+    summary_line,
+    task_rates,
+    task_tokens,
+)
 from waygraph.eval.runner import Record
 
-__all__ = ["render_html", "terminal_table"]
+__all__ = ["render_html", "terminal_table", "token_table"]
 
 #: Bar colours per mode (colour-blind safe: Okabe–Ito).
 COLOURS = {"baseline": "#999999", "guided": "#0072B2", "planned": "#E69F00"}
@@ -32,6 +38,11 @@ COLOURS = {"baseline": "#999999", "guided": "#0072B2", "planned": "#E69F00"}
 
 def _rate(wins: int, runs: int) -> str:
     return f"{wins}/{runs}" if runs else "-"
+
+
+def _tokens(value: float | None) -> str:
+    """A token count for the report; ``—`` where the runs did not say."""
+    return "—" if value is None else f"{value:,.0f}"
 
 
 def terminal_table(records: Sequence[Record]) -> Table:
@@ -53,6 +64,11 @@ def terminal_table(records: Sequence[Record]) -> Table:
     )
     table.add_row("mean tool calls", *(f"{s.mean_tool_calls:.1f}" for s in summaries))
     table.add_row("mean tokens", *(f"{s.mean_tokens:,.0f}" for s in summaries))
+    table.add_row("tokens / model call", *(_tokens(s.mean_tokens_per_call) for s in summaries))
+    table.add_row(
+        "prompt tokens / model call",
+        *(_tokens(s.mean_prompt_tokens_per_call) for s in summaries),
+    )
     table.add_row("mean wall time (s)", *(f"{s.mean_wall_time:.1f}" for s in summaries))
     table.add_row(
         "verification failures / run",
@@ -62,6 +78,28 @@ def terminal_table(records: Sequence[Record]) -> Table:
     table.add_row("false completions", *(str(s.false_completions) for s in summaries))
     if any(s.errors for s in summaries):
         table.add_row("errors", *(str(s.errors) for s in summaries), style="red")
+    return table
+
+
+def token_table(records: Sequence[Record]) -> Table:
+    """Mean tokens per run of each task in each mode (``—`` where no run reported tokens).
+
+    Example:
+        >>> from rich.console import Console
+        >>> runs = [Record(task="t", mode="guided", repeat=1, success=True, tokens=1200)]
+        >>> screen = Console(width=60, record=True, file=open("/dev/null", "w"))
+        >>> screen.print(token_table(runs))
+        >>> "1,200" in screen.export_text()
+        True
+    """
+    tokens = task_tokens(records)
+    modes = [s.mode for s in summarize_modes(records)]
+    table = Table(title="tokens per run", title_justify="left")
+    table.add_column("task")
+    for mode in modes:
+        table.add_column(Text(mode), justify="right")
+    for task, by_mode in tokens.items():
+        table.add_row(Text(task), *(_tokens(by_mode.get(m)) for m in modes))
     return table
 
 
@@ -174,6 +212,11 @@ def _summary_table(summaries: Sequence[ModeSummary]) -> str:
         ("95% interval", [f"{s.low:.0%} - {s.high:.0%}" for s in summaries]),
         ("mean tool calls", [f"{s.mean_tool_calls:.1f}" for s in summaries]),
         ("mean tokens", [f"{s.mean_tokens:,.0f}" for s in summaries]),
+        ("tokens / model call", [_tokens(s.mean_tokens_per_call) for s in summaries]),
+        (
+            "prompt tokens / model call",
+            [_tokens(s.mean_prompt_tokens_per_call) for s in summaries],
+        ),
         ("mean wall time (s)", [f"{s.mean_wall_time:.1f}" for s in summaries]),
         (
             "verification failures / run",
@@ -193,6 +236,17 @@ def _summary_table(summaries: Sequence[ModeSummary]) -> str:
         for name, values in rows
     )
     return f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _token_table(records: Sequence[Record], modes: Sequence[str]) -> str:
+    head = "".join(f"<th>{html.escape(m)}</th>" for m in modes)
+    body = "".join(
+        f"<tr><td>{html.escape(task)}</td>"
+        + "".join(f"<td>{_tokens(by_mode.get(m))}</td>" for m in modes)
+        + "</tr>"
+        for task, by_mode in task_tokens(records).items()
+    )
+    return f"<table><thead><tr><th>task</th>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _runs_table(records: Sequence[Record]) -> str:
@@ -250,6 +304,10 @@ def render_html(
         f"{_summary_table(summaries)}"
         "<h2>Success rate per task</h2>"
         f"{_legend(modes)}{_task_chart(records, modes)}"
+        "<h2>Tokens per run, per task</h2>"
+        '<p class="note">Mean tokens of one run (prompt and completion, every model call); '
+        "— where no run reported any.</p>"
+        f"{_token_table(records, modes)}"
         f"<h2>Every run</h2>{_runs_table(records)}"
         "</body></html>\n"
     )
