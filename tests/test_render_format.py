@@ -70,7 +70,7 @@ def test_a_graph_plan_is_shown_as_document_003_shows_it():
     assert lines[2:9] == [
         "    Action: Make the minimal code change",
         "    Tool: code_execution_tool",
-        "    Hint: Edit the file(s) with the fix",
+        "    Hint (example, adapt it): Edit the file(s) with the fix",
         "    Verify: any non-empty output",
         "    On success → test",
         "    On fail (retries left) → retry fix",

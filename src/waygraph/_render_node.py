@@ -4,6 +4,13 @@ What to do at the node (``Action``, ``Tool``, ``Hint``, ``Verify``), where each
 outcome leads (``On success → test``) and waygraph's own lines below them; a
 decision's routes and a person's choices. :func:`waygraph.render.context`
 puts the block under the plan's overview.
+
+The ``Tool:`` line names the host's tool (:mod:`waygraph.guidance_style`).
+A plan's ``tool_hint`` is an example, and the ``Hint`` line says so: small
+models copied ``tests/test_login.py`` and ``<module>`` into their commands.
+Its placeholders (``<module>``, ``{file}``, ``PATH/TO/FILE``) are named as
+what to replace, and project file paths in it (``tests/test_login.py``) are
+said to be examples.
 """
 
 from __future__ import annotations
@@ -13,29 +20,31 @@ import re
 from waygraph._render_pipeline import attractor_fail_routes, exit_status_line, settings_lines
 from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
 from waygraph.engine.choice import ordered_edges
+from waygraph.guidance_style import FULL, GuidanceStyle, HostTools
 from waygraph.model import Node, Plan
 from waygraph.people import choice_labels, human_lines, manual_check, manual_request
 from waygraph.verify import describe
 
-__all__ = ["ARROW", "attempt_text", "cached_block", "node_block", "target"]
+__all__ = ["ARROW", "attempt_text", "cached_block", "hint_line", "node_block", "target"]
 
 ARROW = " → "
 
 
-# The node block depends only on the plan, the node, its attempts and whether
-# its last verification failed, and most turns repeat one of a few states.
-_BLOCKS: dict[tuple[int, str, int, bool], tuple[Plan, tuple[str, ...]]] = {}
+# The node block depends only on the plan, the node, its attempts, whether
+# its last verification failed and the host's tools, and most turns repeat
+# one of a few states.
+_BLOCKS: dict[tuple[int, str, int, bool, HostTools | None], tuple[Plan, tuple[str, ...]]] = {}
 _MAX_BLOCKS = 4096
 
 
-def cached_block(plan: Plan, run: Run, node: Node) -> tuple[str, ...]:
+def cached_block(plan: Plan, run: Run, node: Node, style: GuidanceStyle = FULL) -> tuple[str, ...]:
     state = run.visited.get(node.id)
     failed = state is not None and state["outcome"] == "fail"
-    key = (id(plan), node.id, run.attempts(node.id), failed)
+    key = (id(plan), node.id, run.attempts(node.id), failed, style.tools)
     hit = _BLOCKS.get(key)
     if hit is not None and hit[0] is plan:  # identity: ids of dead plans get reused
         return hit[1]
-    lines = tuple("    " + line for line in node_block(plan, run, node))
+    lines = tuple("    " + line for line in node_block(plan, run, node, style))
     if len(_BLOCKS) >= _MAX_BLOCKS:
         _BLOCKS.clear()
     _BLOCKS[key] = (plan, lines)
@@ -79,7 +88,7 @@ def _first(plan: Plan, node: Node, conditions: tuple[str, ...]) -> str | None:
     return None if edge is None else target(plan, edge.to)
 
 
-def node_block(plan: Plan, run: Run, node: Node) -> list[str]:
+def node_block(plan: Plan, run: Run, node: Node, style: GuidanceStyle = FULL) -> list[str]:
     if node.type == "human":
         return human_lines(node.question, choice_labels(plan.graph, node.id))
     if node.type == "decision":
@@ -100,10 +109,11 @@ def node_block(plan: Plan, run: Run, node: Node) -> list[str]:
     lines = []
     if node.action:
         lines.append(f"Action: {node.action}")
-    if node.tool:
-        lines.append(f"Tool: {node.tool}")
+    tool = style.tool_text(node.tool) if node.tool else None
+    if tool:
+        lines.append(f"Tool: {tool}")
     if node.tool_hint:
-        lines.append(f"Hint: {node.tool_hint}")
+        lines.append(hint_line(node.tool_hint))
     lines.append(f"Verify: {describe(node.verify)}")
     lines += settings_lines(node) + exit_status_line(plan, node)
     manual = manual_check(node)
@@ -155,3 +165,49 @@ def _routes(plan: Plan, node: Node, attempts: int) -> list[str]:
         exhaust = _first(plan, node, EXHAUST_EDGES)
         lines.append(f"On fail (exhausted){ARROW}{exhaust or 'stays here (no route out)'}")
     return lines
+
+
+#: How the ``Hint`` line begins: the hint is an example, not a command to copy.
+HINT = "Hint (example, adapt it): "
+# Placeholders: <module>, {file} (not curl's %{http_code} or a shell's ${x}), PATH/TO/FILE.
+_PLACEHOLDER = re.compile(
+    r"<[A-Za-z][^<>\n]{0,40}>"
+    r"|(?<![%$])\{[A-Za-z_][\w .-]{0,30}\}"
+    r"|\b[A-Z][A-Z0-9_]*(?:/[A-Z0-9_]+)+(?:\.\w+)?"
+)
+# A project file's path: relative, with a folder and a known extension (not a
+# glob like '*.py', nor /tmp/x.txt or a name the plan itself picks).
+_FILE = re.compile(
+    r"(?<![\w*.$/-])\w[\w.-]*/[\w./-]*\.(?:py|txt|toml|cfg|ini|json|ya?ml|js|ts|md|log|sh|rs|go)\b"
+)
+_MAX_NAMED = 3
+
+
+def hint_line(hint: str) -> str:
+    """The ``Hint`` line: the hint as an example, its placeholders and file paths marked.
+
+    Example:
+        >>> hint_line("python -c 'import <module>'")
+        "Hint (example, adapt it): python -c 'import <module>' — replace <module> with yours"
+        >>> hint_line("python -m pytest -q tests/test_login.py")[-43:]
+        'tests/test_login.py is only an example name'
+    """
+    hint = " ".join(hint.split())
+    notes = []
+    placeholders = _distinct(_PLACEHOLDER.findall(hint))
+    if placeholders:
+        notes.append(f"replace {_listed(placeholders)} with yours")
+    files = _distinct(_FILE.findall(_PLACEHOLDER.sub(" ", hint)))
+    if files:
+        names = "an example name" if len(files) == 1 else "example names"
+        notes.append(f"{_listed(files)} {'is' if len(files) == 1 else 'are'} only {names}")
+    return HINT + hint + (" — " + "; ".join(notes) if notes else "")
+
+
+def _distinct(found: list[str]) -> list[str]:
+    return list(dict.fromkeys(found))
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:_MAX_NAMED])
+    return shown + (", …" if len(names) > _MAX_NAMED else "")

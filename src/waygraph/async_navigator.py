@@ -22,7 +22,8 @@ class AsyncNavigator:
     """A :class:`~waygraph.navigator.Navigator` whose calls are coroutines.
 
     It runs the same core in a worker thread (``asyncio.to_thread``), so there
-    is one implementation, not two; ``sync`` is that Navigator.
+    is one implementation, not two; ``sync`` is that Navigator. It takes the
+    Navigator's arguments, ``tools=`` and ``guidance=`` among them.
 
     Example:
         >>> import asyncio

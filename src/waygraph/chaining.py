@@ -63,6 +63,6 @@ def start_next_plan(
     text = (
         f"Plan {plan.title!r} {run.status}{done}. Its exit starts the next plan, "
         f"{nxt.title!r}, in this session.\n\n"
-        + render.context(nxt, new_run, max_tokens=nav.max_tokens)
+        + render.context(nxt, new_run, max_tokens=nav.max_tokens, style=nav.style)
     )
     return Guidance(text=text, events=[Event(e) for e in (*events, *new_events)], run=new_record)

@@ -24,6 +24,7 @@ from typing import Any, Self, TypeVar
 
 from waygraph import engine, render
 from waygraph.errors import WaygraphError
+from waygraph.guidance_style import FULL, GuidanceStyle
 from waygraph.library import Library, load_library
 from waygraph.live_library import LiveLibrary
 from waygraph.match import Matcher
@@ -52,6 +53,9 @@ class GuidedSessions:
     the guidance text. ``conflict_timeout``: seconds a write keeps retrying
     while other writers of the same session commit first.
     """
+
+    #: How guidance is worded (the Navigator's ``tools=`` and ``guidance=``).
+    style: GuidanceStyle = FULL
 
     def __init__(
         self,
@@ -206,7 +210,7 @@ class GuidedSessions:
             writes.append(run_write(run, plan, 0, events, new=True))
             self._cached(run, self.store.commit_all(writes)[-1])
             return Guidance(
-                text=render.context(plan, run, max_tokens=self.max_tokens),
+                text=render.context(plan, run, max_tokens=self.max_tokens, style=self.style),
                 events=[Event(e) for e in events],
                 run=dict(writes[-1].record),
             )
@@ -249,7 +253,7 @@ class GuidedSessions:
         plan = self._plan_of(run)
         if run.status != "running":
             return render.finished_message(plan, run)
-        return render.context(plan, run, max_tokens=self.max_tokens)
+        return render.context(plan, run, max_tokens=self.max_tokens, style=self.style)
 
     def summary(self, session_id: str) -> str | None:
         """A one-paragraph progress summary for resuming after an interruption."""
@@ -310,7 +314,7 @@ class GuidedSessions:
                 )
             self._commit(run, plan, stored.version, events, new=False)
             return Guidance(
-                text=render.context(plan, run, max_tokens=self.max_tokens),
+                text=render.context(plan, run, max_tokens=self.max_tokens, style=self.style),
                 events=[Event(e) for e in events],
                 run=engine.to_record(plan, run),
             )

@@ -43,7 +43,8 @@ import logging
 import os
 from typing import Any
 
-from waygraph.errors import WaygraphError
+from waygraph.errors import ConfigError, WaygraphError
+from waygraph.guidance_style import GuidanceStyle, ToolsSpec
 from waygraph.navigator import Guidance, Navigator
 
 __all__ = ["Hooks", "open_navigator"]
@@ -60,19 +61,35 @@ def open_navigator(
     *,
     strict: bool,
     logger: logging.Logger = log,
+    tools: ToolsSpec = None,
+    guidance: str = "full",
 ) -> Navigator | None:
     """A Navigator for an agent's hooks, or None (with one warning line) when it cannot open.
 
     Every adapter builds its Navigator here: a library or store that does not
     load leaves the agent running without guidance, unless ``strict``, when
-    the error is raised.
+    the error is raised. ``tools`` and ``guidance`` are the Navigator's (the
+    host's tool names, the guidance style); a bad value of either always
+    raises :class:`~waygraph.errors.ConfigError`: it is the caller's mistake,
+    not a library that failed to load.
 
     Example:
         >>> open_navigator(None, "nosuch://x", None, strict=False) is None
         True
+        >>> nav = open_navigator(None, "memory://", None, strict=False, guidance="compact")
+        >>> nav.style.compact
+        True
     """
+    GuidanceStyle.of(guidance, tools)
     try:
-        return Navigator(library, store=store, workspace=workspace, strict=strict)
+        return Navigator(
+            library,
+            store=store,
+            workspace=workspace,
+            strict=strict,
+            tools=tools,
+            guidance=guidance,
+        )
     except WaygraphError as exc:
         if strict:
             raise
@@ -85,11 +102,18 @@ class Hooks:
 
     Give a ``navigator`` to share one (and its store connection) between
     conversations, or the Navigator's own arguments (``library``, ``store``,
-    ``workspace``) to have one built. ``session_id`` names the conversation
-    in the store, so a restarted process picks up where it left off.
+    ``workspace``, ``tools``, ``guidance``) to have one built. ``tools``: your
+    loop's tool names, so the guidance names them and never one your loop
+    lacks (a mapping from the plan's tool names to yours, or a list of
+    yours); ``guidance``: ``"full"`` or ``"compact"`` (the current step, its
+    check and what failed last, for small contexts). With a shared
+    ``navigator`` they are the Navigator's to set, and passing them here
+    raises :class:`~waygraph.errors.ConfigError`. ``session_id`` names the
+    conversation in the store, so a restarted process picks up where it
+    left off.
 
     Example:
-        >>> hooks = Hooks("s", store="memory://")
+        >>> hooks = Hooks("s", store="memory://", tools=["run_command", "write_file"])
         >>> hooks.active
         False
     """
@@ -103,6 +127,8 @@ class Hooks:
         store: Any = None,
         workspace: str | os.PathLike[str] | None = None,
         strict: bool = False,
+        tools: ToolsSpec = None,
+        guidance: str = "full",
     ) -> None:
         self.session_id = session_id
         self.strict = strict
@@ -110,7 +136,20 @@ class Hooks:
         self._ended_text: str | None = None
         self.navigator: Navigator | None = navigator
         if navigator is None:
-            self.navigator = open_navigator(library, store, workspace, strict=strict, logger=log)
+            self.navigator = open_navigator(
+                library,
+                store,
+                workspace,
+                strict=strict,
+                logger=log,
+                tools=tools,
+                guidance=guidance,
+            )
+        elif tools is not None or guidance != "full":
+            raise ConfigError(
+                "tools= and guidance= belong to the shared navigator: pass them to "
+                "Navigator(...), not to Hooks(navigator=...)"
+            )
 
     @property
     def active(self) -> bool:

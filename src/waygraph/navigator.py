@@ -29,6 +29,7 @@ from waygraph import engine, gates, questions, render, tracing
 from waygraph.chaining import start_next_plan
 from waygraph.errors import NotWaitingError, WaygraphError
 from waygraph.evidence import command_of
+from waygraph.guidance_style import GuidanceStyle, ToolsSpec
 from waygraph.guided_sessions import CACHE_SESSIONS, GuidedSessions
 from waygraph.library import Library
 from waygraph.model import Plan
@@ -82,6 +83,20 @@ class Navigator(GuidedSessions):
     backoff) while other writers of the same session commit first; after it
     the turn raises :class:`Conflict` (strict) or returns a Guidance whose
     ``error`` says the observation was not applied.
+    ``tools``: the host's tool names, so the guidance names the host's tool
+    and never one the host lacks: a mapping from the plan's tool names to the
+    host's (``{"code_execution_tool": "run_command"}``) or a list of the
+    host's names (:mod:`waygraph.guidance_style`; default: the plan's names).
+    ``guidance``: ``"full"`` (the workflow view, the default) or
+    ``"compact"`` (the current step, its check and what failed last, within
+    120 tokens, for small contexts). A bad value of either raises
+    :class:`~waygraph.errors.ConfigError`.
+
+    Example:
+        >>> nav = Navigator(store="memory://", tools={"code_execution_tool": "run_command"})
+        >>> text = nav.start("s", "bugfix_workflow").text
+        >>> "Tool: run_command" in text, "code_execution_tool" in text
+        (True, False)
     """
 
     def __init__(
@@ -96,7 +111,11 @@ class Navigator(GuidedSessions):
         allow_commands: bool = False,
         tools_run_elsewhere: bool = False,
         conflict_timeout: float = CONFLICT_TIMEOUT,
+        tools: ToolsSpec = None,
+        guidance: str = "full",
     ) -> None:
+        # Checked first: a bad value must leave no store open.
+        style = GuidanceStyle.of(guidance, tools)
         super().__init__(
             library,
             store,
@@ -104,6 +123,7 @@ class Navigator(GuidedSessions):
             max_tokens=max_tokens,
             conflict_timeout=conflict_timeout,
         )
+        self.style = style
         self.workspace = Path(workspace) if workspace is not None else None
         self.allow_commands = allow_commands
         self._verify_context = VerifyContext(
@@ -275,7 +295,7 @@ class Navigator(GuidedSessions):
             if plan is None or run is None or (not events and run.status != "running"):
                 return Guidance(run=None if run is None else engine.to_record(plan, run))
             return Guidance(
-                text=render.context(plan, run, max_tokens=self.max_tokens),
+                text=render.context(plan, run, max_tokens=self.max_tokens, style=self.style),
                 events=[Event(e) for e in events],
                 run=record if record is not None else engine.to_record(plan, run),
                 error=_refusal(events),
@@ -328,7 +348,7 @@ class Navigator(GuidedSessions):
                 run, events = self._hear(plan, run, run.turn + 1, text, by)
                 record = self._commit(run, plan, version, events, new=False)
                 return Guidance(
-                    text=render.context(plan, run, max_tokens=self.max_tokens),
+                    text=render.context(plan, run, max_tokens=self.max_tokens, style=self.style),
                     events=[Event(e) for e in events],
                     run=record,
                     error=_refusal(events),

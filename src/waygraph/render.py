@@ -35,10 +35,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from waygraph._render_compact import compact_context
+from waygraph._render_compact import fit as _fit
 from waygraph._render_node import ARROW, attempt_text, cached_block
 from waygraph._render_node import target as _target  # noqa: F401  (kept importable here)
 from waygraph._render_pipeline import context_lines
 from waygraph.engine import Run
+from waygraph.guidance_style import COMPACT_TOKENS, FULL, GuidanceStyle
 from waygraph.model import Node, Plan
 from waygraph.people import asks_person, choice_labels, choices_text
 from waygraph.verify import describe
@@ -72,20 +75,28 @@ FAILURE_CONDITIONS = {"on_fail", "on_retry", "on_exhaust"}
 SUCCESS_CONDITIONS = {"on_success"}
 
 
-def context(plan: Plan, run: Run, *, max_tokens: int | None = None) -> str:
+def context(
+    plan: Plan, run: Run, *, max_tokens: int | None = None, style: GuidanceStyle = FULL
+) -> str:
     """The guidance text for ``run``'s current state.
 
     ``max_tokens`` (about four characters each) drops the oldest path entries
     (for linear plans: the steps farthest from the current one) first, then
     shortens waygraph's own closing line; the current node's lines are never
-    dropped.
+    dropped. ``style`` (:class:`~waygraph.guidance_style.GuidanceStyle`) names
+    the host's tools instead of the plan's, and its compact style gives only
+    the current step, its check and what failed last (at most 120 tokens).
     """
     if run.status != "running":
-        return finished_message(plan, run)
+        done = finished_message(plan, run)
+        return _fit(done.splitlines(), COMPACT_TOKENS * 4) if style.compact else done
     node = plan.graph.nodes.get(run.current_node or "")
     if node is None:
         return f"{HEADER} Plan {plan.title!r} is at an unknown node {run.current_node!r}."
-    details = cached_block(plan, run, node) + tuple(
+    if style.compact:
+        notice = _notice_text(plan, node, run.notice) if run.notice else ""
+        return compact_context(plan, run, node, style, notice=notice, max_tokens=max_tokens)
+    details = cached_block(plan, run, node, style) + tuple(
         "    " + line for line in evidence_lines(plan, run, node)
     )
     if plan.linear:

@@ -118,7 +118,7 @@ def test_1_linear_backward_compatibility(nav: Navigator):
         "  Step 1/1: Check current branch status << CURRENT",
         "    Action: Run git status and git branch to confirm clean state",
         "    Tool: code_execution_tool",
-        "    Hint: git status && git branch",
+        "    Hint (example, adapt it): git status && git branch",
         "    Verify: output must contain 'On branch'",
     ]
     assert "Execute Step 1 now. Do not skip ahead. Verify before proceeding." in lines
@@ -149,7 +149,7 @@ def test_2_graph_activation(nav: Navigator, tmp_path: Path):
         "    Action: Run the failing code/command to confirm the bug exists and capture "
         "error output",
         "    Tool: code_execution_tool",
-        "    Hint: Run the command or script that triggers the bug",
+        "    Hint (example, adapt it): Run the command or script that triggers the bug",
         "    Verify: any non-empty output",
         "    On success → isolate",
         "    On fail (exhausted) → gather_context",
@@ -383,7 +383,7 @@ def test_context_injection_format_is_the_documents_example(nav: Navigator):
         "  reproduce [DONE] → isolate [DONE] → fix << CURRENT (attempt 2/3)",
         "    Action: Make the minimal code change to fix the identified root cause",
         "    Tool: code_execution_tool",
-        "    Hint: Edit the file(s) with the fix",
+        "    Hint (example, adapt it): Edit the file(s) with the fix",
         "    Verify: any non-empty output",
         "    On success → test",
         "    On fail (retries left) → retry fix",

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from waygraph._extras import require
 from waygraph.errors import IntegrationVersionError
+from waygraph.guidance_style import ToolsSpec
 from waygraph.hooks import Hooks, open_navigator
 from waygraph.integrations._framework import require_framework
 from waygraph.navigator import Navigator
@@ -112,16 +113,17 @@ class LangGraphHooks:
     """waygraph for every thread of a LangGraph agent: the tool node, the prompt, the reply.
 
     Give a ``navigator`` to share one, or the Navigator's own arguments
-    (``library``, ``store``, ``workspace``). ``session_id`` names the
-    conversation when a run's config has no ``thread_id``. ``exit_code_of``
-    reads a tool's exit code from its ``ToolMessage`` (default: the
-    ``artifact`` when it is an int or has an ``exit_code`` key; 1 for a
-    message whose status is ``"error"``; else unknown). ``guidance_at``:
-    ``"end"`` adds the guidance as the last system message (the model reads
-    it last); ``"start"`` puts it into the leading system message instead,
-    for providers that take system text only first. Nothing raises into
-    the agent unless ``strict``; a langgraph without the hook points raises
-    :class:`~waygraph.errors.IntegrationVersionError` here.
+    (``library``, ``store``, ``workspace``, ``tools``: the agent's tool names,
+    ``guidance``: ``"full"`` or ``"compact"``; see :class:`Navigator`).
+    ``session_id`` names the conversation when a run's config has no
+    ``thread_id``. ``exit_code_of`` reads a tool's exit code from its
+    ``ToolMessage`` (default: the ``artifact`` when it is an int or has an
+    ``exit_code`` key; 1 for a message whose status is ``"error"``; else
+    unknown). ``guidance_at``: ``"end"`` adds the guidance as the last system
+    message (the model reads it last); ``"start"`` puts it into the leading
+    system message instead, for providers that take system text only first.
+    Nothing raises into the agent unless ``strict``; a langgraph without the
+    hook points raises :class:`~waygraph.errors.IntegrationVersionError` here.
 
     Example:
         >>> lg = LangGraphHooks(store="memory://")
@@ -140,6 +142,8 @@ class LangGraphHooks:
         strict: bool = False,
         exit_code_of: Callable[[ToolMessage], int | None] | None = None,
         guidance_at: Literal["end", "start"] = "end",
+        tools: ToolsSpec = None,
+        guidance: str = "full",
     ) -> None:
         check_langgraph()
         if guidance_at not in ("end", "start"):
@@ -150,7 +154,9 @@ class LangGraphHooks:
         self.exit_code_of = exit_code_of or default_exit_code
         self.navigator = navigator
         if navigator is None:
-            self.navigator = open_navigator(library, store, workspace, strict=strict, logger=log)
+            self.navigator = open_navigator(
+                library, store, workspace, strict=strict, logger=log, tools=tools, guidance=guidance
+            )
         self._lock = threading.Lock()
         self._hooks: OrderedDict[str, Hooks] = OrderedDict()
         # session -> id of the last user message reported, so a model call

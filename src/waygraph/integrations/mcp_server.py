@@ -62,6 +62,7 @@ from urllib.parse import quote, unquote
 
 from waygraph._extras import require
 from waygraph.errors import ConfigError, WaygraphError
+from waygraph.guidance_style import ToolsSpec
 from waygraph.integrations.mcp_people import Settled, ask_user, settle, waiting_for
 from waygraph.navigator import Navigator
 
@@ -211,12 +212,16 @@ def build_server(
     navigator: Navigator | None = None,
     allow_commands: bool = False,
     workspace: str | os.PathLike[str] | None = None,
+    tools: ToolsSpec = None,
+    guidance: str = "full",
 ) -> Any:
     """An ``mcp`` server (``MCPServer``; ``FastMCP`` before mcp 2) for ``navigator``.
 
     Without ``navigator``, one is built from ``library`` and ``store``;
     ``workspace`` is the folder relative ``file_exists`` paths and command
-    gates resolve against (default: the server's working folder).
+    gates resolve against (default: the server's working folder); ``tools``
+    (the client's tool names) and ``guidance`` (``"full"`` or ``"compact"``)
+    word the guidance as :class:`~waygraph.Navigator` does.
 
     Raises a :class:`~waygraph.errors.WaygraphError` when the library or the
     store does not load.
@@ -231,6 +236,8 @@ def build_server(
             strict=True,
             allow_commands=allow_commands,
             workspace=workspace,
+            tools=tools,
+            guidance=guidance,
         )
     )
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from waygraph._extras import require
 from waygraph.errors import WaygraphError
+from waygraph.guidance_style import ToolsSpec
 from waygraph.hooks import Hooks, open_navigator
 from waygraph.integrations._framework import require_framework
 from waygraph.navigator import Navigator
@@ -110,6 +111,8 @@ def waygraph_capability(
     navigator: Navigator | None = None,
     exit_code: ExitCodeOf = exit_code_of,
     strict: bool = False,
+    tools: ToolsSpec = None,
+    guidance: str = "full",
 ) -> AbstractCapability[Any]:
     """A Pydantic AI capability that guides the agent's runs through waygraph plans.
 
@@ -119,8 +122,10 @@ def waygraph_capability(
     ``conversation_id=`` to ``run``, or the previous run's messages as
     ``message_history``, and the plan carries on. ``navigator`` shares one
     Navigator (and its store); otherwise one is built from ``library``,
-    ``store`` and ``workspace``. ``exit_code`` reads a tool result's exit code
-    (default :func:`exit_code_of`).
+    ``store`` and ``workspace``, with ``tools`` (the agent's tool names, a
+    list or a mapping from the plan's names; see :class:`~waygraph.Navigator`)
+    and ``guidance`` (``"full"`` or ``"compact"``). ``exit_code`` reads a
+    tool result's exit code (default :func:`exit_code_of`).
 
     Checks the installed Pydantic AI first
     (:class:`~waygraph.errors.IntegrationVersionError` when its version or a
@@ -138,7 +143,9 @@ def waygraph_capability(
     )
     cls = _capability_class()
     if navigator is None:
-        navigator = open_navigator(library, store, workspace, strict=strict, logger=log)
+        navigator = open_navigator(
+            library, store, workspace, strict=strict, logger=log, tools=tools, guidance=guidance
+        )
     return cls(navigator=navigator, session=session, exit_code=exit_code, strict=strict)
 
 
