@@ -103,7 +103,8 @@ def test_a_malformed_tool_call_is_asked_again_and_is_never_evidence(tmp_path: Pa
 
 
 def test_the_demo_refuses_calls_that_cannot_run(tmp_path: Path):
-    from waygraph.demo import Workspace, _call_tool
+    from waygraph._demo_model import _call_tool
+    from waygraph.demo import Workspace
 
     ws = Workspace(tmp_path)
     for name, arguments in [

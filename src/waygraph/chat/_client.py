@@ -162,7 +162,7 @@ class ChatClient:
                 ):
                     self._endpoint.text_tools = True  # the server takes no tools: text
                     continue
-                raise server_error(self.base_url, exc) from None
+                raise server_error(self.base_url, exc) from exc
             return self._read(response, schemas, protocol)
 
     def close(self) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from waygraph import landlock
-from waygraph.chat import DEFAULT_MAX_TOKENS, TOOL_CHOICE, assistant_message
+from waygraph.chat import DEFAULT_MAX_TOKENS, ChatClient, tool_message
 from waygraph.eval.loop import inside, run_shell, write_file
 from waygraph.pipelines.outcome import Outcome
 from waygraph.safe_files import read_regular_file
@@ -95,9 +95,12 @@ class AgentBackend:
     ``command_timeout`` bounds each command; a node's ``timeout`` bounds its
     whole stage (model calls and commands; past it the stage FAILs; ``clock``
     is injectable for tests). Where the kernel cannot confine
-    commands the ``shell`` tool refuses them unless ``unconfined``. Model
-    server errors propagate, so the runner retries transient ones (§3.6).
-    ``client`` replaces the ``openai.OpenAI`` client (tests).
+    commands the ``shell`` tool refuses them unless ``unconfined``. Requests
+    go through :class:`~waygraph.chat.ChatClient` with ``max_tokens``,
+    ``tool_protocol`` and ``context_tokens``. Model server errors propagate
+    (:class:`~waygraph.errors.LLMError`, caused by the server's error), so
+    the runner retries transient ones (§3.6). ``client`` replaces the
+    ``openai.OpenAI`` client (tests).
     """
 
     def __init__(
@@ -113,8 +116,14 @@ class AgentBackend:
         system_prompt: str = AGENT_SYSTEM_PROMPT,
         client: Any = None,
         clock: Callable[[], float] = time.monotonic,
+        max_tokens: int | None = DEFAULT_MAX_TOKENS,
+        tool_protocol: str = "auto",
+        context_tokens: int | None = None,
     ) -> None:
         self.model = model
+        self.max_tokens = max_tokens
+        self.tool_protocol = tool_protocol
+        self.context_tokens = context_tokens
         self._clock = clock
         self.workspace = workspace
         self.max_steps = max_steps
@@ -144,10 +153,16 @@ class AgentBackend:
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": prompt},
         ]
-        client = self._openai()
+        chat = ChatClient(
+            model=model,
+            client=self._openai(),
+            max_tokens=self.max_tokens,
+            tool_protocol=self.tool_protocol,
+            context_tokens=self.context_tokens,
+        )
         deadline = self._clock() + node.timeout if node.timeout else None
         for _ in range(self.max_steps):
-            limit: dict[str, float] = {}
+            left: float | None = None
             if deadline is not None:
                 left = deadline - self._clock()
                 if left <= 0:
@@ -155,24 +170,14 @@ class AgentBackend:
                         status="fail",
                         failure_reason=f"the stage ran past its timeout of {node.timeout:g}s",
                     )
-                limit["timeout"] = left
-            reply = client.chat.completions.create(
-                model=model,
-                messages=messages,
-                tools=list(AGENT_TOOLS),
-                tool_choice=TOOL_CHOICE,
-                max_tokens=DEFAULT_MAX_TOKENS,
-                **limit,
-            )
-            message = reply.choices[0].message
-            calls = message.tool_calls or []
-            if not calls:
-                return message.content or ""
-            messages.append(assistant_message(message))
-            seconds = min(self.command_timeout, limit.get("timeout", self.command_timeout))
-            for call in calls:
-                output = self._call(call.function.name, call.function.arguments, seconds)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+            reply = chat.ask(messages, AGENT_TOOLS, timeout=left)
+            if not reply.calls:
+                return reply.content
+            messages.append(reply.message())
+            seconds = min(self.command_timeout, left if left is not None else self.command_timeout)
+            for call in reply.calls:
+                output = self._call(call.name, call.arguments, seconds) if call.runnable else ""
+                messages.append(tool_message(call, output))
         return Outcome(
             status="fail",
             failure_reason=f"the agent did not finish in {self.max_steps} model calls",
