@@ -103,7 +103,13 @@ def run_mode(
     hooks: Hooks | None = None
     session = f"eval-{task.id}-{uuid.uuid4().hex[:8]}"
     if mode == "guided":
-        navigator = Navigator(library, store="memory://", workspace=workspace, strict=True)
+        navigator = Navigator(
+            library,
+            store="memory://",
+            workspace=workspace,
+            strict=True,
+            tools={"code_execution_tool": "shell", "write_file": "write_file"},
+        )
         hooks = Hooks(session, navigator=navigator, strict=True)
     elif mode != "baseline":
         raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
