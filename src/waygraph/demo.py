@@ -18,17 +18,14 @@ answers for the user, and says so.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
 import tempfile
-import textwrap
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel
@@ -37,13 +34,10 @@ from rich.text import Text
 
 from waygraph import runner
 from waygraph._extras import require
-from waygraph.chat import DEFAULT_MAX_TOKENS, TOOL_CHOICE, assistant_message
+from waygraph.chat import DEFAULT_MAX_TOKENS
 from waygraph.cli.app import plain
 from waygraph.navigator import Guidance, Navigator
 from waygraph.safe_files import read_regular_file
-
-if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
 __all__ = ["DemoResult", "Workspace", "make_project", "run_demo"]
 
@@ -247,15 +241,27 @@ def run_demo(
     console: Console | None = None,
     workspace: Path | None = None,
     max_turns: int = 40,
+    preflight: bool = True,
+    tool_protocol: str = "auto",
+    context_tokens: int | None = None,
+    max_tokens: int | None = DEFAULT_MAX_TOKENS,
 ) -> DemoResult:
-    """Run the demo and return what happened (also printed with rich)."""
+    """Run the demo and return what happened (also printed with rich).
+
+    With ``llm_url`` a real model does the work (``model`` names it); its
+    requests go through :class:`~waygraph.chat.ChatClient` with
+    ``tool_protocol``, ``context_tokens`` and ``max_tokens``, and ``preflight``
+    first checks that the server answers. ``max_turns`` bounds the tool calls.
+    """
     console = console or Console()
     if llm_url:
         from waygraph.cli._preflight import check_endpoint
 
-        # Before the session is written: one line when --llm cannot be used.
+        # Before the session is written: one line when --llm cannot be used
+        # (without ``preflight``, only a URL that is no http(s) URL).
         require("llm", "openai", purpose="waygraph demo --llm")
-        check_endpoint(llm_url, api_key=os.environ.get("OPENAI_API_KEY"))
+        key = os.environ.get("OPENAI_API_KEY")
+        check_endpoint(llm_url, api_key=key, timeout=None if preflight else 0)
     root = workspace or Path(tempfile.mkdtemp(prefix="waygraph-demo-"))
     make_project(root)
     ws = Workspace(root)
@@ -277,7 +283,10 @@ def run_demo(
         guidance = nav.start(session_id, PLAN_ID)
     _show_activation(console, guidance)
     if llm_url:
-        turns = _llm_loop(console, nav, ws, session_id, guidance, llm_url, model, max_turns)
+        from waygraph._demo_model import DemoModel, llm_loop
+
+        llm = DemoModel(llm_url, model, tool_protocol, context_tokens, max_tokens)
+        turns = llm_loop(console, nav, ws, session_id, guidance, llm, max_turns)
     else:
         agent = ScriptedAgent(ws, always_wrong=break_fixes)
         turns = _scripted_loop(console, nav, session_id, guidance, agent, max_turns)
@@ -409,165 +418,3 @@ def _show_summary(console: Console, result: DemoResult) -> None:
             markup=False,
             highlight=False,
         )
-
-
-# ---------------------------------------------------------------- a real model
-
-SYSTEM_PROMPT = textwrap.dedent(
-    """\
-    You are a careful software engineer working in a small project folder.
-    Use exactly one tool call per reply. Follow the [waygraph] guidance: it says which
-    step you are on and how your result will be verified. Do not skip steps.
-    """
-)
-
-#: What the demo tells a model that answered without a tool call.
-CONTINUE = "Continue with one tool call."
-#: What the demo answers, for the user, when the model asks the user something.
-DEMO_ANSWER = (
-    "Nobody is here to answer in this demo: decide as you think best and continue "
-    "with one tool call."
-)
-
-TOOLS: list[ChatCompletionToolParam] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "run_command",
-            "description": "Run a shell command in the project folder and return its output.",
-            "parameters": {
-                "type": "object",
-                "properties": {"command": {"type": "string"}},
-                "required": ["command"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "write_file",
-            "description": "Replace the whole content of a file in the project folder.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-                "required": ["path", "content"],
-            },
-        },
-    },
-]
-
-
-def _llm_loop(
-    console: Console,
-    nav: Navigator,
-    ws: Workspace,
-    session_id: str,
-    guidance: Guidance,
-    url: str,
-    model: str | None,
-    max_turns: int,
-) -> int:
-    openai = require("llm", "openai", purpose="waygraph demo --llm")
-    client = openai.OpenAI(base_url=url, api_key=os.environ.get("OPENAI_API_KEY", "none"))
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": USER_REQUEST},
-    ]
-    turns = 0
-    # Replies without a tool call are bounded too: a model that only talks must not
-    # keep the demo going for ever.
-    said = 0
-    while guidance.active and turns < max_turns and said < max_turns:
-        context = [{"role": "system", "content": guidance.text}] if guidance.text else []
-        try:
-            reply = client.chat.completions.create(
-                model=model or "default",
-                # Plain dicts in the API's message shape (some are the model's own, dumped).
-                messages=cast("list[ChatCompletionMessageParam]", messages + context),
-                tools=TOOLS,
-                tool_choice=TOOL_CHOICE,
-                max_tokens=DEFAULT_MAX_TOKENS,
-                timeout=120,
-            )
-        except openai.APIConnectionError:
-            console.print(
-                f"[red]No model endpoint reachable at {plain(url)}.[/] Is the server running?"
-            )
-            return turns
-        except openai.APIError as exc:
-            console.print(f"[red]The model endpoint answered with an error:[/] {plain(exc)}")
-            return turns
-        message = reply.choices[0].message
-        messages.append(assistant_message(message))
-        if not message.tool_calls:
-            said += 1
-            console.print(Panel(Text(message.content or ""), title="model", border_style="blue"))
-            # What the model says is a claim, never evidence: recorded, not judged.
-            # A reply that asks the user something is a question: the run waits for the user.
-            guidance = nav.turn(
-                session_id, tool_output=message.content or "", source="model", final=True
-            )
-            answer = CONTINUE
-            if guidance.run is not None and guidance.run.get("awaiting") == "user":
-                # Nobody sits at the demo to answer: it answers for the user, and
-                # says so; that answer is the user's message, so the run goes on.
-                answer = DEMO_ANSWER
-                console.print(Panel(Text(answer), title="user (the demo)", border_style="blue"))
-                guidance = nav.turn(session_id, user_message=answer)
-            messages.append({"role": "user", "content": answer})
-            continue
-        for call in message.tool_calls[:1]:
-            turns += 1
-            assert call.type == "function"  # the only kind of tool offered
-            node = guidance.run["current_node"]  # type: ignore[index]
-            attempt = guidance.run["attempts"]  # type: ignore[index]
-            shown, args, result = _call_tool(ws, call.function.name, call.function.arguments)
-            if args is None:
-                # A malformed call ran nothing: the model is asked again, and it is no
-                # evidence (a verification it failed would cost an attempt for nothing).
-                again = f"{result.output}; nothing ran: call the tool again with valid arguments"
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": again})
-                console.print(Panel(Text(again), title="tool call refused", border_style="yellow"))
-                continue
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result.output})
-            guidance = nav.turn(
-                session_id,
-                tool_output=result.output,
-                tool_name=call.function.name,
-                exit_code=result.exit_code,
-                observation_id=call.id,
-                # The call's own arguments: a write names no command, so a check
-                # bound to one (command_matches) never takes it for a test run.
-                tool_args=args,
-            )
-            _show_turn(console, turns, node, attempt, shown, result, guidance)
-    return turns
-
-
-def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, Any, ToolResult]:
-    """Run a model's tool call: how it is shown, its arguments, its result. Never raises.
-
-    A call that cannot run (arguments that are not a JSON object, an unknown
-    tool, an empty command) comes back with None arguments: nothing ran.
-    """
-    try:
-        args = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        # Nothing ran: no arguments go along, so no command is taken from the text.
-        return f"{name}(?)", None, ToolResult(f"arguments are not JSON: {arguments[:200]}", 2)
-    if not isinstance(args, dict):
-        return f"{name}(?)", None, ToolResult("arguments must be a JSON object", 2)
-    if name == "run_command" and not str(args.get("command") or "").strip():
-        return f"{name}(?)", None, ToolResult('bad arguments: expected {"command": "..."}', 2)
-    handlers: dict[str, Callable[[], tuple[str, ToolResult]]] = {
-        "run_command": lambda: (str(args.get("command")), ws.run(str(args.get("command", "")))),
-        "write_file": lambda: (
-            f"write {args.get('path')}",
-            ws.write(str(args.get("path", "")), str(args.get("content", ""))),
-        ),
-    }
-    handler = handlers.get(name)
-    if handler is None:
-        return name, None, ToolResult(f"unknown tool {name!r}; use run_command or write_file", 2)
-    shown, result = handler()
-    return shown, args, result
