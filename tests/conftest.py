@@ -160,3 +160,14 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         pass
     with _flocked(room, fcntl.LOCK_SH):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _forget_model_servers() -> Iterator[None]:
+    """What a model server refused is remembered per URL (waygraph.chat); a port the
+    OS hands out again must not carry one test's scripted server into the next."""
+    from waygraph.chat import forget_endpoints
+
+    forget_endpoints()
+    yield
+    forget_endpoints()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from waygraph.chat import ChatClient, forget_endpoints, tool_message
+from waygraph.chat import ChatClient, tool_message
 from waygraph.errors import ConfigError, LLMError
 from waygraph.testing import ScriptedChatServer
 
@@ -24,15 +24,6 @@ SHELL = {
     },
 }
 TASK = [{"role": "system", "content": "be careful"}, {"role": "user", "content": "list files"}]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_endpoints():
-    # Learned facts are per base URL; each test's server has its own port, but a
-    # port can be reused within a run.
-    forget_endpoints()
-    yield
-    forget_endpoints()
 
 
 def _ask(server: ScriptedChatServer, messages=TASK, tools=(SHELL,), **options: Any):
@@ -236,3 +227,27 @@ def test_bad_settings_are_refused_with_the_allowed_values():
         ChatClient(model="m", tool_protocol="json")
     with pytest.raises(ConfigError, match="context_tokens"):
         ChatClient(model="m", context_tokens=0)
+
+
+def test_a_refused_response_format_is_remembered_for_the_endpoint_by_every_client():
+    import asyncio
+
+    from waygraph.planning import OpenAILLM
+
+    def policy(request: dict[str, Any]) -> Any:
+        kind = (request.get("response_format") or {}).get("type")
+        if kind == "json_schema":
+            return {"status": 500, "error": "Input should be 'text' or 'json_object'"}
+        return '{"ok": true}'
+
+    async def ask(url: str) -> str:
+        async with OpenAILLM("m", base_url=url, max_retries=0) as llm:
+            reply = await llm.complete([{"role": "user", "content": "go"}], json_schema={})
+            return reply.text
+
+    with ScriptedChatServer([policy], loop=True) as server:
+        assert asyncio.run(ask(server.base_url)) == '{"ok": true}'
+        assert asyncio.run(ask(server.base_url)) == '{"ok": true}'
+        kinds = [(r.get("response_format") or {}).get("type") for r in server.requests]
+    # One refusal in all: the second client went straight to json_object.
+    assert kinds == ["json_schema", "json_object", "json_object"]

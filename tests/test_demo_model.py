@@ -8,22 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from rich.console import Console
 
-from waygraph.chat import forget_endpoints
 from waygraph.demo import run_demo
 from waygraph.navigator import Navigator
 from waygraph.testing import ScriptedChatServer
 
 REPRODUCE = "python -m unittest test_pricing"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_endpoints():
-    forget_endpoints()
-    yield
-    forget_endpoints()
 
 
 def _demo(tmp_path: Path, replies: list[Any], **options: Any) -> tuple[Any, list[Any], str]:

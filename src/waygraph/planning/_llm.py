@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, TypedDict, runtime_checkable
 
 from waygraph._extras import require
+from waygraph.chat import STRUCTURED_OUTPUT_MODES, endpoint, refused, server_error
 from waygraph.errors import LLMError
 from waygraph.planning._models import TokenUsage
 
@@ -130,13 +131,15 @@ class OpenAILLM:
                 f"not {structured_output!r}"
             )
         self.structured_mode: str = mode
-        #: The response formats still to try, best first; emptied by refusals.
-        self._formats: list[str] = {
-            "auto": ["json_schema", "json_object"],
-            "on": ["json_schema"],
-            "off": [],
+        #: The response formats this mode may ask for, best first.
+        self._wanted: tuple[str, ...] = {
+            "auto": ("json_schema", "json_object"),
+            "on": ("json_schema",),
+            "off": (),
         }[mode]
         self.base_url = base_url
+        # What the server refused is remembered for its URL, by every client of it.
+        self._endpoint = endpoint(base_url)
         self._settings: _ClientSettings = {
             "base_url": base_url,
             # Local servers (Ollama, llama.cpp) ignore the key, but the client needs one.
@@ -152,6 +155,12 @@ class OpenAILLM:
         """Whether a request with a schema still asks for a response format (False once
         the server refused every format, or with ``"off"``)."""
         return bool(self._formats)
+
+    @property
+    def _formats(self) -> list[str]:
+        """The response formats still to try, best first (the server's refusals removed)."""
+        refused_formats = self._endpoint.refused_formats
+        return [kind for kind in self._wanted if kind not in refused_formats]
 
     @property
     def client(self) -> Any:
@@ -199,20 +208,21 @@ class OpenAILLM:
             try:
                 response = await self.client.chat.completions.create(**request, response_format=fmt)
             except openai.APIStatusError as exc:
-                if not _refusal(exc) or self.structured_mode == "on":
-                    raise LLMError(f"model {self.model!r} failed: {exc}") from exc
+                if not refused(exc) or self.structured_mode == "on":
+                    raise self._failed(exc) from exc
                 # The server does not do this format: the next one, from now on.
-                log.info("%s refused by %s (%s)", kind, self.model, exc)
-                self._formats.pop(0)
+                log.info("%s refused by %s (%s)", kind, self.base_url, exc)
+                with self._endpoint.lock:
+                    self._endpoint.refused_formats.add(kind)
             except openai.OpenAIError as exc:
-                raise LLMError(f"model {self.model!r} failed: {exc}") from exc
+                raise self._failed(exc) from exc
         if response is None:
             try:
                 response = await self.client.chat.completions.create(**request)
             except openai.OpenAIError as exc:
-                raise LLMError(f"model {self.model!r} failed: {exc}") from exc
+                raise self._failed(exc) from exc
         if not response.choices:
-            raise LLMError(f"model {self.model!r} returned no choices")
+            raise LLMError(f"model {self.model!r} at {self._endpoint.base_url} returned no choices")
         text = response.choices[0].message.content or ""
         usage = TokenUsage()
         if response.usage is not None:
@@ -222,6 +232,11 @@ class OpenAILLM:
                 total_tokens=response.usage.total_tokens,
             )
         return LLMResponse(text, usage, response.model)
+
+    def _failed(self, exc: BaseException) -> LLMError:
+        """One line naming the model, the endpoint and what the server said."""
+        said = server_error(self._endpoint.base_url, exc)
+        return LLMError(f"model {self.model!r} failed: {said}")
 
     async def aclose(self) -> None:
         """Close the client this object created (a client you passed in stays open)."""
@@ -237,17 +252,6 @@ class OpenAILLM:
 
     def __repr__(self) -> str:
         return f"OpenAILLM({self.model!r}, base_url={self.base_url!r})"
-
-
-#: What ``structured_output`` may be (True is ``auto``, False is ``off``).
-STRUCTURED_OUTPUT_MODES = ("auto", "on", "off")
-
-
-def _refusal(exc: Any) -> bool:
-    """Whether a failed structured request reads as the server refusing the format: a 4xx
-    for the request (not 401/403/404/429, which say something else) or a 5xx."""
-    status = getattr(exc, "status_code", 0) or 0
-    return status >= 500 or (400 <= status < 500 and status not in (401, 403, 404, 429))
 
 
 def _running_loop() -> Any:
