@@ -31,6 +31,7 @@ import os
 import sys
 from pathlib import Path
 
+from waygraph.chat import ChatClient
 from waygraph.eval.loop import (
     COMMAND_TIMEOUT,
     MAX_OUTPUT,
@@ -72,23 +73,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", help="waygraph store URL. Default: SQLite in your data folder.")
     parser.add_argument("--session", default="openai-loop", help="Session name in the store.")
     parser.add_argument("--max-steps", type=int, default=30)
+    parser.add_argument("--max-tokens", type=int, default=1024, help="Bound of each reply.")
+    parser.add_argument(
+        "--tool-protocol",
+        choices=("native", "text", "auto"),
+        default="auto",
+        help="Native tool calls, or a JSON object in the reply for models without them.",
+    )
+    parser.add_argument("--context-tokens", type=int, help="The model's context size.")
     args = parser.parse_args(argv)
-
-    from openai import OpenAI
 
     if not args.workspace.is_dir():
         print(f"error: {args.workspace}: no such folder", file=sys.stderr)
         return 2
-    hooks = Hooks(args.session, library=args.library, store=args.store, workspace=args.workspace)
-    client = OpenAI(base_url=args.base_url, api_key=args.api_key)
-    result = run_agent(
-        args.task,
-        client=client,
-        model=args.model,
+    # The guidance names this loop's tools, not the ones the plans were written for.
+    tools = {"code_execution_tool": "shell", "write_file": "write_file"}
+    hooks = Hooks(
+        args.session,
+        library=args.library,
+        store=args.store,
         workspace=args.workspace,
-        hooks=hooks,
-        max_steps=args.max_steps,
+        tools=tools,
     )
+    client = ChatClient(
+        args.base_url,
+        model=args.model,
+        api_key=args.api_key,
+        max_tokens=args.max_tokens,
+        tool_protocol=args.tool_protocol,
+        context_tokens=args.context_tokens,
+    )
+    with client:
+        result = run_agent(
+            args.task,
+            client=client,
+            model=args.model,
+            workspace=args.workspace,
+            hooks=hooks,
+            max_steps=args.max_steps,
+        )
+    if result.error is not None:
+        # The server failed: one line, and what the run did is in the store.
+        print(f"error: {result.error}", file=sys.stderr)
+        return 1
     print(result.answer or "(no answer: the step limit was reached)")
     if result.run is not None:
         print(f"plan {result.run['plan_id']}: {result.run['status']}", file=sys.stderr)
