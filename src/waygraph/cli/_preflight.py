@@ -11,18 +11,31 @@ from __future__ import annotations
 import os
 import socket
 import urllib.error
-import urllib.request
+from typing import Annotated
 from urllib.parse import urlparse
+
+import typer
 
 from waygraph.errors import ConfigError
 
-__all__ = ["PREFLIGHT_TIMEOUT", "check_endpoint"]
+__all__ = ["PREFLIGHT_TIMEOUT", "NoPreflightOption", "check_endpoint"]
 
 #: Seconds the endpoint has to answer ``GET /models``. A server that is down
 #: refuses the connection at once; one that accepted it but is slow is often a
 #: single-request local server busy generating for another client, which
 #: deserves a wait. ``$WAYGRAPH_PREFLIGHT_TIMEOUT`` changes it (0 skips the check).
 PREFLIGHT_TIMEOUT = 30.0
+
+#: ``--no-preflight``, on every command that calls :func:`check_endpoint`: pass
+#: ``timeout=0`` then, which still refuses a URL that is no http(s) URL.
+NoPreflightOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-preflight",
+        help="Skip the check that the model server answers before starting (the wait is "
+        "$WAYGRAPH_PREFLIGHT_TIMEOUT seconds, 30 by default).",
+    ),
+]
 
 
 def check_endpoint(
@@ -58,6 +71,9 @@ give the base URL of an OpenAI-compatible API, e.g. http://localhost:11434/v1
         )
     if timeout <= 0:
         return  # the check is switched off
+    # Here, not at the top: the option above is read by every command's start-up.
+    import urllib.request
+
     url = base_url.rstrip("/") + "/models"
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     if api_key:

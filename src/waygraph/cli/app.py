@@ -150,6 +150,36 @@ StructuredOutputOption = Annotated[
         "server takes them (remembered for the run); on: json_schema only; off: plain text.",
     ),
 ]
+
+
+class ToolProtocol(StrEnum):
+    """``--tool-protocol``: how tools reach the model (see :mod:`waygraph.chat`)."""
+
+    NATIVE = "native"
+    TEXT = "text"
+    AUTO = "auto"
+
+
+ToolProtocolOption = Annotated[
+    ToolProtocol,
+    typer.Option(
+        "--tool-protocol",
+        help="How tools reach the model: native tool calls, a JSON object in the reply's text "
+        "(for models and servers without tool calls), or auto: native until the server "
+        "answers a tool call as text.",
+    ),
+]
+ContextTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--context-tokens",
+        min=1,
+        metavar="N",
+        help="The model's context size in tokens; requests are kept within it by shortening "
+        "old tool outputs. Default: what the server's /models says, else no limit.",
+        show_default=False,
+    ),
+]
 LibraryOption = Annotated[
     Path | None,
     typer.Option(

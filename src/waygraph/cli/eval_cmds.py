@@ -11,17 +11,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from waygraph._extras import require
+from waygraph.cli._preflight import NoPreflightOption
 from waygraph.cli.app import (
     ApiKeyOption,
+    ContextTokensOption,
     LibraryOption,
     LlmOption,
+    ToolProtocol,
+    ToolProtocolOption,
     app,
     console,
     err_console,
@@ -81,6 +85,9 @@ def eval_command(
             "rambling reply that would overflow a small local context.",
         ),
     ] = 1024,
+    tool_protocol: ToolProtocolOption = ToolProtocol.AUTO,
+    context_tokens: ContextTokensOption = None,
+    no_preflight: NoPreflightOption = False,
     list_tasks: Annotated[
         bool, typer.Option("--list", help="Print the task ids, one per line, and exit.")
     ] = False,
@@ -111,8 +118,15 @@ def eval_command(
         return
     # Every run talks to its model through the openai client, scripted ones too.
     require("llm", "openai", purpose="waygraph eval")
+    # How each request is shaped: the same for a scripted model and a real one.
+    knobs: dict[str, Any] = {
+        "max_tokens": max_tokens or None,
+        "tool_protocol": tool_protocol.value,
+        "context_tokens": context_tokens,
+    }
     if scripted is not None:
-        _scripted(scripted, mode, select_tasks(tasks), repeat, out, jobs, library, compliance)
+        chosen = select_tasks(tasks)
+        _scripted(scripted, mode, chosen, repeat, out, jobs, library, compliance, **knobs)
         return
     if not llm or not model:
         raise ConfigError(
@@ -130,15 +144,15 @@ def eval_command(
     chosen = [] if fixture_run else select_tasks(tasks)
     if not fixture_run:
         parse_modes(mode)
-    check_endpoint(llm, api_key=key)
+    check_endpoint(llm, api_key=key, timeout=0 if no_preflight else None)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {out}: cannot create the folder: {exc.strerror or exc}") from None
     if fixture_run:
-        _compliance(llm, model, key, timeout, chosen_fixtures, out, jobs)
+        _compliance(llm, model, key, timeout, chosen_fixtures, out, jobs, **knobs)
         return
-    _suite(llm, model, key, timeout, mode, chosen, repeat, out, jobs, library, max_tokens or None)
+    _suite(llm, model, key, timeout, mode, chosen, repeat, out, jobs, library, **knobs)
 
 
 def _suite(
@@ -152,10 +166,13 @@ def _suite(
     out: Path,
     jobs: int,
     library: Path | None,
+    *,
     max_tokens: int | None = 1024,
+    tool_protocol: str = "auto",
+    context_tokens: int | None = None,
 ) -> None:
     from waygraph.eval.metrics import summary_line
-    from waygraph.eval.report import render_html, terminal_table
+    from waygraph.eval.report import render_html, terminal_table, token_table
     from waygraph.eval.runner import (
         EvalConfig,
         parse_modes,
@@ -176,6 +193,8 @@ def _suite(
         timeout=timeout,
         library=library,
         max_tokens=max_tokens,
+        tool_protocol=tool_protocol,
+        context_tokens=context_tokens,
     )
     total = len(chosen) * len(modes) * repeat
     results, report = out / "results.json", out / "report.html"
@@ -211,6 +230,7 @@ def _suite(
     write_records(records, results)
     report.write_text(render_html(records, model=model, endpoint=llm), encoding="utf-8")
     console.print(terminal_table(records))
+    console.print(token_table(records))
     typer.echo(summary_line(records))
     err_console.print(
         f"wrote {results} and {report}", markup=False, highlight=False, soft_wrap=True
@@ -237,6 +257,7 @@ def _scripted(
     jobs: int,
     library: Path | None,
     compliance: bool,
+    **knobs: Any,
 ) -> None:
     """The suite against a scripted model served on a local port (no model needed)."""
     from waygraph.eval.runner import parse_modes
@@ -257,16 +278,35 @@ def _scripted(
     name = f"scripted-{kind}"
     policy = ScriptedModel(kind, chosen)
     with ScriptedChatServer([policy] * calls, model=name) as server:
-        _suite(server.base_url, name, "not-needed", 60.0, mode, chosen, repeat, out, jobs, library)
+        _suite(
+            server.base_url,
+            name,
+            "not-needed",
+            60.0,
+            mode,
+            chosen,
+            repeat,
+            out,
+            jobs,
+            library,
+            **knobs,
+        )
 
 
 def _compliance(
-    llm: str, model: str, key: str, timeout: float, chosen: list[Fixture], out: Path, jobs: int
+    llm: str,
+    model: str,
+    key: str,
+    timeout: float,
+    chosen: list[Fixture],
+    out: Path,
+    jobs: int,
+    **knobs: Any,
 ) -> None:
     from waygraph.eval.compliance import run_compliance
     from waygraph.eval.modes import ModelSettings
 
-    settings = ModelSettings(base_url=llm, model=model, api_key=key, timeout=timeout)
+    settings = ModelSettings(base_url=llm, model=model, api_key=key, timeout=timeout, **knobs)
     with _progress() as progress:
         bar = progress.add_task("compliance", total=len(chosen), last="")
         results = run_compliance(

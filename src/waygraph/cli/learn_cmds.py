@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from waygraph.cli._preflight import NoPreflightOption
 from waygraph.cli.app import (
     ApiKeyOption,
     JsonOption,
@@ -68,6 +69,7 @@ def suggest(
         str | None, typer.Option("--model", help="The model --llm names plans with.")
     ] = None,
     api_key: ApiKeyOption = None,
+    no_preflight: NoPreflightOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Propose plans from groups of alike completed runs that had no library plan.
@@ -95,7 +97,7 @@ def suggest(
         samples += session_samples(workspace)
     found = propose(samples, min_runs=min_runs)
     if llm is not None or model is not None:
-        found = _named(found, llm, model, api_key)
+        found = _named(found, llm, model, api_key, preflight=not no_preflight)
     documents = [{"id": s.plan.id, **plan_to_data(s.plan)} for s in found]
     if output is not None:
         output.mkdir(parents=True, exist_ok=True)
@@ -130,7 +132,12 @@ def suggest(
 
 
 def _named(
-    found: list[Suggestion], llm: str | None, model: str | None, api_key: str | None
+    found: list[Suggestion],
+    llm: str | None,
+    model: str | None,
+    api_key: str | None,
+    *,
+    preflight: bool = True,
 ) -> list[Suggestion]:
     """The suggestions named by the model; one that keeps the runs' names says why."""
     from waygraph._extras import require
@@ -143,7 +150,7 @@ def _named(
         return found
     openai = require("llm", "openai", purpose="waygraph library suggest --llm")
     key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
-    check_endpoint(llm, api_key=key)
+    check_endpoint(llm, api_key=key, timeout=None if preflight else 0)
     client = openai.OpenAI(base_url=llm, api_key=key, timeout=60.0, max_retries=1)
 
     def complete(messages: list[dict[str, str]]) -> str:

@@ -37,6 +37,7 @@ from urllib.parse import urlparse
 import typer
 
 from waygraph._extras import require
+from waygraph.cli._preflight import NoPreflightOption
 from waygraph.cli.app import (
     ApiKeyOption,
     LlmOption,
@@ -193,6 +194,7 @@ def plan_command(
         float, typer.Option("--timeout", min=0.001, help="Seconds to wait for one model reply.")
     ] = 120.0,
     structured_output: StructuredOutputOption = StructuredOutput.AUTO,
+    no_preflight: NoPreflightOption = False,
     token_budget: Annotated[
         int | None,
         typer.Option(
@@ -332,7 +334,7 @@ def plan_command(
     # Before any work: a missing openai package or a model server that does not
     # answer is one line and exit 2, not a failed run.
     require("llm", "openai", purpose="waygraph plan")
-    check_endpoint(llm, api_key=key)
+    check_endpoint(llm, api_key=key, timeout=0 if no_preflight else None)
     client = functools.partial(
         OpenAILLM, base_url=llm, api_key=key, timeout=timeout, structured_output=structured_output
     )

@@ -8,8 +8,12 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from waygraph.cli._preflight import NoPreflightOption
 from waygraph.cli.app import (
+    ContextTokensOption,
     LibraryOption,
+    ToolProtocol,
+    ToolProtocolOption,
     app,
     console,
     friendly_errors,
@@ -103,12 +107,43 @@ def demo(
         ),
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model name for --llm.")] = None,
+    tool_protocol: ToolProtocolOption = ToolProtocol.AUTO,
+    context_tokens: ContextTokensOption = None,
+    max_turns: Annotated[
+        int,
+        typer.Option(
+            "--max-turns",
+            min=1,
+            metavar="N",
+            help="Turns the agent may take before the demo stops.",
+        ),
+    ] = 40,
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-tokens",
+            min=0,
+            metavar="N",
+            help="Tokens one model reply may have (0: the server's default); bounds a "
+            "rambling reply that would overflow a small local context.",
+        ),
+    ] = 1024,
+    no_preflight: NoPreflightOption = False,
 ) -> None:
     """Watch an agent fix a real bug guided by the bugfix plan (real commands)."""
     from waygraph.demo import run_demo
 
     result = run_demo(
-        break_fixes=break_fixes, store=store, llm_url=llm, model=model, console=console
+        break_fixes=break_fixes,
+        store=store,
+        llm_url=llm,
+        model=model,
+        console=console,
+        max_turns=max_turns,
+        preflight=not no_preflight,
+        tool_protocol=tool_protocol.value,
+        context_tokens=context_tokens,
+        max_tokens=max_tokens or None,
     )
     if not break_fixes and result.status == "completed":
         console.print("\nRun [bold]waygraph demo --break[/] to watch the plan escalate instead.")
