@@ -11,8 +11,10 @@ what to run.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -74,6 +76,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """In the server's process: the kernel ends it when the test process dies (Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _models_answer(base_url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{base_url}/models", timeout=5) as reply:
@@ -111,12 +119,15 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServ
         str(N_CTX),
         "--chat_format",
         CHAT_FORMAT,
-        # Both cores: the test itself only waits while the model runs.
+        # One thread (the server's default on two cores): threads that wait for each
+        # other at every layer crawl when other processes share the cores.
         "--n_threads",
-        str(os.cpu_count() or 1),
+        "1",
     ]
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+        )
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while not _models_answer(base_url):

@@ -99,20 +99,24 @@ def newer_flags(command: str, *, preflight: bool = True) -> list[str]:
     return flags
 
 
-def run(
-    argv: list[str], timeout: float, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run ``argv``; a command that outlives ``timeout`` fails the test as a hang."""
+def run(argv: list[str], timeout: float, keep: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``argv``; a command that outlives ``timeout`` fails the test as a hang.
+
+    Its output is kept in ``keep/stdout.txt`` and ``keep/stderr.txt`` to read afterwards.
+    """
     started = time.monotonic()
     try:
         done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, cwd=cwd or ROOT, stdin=None
+            argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT, stdin=None
         )
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
         pytest.fail(f"hang: {' '.join(argv[2:])} ran past {timeout}s\n{out[-3000:]}")
+    (keep / "stdout.txt").write_text(done.stdout, encoding="utf-8")
+    (keep / "stderr.txt").write_text(done.stderr, encoding="utf-8")
     print(
         f"\n$ {' '.join(argv[2:])}\n  exit {done.returncode} in {time.monotonic() - started:.0f}s"
+        f" (output in {keep})"
     )
     no_traceback(done.stdout, done.stderr)
     return done
@@ -139,7 +143,7 @@ def stored(store_url: str, session: str) -> tuple[dict[str, Any], list[dict[str,
 def test_demo_verdicts_rest_on_tool_calls_that_ran(model_server: ModelServer, tmp_path: Path):
     store = f"sqlite:///{tmp_path / 'demo.db'}"
     argv = [*WAYGRAPH, "demo", "--llm", model_server.base_url, "--model", model_server.model]
-    done = run([*argv, "--store", store, *newer_flags("demo")], DEMO_TIMEOUT)
+    done = run([*argv, "--store", store, *newer_flags("demo")], DEMO_TIMEOUT, tmp_path)
     # 0: the plan completed; 1: it did not (escalated, or the model ran out of turns).
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
     assert "Session:" in done.stdout, done.stdout[-3000:]
@@ -207,7 +211,7 @@ def test_eval_runs_are_measured_and_every_pass_ran(model_server: ModelServer, tm
         str(MAX_TOKENS),
         *newer_flags("eval"),
     ]
-    done = run(argv, EVAL_TIMEOUT)
+    done = run(argv, EVAL_TIMEOUT, tmp_path)
     # 0: every run measured; 1: some run errored (the server's answer, checked below).
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
     records = json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -297,7 +301,7 @@ def test_plan_reports_no_step_that_never_ran(
     if dry_run:
         argv.append("--dry-run")
     # The dry run goes without the preflight (where the flag exists); the run keeps it.
-    done = run([*argv, *newer_flags("plan", preflight=not dry_run)], PLAN_TIMEOUT)
+    done = run([*argv, *newer_flags("plan", preflight=not dry_run)], PLAN_TIMEOUT, tmp_path)
     # 0: valid (dry run) or succeeded; 1: invalid, refused or failed. 2 would be a usage
     # error or an unreachable model, which this server is not.
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
