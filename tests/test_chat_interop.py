@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from openai import OpenAI
 
 from waygraph.eval.loop import run_agent
@@ -116,3 +117,14 @@ def test_the_demo_refuses_calls_that_cannot_run(tmp_path: Path):
         _shown, args, result = _call_tool(ws, name, arguments)
         assert args is None, (name, arguments)  # nothing ran: no evidence
         assert result.exit_code == 2
+
+
+def test_an_empty_command_is_refused_by_every_shell_tool(tmp_path: Path):
+    from waygraph.cli.plan_tools import workspace_tools
+    from waygraph.errors import CommandFailed
+    from waygraph.eval.loop import run_shell
+
+    assert run_shell("   ", tmp_path)[1] == 126
+    shell = next(t for t in workspace_tools(tmp_path, unconfined=True) if t.__name__ == "shell")
+    with pytest.raises(CommandFailed, match="the command is empty"):
+        shell("")

@@ -162,7 +162,7 @@ class ChatClient:
                 ):
                     self._endpoint.text_tools = True  # the server takes no tools: text
                     continue
-                raise server_error(self.base_url, exc) from exc
+                raise server_error(self._endpoint.base_url, exc) from exc
             return self._read(response, schemas, protocol)
 
     def close(self) -> None:
@@ -255,7 +255,7 @@ class ChatClient:
     def _read(self, response: Any, schemas: dict[str, dict[str, Any]], protocol: str) -> Reply:
         choices = getattr(response, "choices", None)
         if not choices:
-            raise LLMError(f"the model server at {self.base_url} returned no choices")
+            raise LLMError(f"the model server at {self._endpoint.base_url} returned no choices")
         message = choices[0].message
         content = message.content or ""
         reply = Reply(content, protocol=protocol, finish_reason=choices[0].finish_reason)

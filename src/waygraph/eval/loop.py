@@ -191,7 +191,7 @@ def run_shell(
 ) -> tuple[str, int]:
     """Run ``command`` in ``workspace``; return (output, exit code).
 
-    Exit code 126: refused (it leaves the workspace); 124: timed out; 130:
+    Exit code 126: refused (it is empty, or it leaves the workspace); 124: timed out; 130:
     stopped because ``stop`` was set (the command and its children are killed).
     With ``sandboxed``, the kernel confines the command to the workspace and a
     private temporary folder (:mod:`waygraph.landlock`), and without
@@ -203,6 +203,9 @@ def run_shell(
         >>> run_shell("echo hi", Path(tempfile.gettempdir()))
         ('hi\\n', 0)
     """
+    if not command.strip():
+        # Exit 0 from nothing would pass for a step's evidence (it did in the demo).
+        return 'bad arguments: the command is empty; expected {"command": "..."}', 126
     # Under the kernel's confinement its rules decide (reading /usr is fine);
     # without it, a command that names a place outside is refused up front.
     refusal = None if sandboxed else confine(command, workspace)
