@@ -177,3 +177,27 @@ def test_unconfined_runs_tool_nodes_without_the_kernel_confinement(tmp_path):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["context"]["tool.output"] == "from the tool\n"
+
+
+def test_a_codergen_stage_speaks_the_text_tool_protocol_with_the_run_flags(tmp_path):
+    from waygraph.testing import ScriptedChatServer
+
+    dot = tmp_path / "one.dot"
+    dot.write_text(
+        'digraph g { start [shape=Mdiamond]; work [prompt="write notes.txt"]; '
+        "exit [shape=Msquare]; start -> work -> exit }"
+    )
+    written = json.dumps(
+        {"tool_name": "write_file", "tool_args": {"path": "notes.txt", "content": "hi"}}
+    )
+    with ScriptedChatServer([written, "wrote it"]) as server:
+        result = wg(
+            "run", str(dot), "--llm", server.base_url, "--model", "m",
+            "--workspace", str(tmp_path), "--logs", str(tmp_path / "logs"),
+            "--tool-protocol", "text", "--max-tokens", "200", "--context-tokens", "4096",
+        )  # fmt: skip
+        requests = server.requests
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "notes.txt").read_text() == "hi"
+    assert all("tools" not in r and r["max_tokens"] == 200 for r in requests)
+    assert requests[1]["messages"][-1]["content"].startswith("Result of write_file:")

@@ -11,8 +11,11 @@ import typer
 
 from waygraph.cli.app import (
     ApiKeyOption,
+    ContextTokensOption,
     JsonOption,
     LlmOption,
+    ToolProtocol,
+    ToolProtocolOption,
     app,
     console,
     err_console,
@@ -194,6 +197,17 @@ def run_command(
         int,
         typer.Option("--max-steps", min=1, help="Stop a run (failed) after this many nodes."),
     ] = 1000,
+    tool_protocol: ToolProtocolOption = ToolProtocol.AUTO,
+    context_tokens: ContextTokensOption = None,
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-tokens",
+            min=0,
+            metavar="N",
+            help="Tokens one reply of a codergen stage's model may have (0: the server's default).",
+        ),
+    ] = 1024,
     as_json: JsonOption = False,
 ) -> None:
     """Run an Attractor pipeline: each node's handler, a checkpoint after every node.
@@ -217,7 +231,16 @@ def run_command(
     folder = (workspace or Path.cwd()).resolve()
     backend = None
     if llm and model:
-        backend = AgentBackend(llm, model, folder, api_key=api_key, unconfined=unconfined)
+        backend = AgentBackend(
+            llm,
+            model,
+            folder,
+            api_key=api_key,
+            unconfined=unconfined,
+            max_tokens=max_tokens or None,
+            tool_protocol=tool_protocol.value,
+            context_tokens=context_tokens,
+        )
     from waygraph.store import default_store_url
 
     result = run_pipeline(
