@@ -106,6 +106,31 @@ def demo_tool_turns(stdout: str) -> int:
     return len(set(_PANEL.findall(stdout)))
 
 
+#: How waygraph's chat client words a server's failure (waygraph.chat.server_error).
+SERVER_FAILURES = ("the model server at ", "cannot reach the model server at ")
+
+
+def server_side(error: str) -> bool:
+    """True when a run's ``error`` is the model server's doing, not an exception of waygraph's.
+
+    Either waygraph's own line about the server, or an ``openai`` error by its
+    class name (``APITimeoutError: ...``).
+
+    Example:
+        >>> server_side("the model server at http://127.0.0.1:1/v1 did not answer in time")
+        True
+        >>> server_side("APITimeoutError: Request timed out."), server_side("KeyError: 'x'")
+        (True, False)
+    """
+    import openai
+
+    if error.startswith(SERVER_FAILURES):
+        return True
+    name = error.split(":", 1)[0].strip()
+    kind = getattr(openai, name, None)
+    return name == "LLMError" or (isinstance(kind, type) and issubclass(kind, openai.OpenAIError))
+
+
 def tokens_per_second(records: Iterable[Mapping[str, Any]]) -> float:
     """Tokens the server reported (prompt and completion) per second of the runs' wall time."""
     rows = list(records)

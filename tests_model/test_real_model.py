@@ -37,6 +37,7 @@ from tests_model.evidence import (
     demo_tool_turns,
     no_traceback,
     not_run,
+    server_side,
     tokens_per_second,
     unbacked,
 )
@@ -52,9 +53,11 @@ MAX_TOKENS = 256
 STEP_BOUND = 8
 #: Model calls one eval run may make (the tasks' own budgets are 10 to 14).
 EVAL_STEPS = 5
+#: Seconds one model reply may take (a loaded two-core machine takes a minute).
+REPLY_TIMEOUT = 300
 #: Seconds each command may take before the test calls it a hang.
 DEMO_TIMEOUT = 900
-EVAL_TIMEOUT = 2400
+EVAL_TIMEOUT = 3600
 PLAN_TIMEOUT = 600
 
 # Minutes, not pytest's 300 s of the normal suite: a 2-core machine runs the model.
@@ -209,6 +212,12 @@ def test_eval_runs_are_measured_and_every_pass_ran(model_server: ModelServer, tm
         str(out),
         "--max-tokens",
         str(MAX_TOKENS),
+        # One run at a time: the server answers one request at a time, and a request
+        # queued behind another run's would count its wait against --timeout.
+        "--jobs",
+        "1",
+        "--timeout",
+        str(REPLY_TIMEOUT),
         *newer_flags("eval"),
     ]
     done = run(argv, EVAL_TIMEOUT, tmp_path)
@@ -218,17 +227,9 @@ def test_eval_runs_are_measured_and_every_pass_ran(model_server: ModelServer, tm
     assert sorted((r["task"], r["mode"]) for r in records) == sorted(
         (t, m) for t in EVAL_TASKS for m in EVAL_MODES
     )
-    import openai
-
-    server_errors = {
-        name
-        for name in dir(openai)
-        if isinstance(getattr(openai, name), type)
-        and issubclass(getattr(openai, name), openai.OpenAIError)
-    }
     for r in records:
         if r["error"] is not None:
-            assert r["error"].split(":", 1)[0] in server_errors, r
+            assert server_side(r["error"]), r
         if r["mode"] == "baseline":
             assert r["verification_failures"] is None, r
         if r["mode"] == "guided" and r["plan_status"] == "completed":
@@ -297,38 +298,42 @@ def test_plan_reports_no_step_that_never_ran(
     argv = [*WAYGRAPH, "plan", GOAL, "--llm", model_server.base_url, "--model", model_server.model]
     argv += ["--workspace", str(workspace), "--store", f"sqlite:///{tmp_path / 'plan.db'}"]
     argv += ["--structured-output", "auto", "--max-revisions", "1", "--retries", "0", "--json"]
-    argv += ["--timeout", "300"]
+    argv += ["--timeout", str(REPLY_TIMEOUT)]
     if dry_run:
         argv.append("--dry-run")
     # The dry run goes without the preflight (where the flag exists); the run keeps it.
     done = run([*argv, *newer_flags("plan", preflight=not dry_run)], PLAN_TIMEOUT, tmp_path)
-    # 0: valid (dry run) or succeeded; 1: invalid, refused or failed. 2 would be a usage
-    # error or an unreachable model, which this server is not.
+    # 0: valid (dry run) or succeeded; 1: invalid, refused or failed (the command's
+    # help). 2 is for usage errors and a model that cannot be reached, which this one,
+    # answering on a local port, is not.
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads(done.stdout)
-    steps = result.get("step_results") or {}
     if dry_run:
-        assert steps == {} or all(s["attempts"] == 0 for s in steps.values()), steps
+        # The dry-run report: whether the plan is valid, and what would run. Nothing ran.
         assert sorted(p.name for p in workspace.iterdir()) == []
-        assert done.returncode == (0 if result["success"] else 1)
-    for step_id, step in steps.items():
-        if step["status"] == "completed":
-            assert step["attempts"] >= 1 or step["reused"] or step["used_fallback"], step_id
-    if result["success"] and not dry_run:
-        final = (result.get("final_plan") or {}).get("steps") or []
-        for step in final:
-            assert steps[step["id"]]["status"] in ("completed", "skipped"), step
-    summary = {
-        "exit": done.returncode,
-        "success": result["success"],
-        "steps": {
-            k: (v["status"], v["attempts"], str(v.get("error"))[:200]) for k, v in steps.items()
-        },
-        "problems": [str(p)[:200] for p in result.get("problems") or []][:5],
-        "revisions": result.get("revision_count"),
-        "tokens": result.get("token_usage"),
-        "seconds": result.get("execution_time"),
-        "stderr_tail": done.stderr[-1500:],
-    }
+        assert done.returncode == (0 if result["valid"] else 1), result["problems"]
+        summary = {"exit": done.returncode, "valid": result["valid"]}
+        summary["problems"] = [str(p)[:200] for p in result["problems"]][:5]
+        summary["layers"] = result.get("layers")
+    else:
+        steps = result.get("step_results") or {}
+        for step_id, step in steps.items():
+            if step["status"] == "completed":
+                assert step["attempts"] >= 1 or step["reused"] or step["used_fallback"], step_id
+        if result["success"]:
+            for step in (result.get("final_plan") or {}).get("steps") or []:
+                assert steps[step["id"]]["status"] in ("completed", "skipped"), step
+        summary = {
+            "exit": done.returncode,
+            "success": result["success"],
+            "steps": {
+                k: (v["status"], v["attempts"], str(v.get("error"))[:200]) for k, v in steps.items()
+            },
+            "problems": [str(p)[:200] for p in result.get("problems") or []][:5],
+            "revisions": result.get("revision_count"),
+            "tokens": result.get("token_usage"),
+            "seconds": result.get("execution_time"),
+        }
+    summary["stderr_tail"] = done.stderr[-1500:]
     print(json.dumps(summary, indent=1, default=str))
     save_report("plan-dry-run" if dry_run else "plan", summary)
