@@ -68,8 +68,9 @@ def test_text_protocol_describes_the_tools_and_reads_the_call_from_the_reply():
         reply = _ask(server, tool_protocol="text")
         sent = server.requests[0]
     assert "tools" not in sent and "tool_choice" not in sent
-    described = sent["messages"][1]
-    assert described["role"] == "system" and '"tool_name"' in described["content"]
+    described = sent["messages"][0]  # one system message: the prompt, then the tools
+    assert described["content"].startswith("be careful\n\nYou have tools.")
+    assert '"tool_name"' in described["content"]
     assert "- shell: Run one shell command." in described["content"]
     assert [(c.name, c.args) for c in reply.calls] == [("shell", {"command": "ls -a"})]
     assert reply.protocol == "text"
@@ -94,10 +95,21 @@ def test_text_protocol_sends_calls_and_results_back_as_text():
     with ScriptedChatServer(["done"]) as server:
         reply = _ask(server, messages=history, tool_protocol="text")
         sent = server.requests[0]["messages"]
-    assert [m["role"] for m in sent] == ["system", "system", "user", "assistant", "user"]
-    assert json.loads(sent[3]["content"]) == {"tool_name": "shell", "tool_args": {"command": "ls"}}
-    assert sent[4]["content"] == "Result of shell:\nexit code 0\na.txt"
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert json.loads(sent[2]["content"]) == {"tool_name": "shell", "tool_args": {"command": "ls"}}
+    assert sent[3]["content"] == "Result of shell:\nexit code 0\na.txt"
     assert reply.calls == [] and reply.content == "done"
+
+
+def test_a_call_the_model_wrote_goes_back_as_it_wrote_it_once():
+    written = 'Listing. {"tool_name": "shell", "tool_args": {"command": "ls"}}'
+    with ScriptedChatServer([written, "done"]) as server:
+        with ChatClient(server.base_url, model="m", tool_protocol="text") as chat:
+            reply = chat.ask(TASK, [SHELL])
+            history = [*TASK, reply.message(), tool_message(reply.calls[0], "a.txt")]
+            chat.ask(history, [SHELL])
+        sent = server.requests[1]["messages"]
+    assert sent[2] == {"role": "assistant", "content": written}
 
 
 def test_a_call_cut_mid_json_in_text_is_a_call_that_cannot_run_not_an_answer():
@@ -251,3 +263,21 @@ def test_a_refused_response_format_is_remembered_for_the_endpoint_by_every_clien
         kinds = [(r.get("response_format") or {}).get("type") for r in server.requests]
     # One refusal in all: the second client went straight to json_object.
     assert kinds == ["json_schema", "json_object", "json_object"]
+
+
+def test_a_refusal_naming_a_size_the_request_seemed_to_fit_still_shortens_it():
+    # The server counts more tokens than waygraph's estimate: the retry goes lower.
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
+        ],
+    }
+    old = {"role": "tool", "tool_call_id": "c1", "content": "z" * 30000}
+    history = [*TASK, call, old, call, {"role": "tool", "tool_call_id": "c1", "content": "last"}]
+    refusal = {"status": 400, "error": "Requested tokens exceed context window of 100000"}
+    with ScriptedChatServer([refusal, "ok"]) as server:
+        reply = _ask(server, messages=history)
+        sizes = [len(json.dumps(r["messages"])) for r in server.requests]
+    assert reply.content == "ok" and sizes[1] < sizes[0]

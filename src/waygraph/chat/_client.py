@@ -41,7 +41,7 @@ from waygraph.chat._endpoint import (
     endpoint,
     refused,
 )
-from waygraph.chat._fit import fit
+from waygraph.chat._fit import estimate, fit
 from waygraph.chat._messages import DEFAULT_MAX_TOKENS, TOOL_CHOICE, Reply, check_call
 from waygraph.chat._text_tools import find_calls, looks_like_call, to_text_wire
 from waygraph.errors import ConfigError, LLMError
@@ -239,11 +239,12 @@ class ChatClient:
         return context_from_models(listing, self.model)
 
     def _learn_context(self, size: int, request: Mapping[str, Any]) -> None:
-        if size <= 0:
-            # The refusal names no size: the request was too long, so a quarter less.
-            from waygraph.chat._fit import estimate
-
-            size = max(512, estimate(request.get("messages", ())) * 3 // 4)
+        # What was sent, as waygraph counts it; the server counted more than fits.
+        tools = len(json.dumps(request.get("tools", [])))
+        sent = estimate(request.get("messages", ()), tools) + (request.get("max_tokens") or 0)
+        # A size the refusal names is the limit, unless the estimate already fitted it
+        # (the server's tokens are smaller than waygraph's): then 15% under what was sent.
+        size = max(512, min(size, sent * 85 // 100) if size > 0 else sent * 85 // 100)
         if self.context_tokens is not None:
             self.context_tokens = min(self.context_tokens, size)
         else:

@@ -111,8 +111,8 @@ def to_text_wire(
     messages: Sequence[Mapping[str, Any]], tools: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """``messages`` (native shape) as the text protocol sends them: the tools described
-    after the first system message, each call written as its JSON object, each
-    result a user message.
+    at the end of the first system message, each call written as its JSON object
+    (a reply that wrote its calls is sent as it was), each result a user message.
 
     Example:
         >>> wire = to_text_wire([{"role": "user", "content": "hi"},
@@ -132,15 +132,22 @@ def to_text_wire(
                 function = call.get("function") or {}
                 names[call.get("id", "")] = function.get("name", "")
                 written.append(_written_call(function.get("name", ""), function.get("arguments")))
-            text = "\n".join(filter(None, [str(message.get("content") or "").strip(), *written]))
-            out.append({"role": "assistant", "content": text})
+            content = str(message.get("content") or "").strip()
+            if find_calls(content, tools):
+                written = []  # the model wrote its calls itself: its words are the call
+            out.append(
+                {"role": "assistant", "content": "\n".join(filter(None, [content, *written]))}
+            )
         elif role == "tool":
             name = names.get(str(message.get("tool_call_id", "")), "the tool")
             out.append({"role": "user", "content": f"Result of {name}:\n{message.get('content')}"})
         else:
             out.append(dict(message))
-    at = 1 if out and out[0].get("role") == "system" else 0
-    out.insert(at, {"role": "system", "content": describe_tools(tools)})
+    # One system message first: some chat templates refuse a second one there.
+    if out and out[0].get("role") == "system":
+        out[0] = dict(out[0], content=f"{out[0].get('content') or ''}\n\n{describe_tools(tools)}")
+    else:
+        out.insert(0, {"role": "system", "content": describe_tools(tools)})
     return out
 
 
