@@ -42,14 +42,14 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from waygraph.engine import events as engine
 
 # MAX_PROCESSED_IDS: how many processed event ids a plan remembers (kept importable here).
 from waygraph.engine.event_run import MAX_PROCESSED_IDS as MAX_PROCESSED_IDS
 from waygraph.engine.event_run import EventPlan, EventRun, Moved, then
-from waygraph.errors import PlanFormatError, PlanStateError
+from waygraph.errors import InputError, PlanFormatError, PlanStateError
 from waygraph.events._plan_records import PlanRecords, _run_fields
 from waygraph.events._planner_context import (
     KIND,
@@ -80,7 +80,13 @@ class PlanContext(PlanRecords, BaseModel):
     """One plan: its goal, state machine, current state, results and links.
 
     Create with :meth:`create_from_goal`; load with :meth:`restore` or
-    :meth:`restore_by_correlation`. Methods that change the plan
+    :meth:`restore_by_correlation`. Document 002's way works too:
+    ``PlanContext(plan_id=..., goal_event=..., goal_data=..., response_event=...,
+    status="pending", state_machine=..., current_state="start", ...)``, then
+    ``await plan.save()`` and ``await plan.execute_next()``: without
+    ``goal`` the goal event is rebuilt from the fields (see :meth:`_derive_goal`),
+    and a plan built inside a planner's handler belongs to that planner
+    (``planner`` is its name; elsewhere call :meth:`attach`). Methods that change the plan
     (:meth:`execute_next`, :meth:`finalize`, :meth:`pause`, :meth:`resume`,
     :meth:`save`) commit to the store, version-checked; when another writer
     got there first they reload the plan and apply the change again, so the
@@ -90,9 +96,10 @@ class PlanContext(PlanRecords, BaseModel):
     model_config = ConfigDict(extra="ignore", validate_assignment=False)
 
     plan_id: str
-    planner: str
+    #: The owning planner's name; "" until the plan is attached to a planner context.
+    planner: str = ""
     goal_event: str
-    goal: dict[str, Any]
+    goal: dict[str, Any] = Field(default_factory=dict)
     goal_data: dict[str, Any] = Field(default_factory=dict)
     response_event: str | None = None
     response_topic: str | None = None
@@ -122,6 +129,56 @@ class PlanContext(PlanRecords, BaseModel):
     _version: int = PrivateAttr(default=0)
     _machine: StateMachine | None = PrivateAttr(default=None)
 
+    # ------------------------------------------------------------ building
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_goal(cls, data: Any) -> Any:
+        """Document 002 builds a plan without ``goal`` (the goal event on the wire):
+        it is rebuilt from ``goal_event``, ``goal_data`` and the plan's other fields,
+        with the id ``goal-<plan_id>`` and the running planner's source."""
+        if not isinstance(data, dict) or "goal" in data or not data.get("goal_event"):
+            return data
+        context = current_planner_context()
+        wire = {
+            "id": f"goal-{data.get('plan_id') or new_event_id()}",
+            "source": context.source if context is not None else "waygraph",
+            "type": data["goal_event"],
+            "data": dict(data.get("goal_data") or {}),
+            "correlationid": data.get("correlation_id"),
+            "responseevent": data.get("response_event"),
+            "responsetopic": data.get("response_topic"),
+            "sessionid": data.get("session_id"),
+            "tenantid": data.get("tenant_id"),
+            "userid": data.get("user_id"),
+            "planid": data.get("parent_plan_id"),
+        }
+        envelope = Envelope.model_validate(wire)
+        return {**data, "goal": envelope.to_wire()}
+
+    def model_post_init(self, context: Any, /) -> None:
+        """A plan built inside a planner's handler belongs to that planner."""
+        running = current_planner_context()
+        if running is not None and self._context is None:
+            self.attach(running)
+
+    def attach(self, context: PlannerContext) -> PlanContext:
+        """Attach the plan to ``context`` (a planner's); the plan, for chaining.
+
+        For a plan built with ``PlanContext(...)`` outside a planner's handler
+        (inside one it is attached already). ``planner`` becomes the
+        context's name when it was not set.
+
+        Example::
+
+            plan = PlanContext(plan_id="p1", goal_event="research.goal", ...)
+            await plan.attach(planner.context).save()
+        """
+        self._context = context
+        if not self.planner:
+            self.planner = context.name
+        return self
+
     # ------------------------------------------------------------ loading
 
     @property
@@ -131,9 +188,17 @@ class PlanContext(PlanRecords, BaseModel):
 
     @property
     def context(self) -> PlannerContext:
-        """The planner context the plan is attached to; PlanStateError when none is."""
+        """The planner context the plan is attached to (inside a planner's handler, that
+        planner's when it had none); PlanStateError when there is none."""
         if self._context is None:
-            raise PlanStateError(f"plan {self.plan_id!r} is not attached to a planner context")
+            running = current_planner_context()
+            if running is None:
+                raise PlanStateError(
+                    f"plan {self.plan_id!r} is not attached to a planner context: "
+                    "call plan.attach(planner.context) first"
+                )
+            self.attach(running)
+        assert self._context is not None
         return self._context
 
     @property
@@ -373,16 +438,27 @@ class PlanContext(PlanRecords, BaseModel):
             lambda plan: engine.pause(plan._plan(), plan._run(), reason, new_event_id)
         )
 
-    async def resume(self, input: Any = None, *, event: Envelope | None = None) -> bool:
+    async def resume(
+        self, input: Any = None, *, event: Envelope | None = None, input_data: Any = None
+    ) -> bool:
         """Resume a paused plan; True when it was paused (so a repeated approval is a no-op).
 
-        ``input`` is kept as ``results["user_input"]`` (document 002's name)
-        and ``results["resume_input"]`` (conditions and templates see both).
+        ``input`` (or ``input_data``, document 002's name for it: give one,
+        both is an :class:`~waygraph.errors.InputError`) is kept as
+        ``results["user_input"]`` (document 002's name) and
+        ``results["resume_input"]`` (conditions and templates see both).
         The current state's action is sent again, with a new correlation id,
         so an answer to the request sent before the pause is ignored; a state
         without an action follows its ``default_next``.
         ``event``, when given, is recorded as processed.
         """
+        if input is not None and input_data is not None:
+            raise InputError(
+                "resume takes input or input_data (the same value under document 002's "
+                "name), not both"
+            )
+        if input is None:
+            input = input_data
         return await self._advance(
             lambda plan: engine.resume(plan._plan(), plan._run(), new_event_id, input, event)
         )
