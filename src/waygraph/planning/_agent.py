@@ -20,10 +20,11 @@ from waygraph.errors import (
 )
 from waygraph.planning._approval import ConsoleApproval
 from waygraph.planning._dryrun import dry_run_result, report_without_plan, simulate_plan
+from waygraph.planning._editing import editable, settled
 from waygraph.planning._executor import PlanRun
 from waygraph.planning._journal import Journal, load_run, new_run_id, restore
 from waygraph.planning._lease import refusal
-from waygraph.planning._llm import LLM
+from waygraph.planning._llm import LLM, planning_llm_for
 from waygraph.planning._models import (
     Plan,
     PlanExecutionResult,
@@ -49,7 +50,8 @@ class PlanningAgent:
 
     ``llm`` is the execution model (tools reach it through ``StepContext``;
     it also judges outputs when ``check_expected_output`` is on);
-    ``planning_llm`` (default: ``llm``) writes, repairs and revises plans.
+    ``planning_llm`` (default: ``llm``, or with the pattern's ``planning_model``
+    that model on ``llm``'s endpoint) writes, repairs and revises plans.
     ``tools`` are functions or :class:`Tool` objects; ``side_effect_tools``
     names tools whose identical calls must all run.
 
@@ -58,8 +60,10 @@ class PlanningAgent:
     document writes them, ``on_step_complete(self, step, result)``, they
     work unchanged) and, by name or through ``**kwargs``, the others below:
 
-    - ``on_plan_generated(plan, goal)``: may return a modified plan (it is
-      validated again);
+    - ``on_plan_generated(plan, goal)``: may change the plan in place (its
+      ``steps`` is a list, as the document's dataclass has it) or return
+      another; a changed plan is validated again, and an invalid one is not
+      run (an :class:`InvalidPlanError` whose first problem names the callback);
     - ``on_plan_approved(plan, goal)``: return False (or raise
       :class:`PlanRejectedError`) to reject, a plan to run an edited one;
       with ``require_plan_approval`` and no callback, :class:`ConsoleApproval`
@@ -118,8 +122,10 @@ class PlanningAgent:
         self.keeps_runs = store is not False
         #: The id of the run going on, else of the last run (None before any).
         self.run_id: str | None = None
-        self.planning_llm = planning_llm or llm
         self.pattern = pattern or PlanningPattern()
+        if planning_llm is None and self.pattern.planning_model:
+            planning_llm = planning_llm_for(llm, self.pattern.planning_model)
+        self.planning_llm = planning_llm or llm
         self.tools = ToolRegistry(tools, side_effect_tools=side_effect_tools)
         if self.pattern.revision_strategy == RevisionStrategy.ASK_USER and not on_revision_needed:
             raise ConfigError(
@@ -183,20 +189,33 @@ class PlanningAgent:
         plan = await self._planner.generate(goal, context, meter)
         self._plan = plan
         if self.hooks.on_plan_generated is not None:
+            # A copy the callback may change in place (plan.steps.append(...)).
+            offered = editable(plan)
             try:
                 changed = await call_hook(
-                    self.hooks.on_plan_generated, "on_plan_generated", plan=plan, goal=goal
+                    self.hooks.on_plan_generated, "on_plan_generated", plan=offered, goal=goal
                 )
             except Exception as exc:
                 log.exception("on_plan_generated failed")
                 raise PlanRejectedError(f"plan not run: on_plan_generated raised {exc!r}") from exc
-            if isinstance(changed, Plan) and changed is not plan:
-                changed = self._planner.normalize(changed)
-                problems = self._planner.validate(changed, meter)
-                if problems:
-                    raise InvalidPlanError(problems, plan=changed)
-                plan = self._plan = changed
+            edited = changed if isinstance(changed, Plan) else offered
+            plan = self._plan = self._settle(plan, edited, meter)
         return plan
+
+    def _settle(self, plan: Plan, changed: Plan, meter: Meter) -> Plan:
+        """The plan ``on_plan_generated`` left, validated again; InvalidPlanError when bad."""
+        blame = PlanProblem("changed_by_callback", "on_plan_generated made the plan invalid")
+        try:
+            changed = settled(changed)
+        except ValueError as exc:
+            raise InvalidPlanError([blame, PlanProblem("malformed", str(exc))], plan=plan) from exc
+        if changed == plan:
+            return plan
+        changed = self._planner.normalize(changed)
+        problems = self._planner.validate(changed, meter)
+        if problems:
+            raise InvalidPlanError([blame, *problems], plan=changed)
+        return changed
 
     async def revise_plan(self, feedback: str, *, plan: Plan | None = None) -> Plan:
         """Ask the planning model to revise ``plan`` (default: the current one) given

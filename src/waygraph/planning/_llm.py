@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple, Protocol, TypedDict, runtime_checkable
 
 from waygraph._extras import require
 from waygraph.chat import STRUCTURED_OUTPUT_MODES, endpoint, refused, server_error
-from waygraph.errors import LLMError
+from waygraph.errors import ConfigError, LLMError
 from waygraph.planning._models import TokenUsage
 
 __all__ = ["LLM", "LLMResponse", "Message", "OpenAILLM"]
@@ -233,6 +234,27 @@ class OpenAILLM:
             )
         return LLMResponse(text, usage, response.model)
 
+    def with_model(self, model: str) -> OpenAILLM:
+        """A copy that asks ``model`` on the same endpoint, with the same key and settings.
+
+        What a pattern's ``planning_model`` name becomes: the agent's own
+        model server, another model for the planning calls. A client given
+        to the constructor is shared (you still close it); otherwise the copy
+        makes its own, closed by its own :meth:`aclose`.
+
+        Example:
+            >>> llm = OpenAILLM("small", base_url="http://127.0.0.1:9/v1", api_key="k")
+            >>> big = llm.with_model("big")
+            >>> big.model, big.base_url, llm.model
+            ('big', 'http://127.0.0.1:9/v1', 'small')
+        """
+        copied = copy.copy(self)
+        copied.model = model
+        copied.extra_body = dict(self.extra_body)
+        copied._settings = _ClientSettings(**self._settings)
+        copied._owned = None
+        return copied
+
     def _failed(self, exc: BaseException) -> LLMError:
         """One line naming the model, the endpoint and what the server said."""
         said = server_error(self._endpoint.base_url, exc)
@@ -252,6 +274,28 @@ class OpenAILLM:
 
     def __repr__(self) -> str:
         return f"OpenAILLM({self.model!r}, base_url={self.base_url!r})"
+
+
+def planning_llm_for(llm: LLM | None, model: str) -> LLM:
+    """The LLM a pattern's ``planning_model`` name means: ``llm``'s endpoint, ``model``.
+
+    An :class:`OpenAILLM` (or any LLM with a ``with_model(name)`` method)
+    gives its copy for ``model``; any other LLM cannot be told to use another
+    model, so that is a :class:`~waygraph.errors.ConfigError`.
+    """
+    if getattr(llm, "model", None) == model:
+        assert llm is not None
+        return llm
+    with_model = getattr(llm, "with_model", None)
+    if with_model is None:
+        raise ConfigError(
+            f"planning_model={model!r} names a model on the agent's own endpoint, but the "
+            f"agent's llm ({type(llm).__name__}) has no with_model(name) to switch models: "
+            "use an OpenAILLM, or pass the planning LLM itself (PlanningAgent(planning_llm=...), "
+            "Agent(planning_model=an LLM))"
+        )
+    derived: LLM = with_model(model)
+    return derived
 
 
 def _running_loop() -> Any:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from waygraph.errors import ConfigError
+from waygraph.errors import ConfigError, InputError
 from waygraph.planning._models import (
     ExecutionMode,
     Plan,
@@ -55,7 +55,11 @@ class PlanningPattern(BaseModel):
     ``hierarchical`` and ``max_decomposition_depth``, ``token_budget``,
     ``plan_repair_attempts`` (how often an invalid plan is sent back to the
     model with its problems) and ``feasibility_review`` (a model reviews the
-    plan; off by default).
+    plan; off by default), ``planning_model`` (a model name: plans are
+    written, repaired and revised by that model on the agent's own endpoint,
+    an :class:`~waygraph.planning.OpenAILLM` copy of the agent's model with
+    only the name changed; a planning LLM passed to the agent explicitly
+    wins; an agent model that cannot switch names is a ConfigError).
 
     Execution: ``execution_mode`` (``sequential``, ``parallel``,
     ``adaptive``), ``max_parallel``, ``step_timeout`` in seconds (None: no
@@ -108,6 +112,7 @@ class PlanningPattern(BaseModel):
     feasibility_review: bool = False
     check_expected_output: bool = False
     dry_run: bool = False
+    planning_model: str | None = Field(default=None, min_length=1)
 
     _last: _LastRun = PrivateAttr(default_factory=_LastRun)
 
@@ -185,14 +190,25 @@ class PlanningPattern(BaseModel):
     async def revise_plan(
         self,
         agent: Agent | PlanningAgent,
-        state: PlanExecutionState | Plan | None,
-        reason: str,
+        state: PlanExecutionState | Plan | None = None,
+        reason: str | None = None,
+        *,
+        current_state: PlanExecutionState | Plan | None = None,
     ) -> Plan:
         """A revised whole plan given ``reason``, from the plan in ``state`` (None: the latest).
 
-        Run it with :meth:`execute_plan`. While a plan is running, ask for a
+        ``current_state`` is document 004's name for ``state`` (give one;
+        both is an :class:`~waygraph.errors.InputError`, as is no ``reason``).
+        Run the new plan with :meth:`execute_plan`. While a plan is running, ask for a
         revision with ``PlanningAgent.request_revision(reason)`` instead.
         """
+        if state is not None and current_state is not None:
+            raise InputError(
+                "revise_plan takes state or current_state (document 004's name for it), not both"
+            )
+        if not reason:
+            raise InputError("revise_plan needs a reason: revise_plan(agent, state, reason)")
+        state = state if state is not None else current_state
         plan = state.plan if isinstance(state, PlanExecutionState) else state
         return await self._engine(agent).revise_plan(reason, plan=plan)
 
