@@ -7,6 +7,7 @@ waygraph folder stops install and uninstall with one line, changing nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -105,5 +106,64 @@ def test_an_honest_manifest_still_installs_and_uninstalls_byte_for_byte(tree: Pa
     before = snapshot(tree)
     install(tree)
     install(tree)
+    uninstall(tree)
+    assert snapshot(tree) == before
+
+
+def test_a_hook_folder_linked_outside_the_tree_stops_install(tree: Path, tmp_path: Path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    hooks = tree / ("python/extensions" if (tree / "python").exists() else "extensions/python")
+    (hooks / "tool_execute_after").symlink_to(elsewhere, target_is_directory=True)
+    before = snapshot(tree)
+    with pytest.raises(ConfigError, match="tool_execute_after is a symbolic link"):
+        install(tree)
+    assert list(elsewhere.iterdir()) == []
+    assert snapshot(tree) == before
+
+
+def test_uninstall_deletes_only_files_install_wrote(tree: Path):
+    install(tree)
+    hooks = "python/extensions" if (tree / "python").exists() else "extensions/python"
+    upstream = tree / hooks / "message_loop_prompts_after" / "_60_include_current_datetime.py"
+    upstream.write_text("# upstream\n")
+    rel = upstream.relative_to(tree).as_posix()
+    digest = hashlib.sha256(upstream.read_bytes()).hexdigest()
+    edit_manifest(tree, lambda m: m["files"].update({rel: {"backup": None, "sha256": digest}}))
+    before = snapshot(tree)
+    with pytest.raises(ConfigError, match="is not a file waygraph installs"):
+        uninstall(tree)
+    assert snapshot(tree) == before
+
+
+def test_uninstall_refuses_a_hook_file_someone_changed(tree: Path):
+    install(tree)
+    hooks = "python/extensions" if (tree / "python").exists() else "extensions/python"
+    verify = tree / hooks / "tool_execute_after" / "_50_waygraph_verify.py"
+    verify.write_text("# someone else's now\n")
+    before = snapshot(tree)
+    with pytest.raises(ConfigError, match="not the file waygraph installed"):
+        uninstall(tree)
+    assert snapshot(tree) == before
+
+
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "plugins/htn/extensions/python",
+        "usr/plugins/htn/extensions/python",
+        "plugins/htn/agents/dev/extensions/python",
+        "usr/projects/p/.a0proj/extensions/python",
+    ],
+)
+def test_a_selector_in_a_plugin_folder_is_found_and_disabled(tmp_path: Path, folder: str):
+    tree = make_tree(tmp_path / "a0", "1.x")
+    selector = tree / folder / "before_main_llm_call" / "_15_htn_plan_selector.py"
+    selector.parent.mkdir(parents=True)
+    selector.write_text("extras['htn_active_plan'] = text\n")
+    before = snapshot(tree)
+    report = install(tree)
+    assert report.disabled == [selector.relative_to(tree).as_posix()]
+    assert not selector.exists()
     uninstall(tree)
     assert snapshot(tree) == before

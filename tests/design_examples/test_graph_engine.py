@@ -221,19 +221,110 @@ def test_5_escalation_node(nav: Navigator, tmp_path: Path):
         "Plan escalated: Fix attempts exhausted without passing tests",
         "Pace level: contingent",
     ]
-    # Agent-Zero: the PACE level on the agent, the log, the state cleared.
-    a0 = AgentZero(tmp_path / "a0", LIBRARY)
-    a0.user(BUG, domain="bugfix")
-    a0.iteration()
-    for output in ("NameError: totl", "test.py line 3", "", " ", "\n"):
-        a0.tool(output)
-        a0.iteration()
+    # Agent-Zero: the PACE level on the agent, the log, and the plan's final
+    # state, readable (status escalated, why, at which PACE level) until the
+    # next plan starts: the supervisor and SALUTE read it.
+    a0 = escalate(tmp_path / "a0")
     assert a0.pace_level() == "contingent"
     assert (
         "[HTN] Plan 'Bug Fix Workflow' escalated to PACE contingent: "
         "Fix attempts exhausted without passing tests"
     ) in a0.log
-    assert a0.htn_state() is None
+    state = a0.htn_state()
+    assert state is not None
+    assert (state["status"], state["reason"], state["pace_level"]) == (
+        "escalated",
+        "Fix attempts exhausted without passing tests",
+        "contingent",
+    )
+    assert state["path"][-4:] == ["fix", "fix", "fix", "escalate_stuck"]
+    a0.iteration()  # an iteration without a new plan keeps it
+    assert (a0.htn_state() or {}).get("status") == "escalated"
+    a0.user("create a new branch: a feature branch", domain="git_ops")
+    a0.iteration()
+    assert (a0.htn_state() or {}).get("plan_id") == "git_feature_branch"
+    assert (a0.htn_state() or {}).get("status") == "running"
+
+
+def escalate(root: Path) -> AgentZero:
+    """The bug-fix workflow driven to its escalation node through the adapter."""
+    a0 = AgentZero(root, LIBRARY)
+    a0.user(BUG, domain="bugfix")
+    a0.iteration()
+    for output in ("NameError: totl", "test.py line 3", "", " ", "\n"):
+        a0.tool(output)
+        a0.iteration()
+    return a0
+
+
+#: The org kernel's emitter as the Exocortex dispatcher defines it (a module
+#: function in its extension file); this one records what it was given.
+ORG_KERNEL = """
+def _emit_salute(agent, role, org, loop_data):
+    agent.salutes.append((role["role_id"], dict(agent._htn_state), agent._org_pace_level))
+"""
+
+
+def test_escalation_emits_an_immediate_salute_through_the_org_kernel(tmp_path: Path):
+    root = tmp_path / "a0"
+    folder = root / "extensions" / "python" / "before_main_llm_call"
+    folder.mkdir(parents=True)
+    (folder / "_12_org_dispatcher.py").write_text(ORG_KERNEL, encoding="utf-8")
+    a0 = AgentZero(root, LIBRARY)
+    a0.agent.salutes = []  # type: ignore[attr-defined]
+    a0.agent._org_active = {"name": "org"}  # type: ignore[attr-defined]
+    a0.agent._org_active_role = {"role_id": "developer"}  # type: ignore[attr-defined]
+    a0.user(BUG, domain="bugfix")
+    a0.iteration()
+    for output in ("NameError: totl", "test.py line 3", "", " ", "\n"):
+        a0.tool(output)
+        a0.iteration()
+    [(role, state, pace)] = a0.agent.salutes  # type: ignore[attr-defined]
+    assert (role, pace) == ("developer", "contingent")
+    assert state["status"] == "escalated" and state["plan_id"] == "bugfix_workflow"
+
+
+def test_a_missing_or_failing_salute_emitter_never_fails_the_hook(tmp_path: Path):
+    root = tmp_path / "a0"
+    folder = root / "extensions" / "python" / "before_main_llm_call"
+    folder.mkdir(parents=True)
+    (folder / "_12_org_dispatcher.py").write_text(
+        "def _emit_salute(agent, role, org, loop_data):\n    raise OSError('disk full')\n",
+        encoding="utf-8",
+    )
+    a0 = AgentZero(root, LIBRARY)
+    a0.agent._org_active = {"name": "org"}  # type: ignore[attr-defined]
+    a0.agent._org_active_role = {"role_id": "developer"}  # type: ignore[attr-defined]
+    a0.user(BUG, domain="bugfix")
+    a0.iteration()
+    for output in ("NameError: totl", "test.py line 3", "", " "):
+        a0.tool(output)
+        a0.iteration()
+    a0.tool("\n")
+    assert (a0.iteration() or "").startswith("Plan escalated: Fix attempts exhausted")
+    assert "[HTN] SALUTE report not sent: OSError: disk full" in a0.log
+    assert (a0.htn_state() or {}).get("status") == "escalated"
+    # No org kernel in the tree: nothing to call, nothing said.
+    plain = escalate(tmp_path / "plain")
+    assert "SALUTE" not in plain.log and plain.pace_level() == "contingent"
+
+
+def test_the_mirror_is_the_documents_traversal_state(tmp_path: Path):
+    """Section "Traversal State": the fix node on its second attempt, as the example."""
+    a0 = AgentZero(tmp_path / "a0", LIBRARY)
+    a0.user(BUG, domain="bugfix")
+    a0.iteration()
+    for output in ("NameError: totl", "test.py line 3", ""):
+        a0.tool(output)
+        a0.iteration()
+    state = a0.htn_state()
+    assert state is not None
+    assert state["current_node"] == "fix"
+    assert state["path"] == ["reproduce", "isolate", "fix", "fix"]
+    assert outcome(state["visited"]["fix"]) == {"outcome": "pending", "attempts": 2}
+    assert outcome(state["visited"]["reproduce"]) == {"outcome": "success", "attempts": 1}
+    assert (state["completed_nodes"], state["total_nodes"]) == (2, 9)
+    assert state["turns_since_transition"] == 1 and state["stale_after_turns"] == 15
 
 
 def succeed(nav: Navigator) -> Any:

@@ -62,7 +62,9 @@ from waygraph.integrations.agent_zero.config import (
 from waygraph.integrations.agent_zero.manifest import (
     MANIFEST_FORMAT,
     MANIFEST_PATH,
+    check_hashes,
     read_manifest,
+    refuse_linked_parents,
     refuse_symlinks,
 )
 from waygraph.integrations.agent_zero.neighbours import LIBRARY_NAME, find_selectors
@@ -271,6 +273,8 @@ def install(
         wanted[hook_path(hook, chosen)] = render(hook, chosen).encode("utf-8")
     wanted[CONFIG_PATH] = config.to_json().encode("utf-8")
     wanted.update(library_files)
+    # A hook folder linked elsewhere would take the files out of the tree.
+    refuse_linked_parents(base, [*wanted, *_recorded(old), *selectors])
 
     old_files: dict[str, dict[str, Any]] = old.get("files", {}) if old else {}
     report = InstallReport(root=base, layout=chosen.name, library_source=source)
@@ -442,6 +446,7 @@ def uninstall(root: str | os.PathLike[str]) -> UninstallReport:
     report = UninstallReport(root=base, installed=manifest is not None)
     if manifest is None:
         return report
+    check_hashes(base, manifest)
     files: dict[str, dict[str, Any]] = manifest.get("files", {})
     with Transaction(base) as tx:
         backups: list[tuple[str, str]] = []
@@ -484,6 +489,11 @@ def uninstall(root: str | os.PathLike[str]) -> UninstallReport:
         if p.is_file()
     )
     return report
+
+
+def _recorded(manifest: dict[str, Any] | None) -> list[str]:
+    """The files an earlier install recorded (its hook files, config and library)."""
+    return list(manifest.get("files", {})) if manifest else []
 
 
 def _only_empty_dirs(path: Path) -> bool:

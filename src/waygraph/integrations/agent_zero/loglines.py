@@ -4,6 +4,9 @@ Example:
     >>> record = {"plan_name": "Bug fix", "mode": "graph", "total_nodes": 5}
     >>> event_line("[HTN]", {"type": "plan_activated"}, record)
     ('info', '[HTN] Plan activated: Bug fix (5 nodes, graph)')
+    >>> event_line("[HTN]", {"type": "node_verified", "node": "test", "outcome": "unknown",
+    ...                      "passed": None, "attempt": 1}, record)
+    ('info', '[HTN] Step not judged: test (attempt 1)')
     >>> event_line("[HTN]", {"type": "human_asked", "node": "ok", "prompt": "Ship it?"}, record)
     ('info', '[HTN] Waiting for the user at ok: Ship it?')
 """
@@ -65,6 +68,9 @@ def event_line(
             return "info", f"{prefix} Step {index} verified: {step.name or step.id}"
         if event.get("passed"):
             return "info", f"{prefix} Step verified: {node}"
+        if event.get("passed") is None or event.get("outcome") == "unknown":
+            # The check could not decide: neither passed nor failed.
+            return "info", f"{prefix} Step not judged: {node} (attempt {event.get('attempt')})"
         return "info", f"{prefix} Step failed verification: {node} (attempt {event.get('attempt')})"
     if kind == "plan_completed":
         done = f"{record.get('completed_nodes')}/{record.get('total_nodes')}"

@@ -16,19 +16,76 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path, PurePosixPath
 from typing import Any, NoReturn
 
 from waygraph.errors import ConfigError
-from waygraph.integrations.agent_zero.config import DATA_DIR
+from waygraph.integrations.agent_zero.config import CONFIG_PATH, DATA_DIR, LIBRARY_DIR
 from waygraph.integrations.agent_zero.neighbours import in_extension_folder
-from waygraph.integrations.agent_zero.templates import LAYOUTS
+from waygraph.integrations.agent_zero.templates import HOOKS, LAYOUTS, hook_path
 
-__all__ = ["MANIFEST_FORMAT", "MANIFEST_PATH", "read_manifest", "refuse_symlinks"]
+__all__ = [
+    "MANIFEST_FORMAT",
+    "MANIFEST_PATH",
+    "check_hashes",
+    "read_manifest",
+    "refuse_linked_parents",
+    "refuse_symlinks",
+]
 
 MANIFEST_PATH = f"{DATA_DIR}/manifest.json"
 MANIFEST_FORMAT = 1
+BACKUP_DIR = f"{DATA_DIR}/backup"
+#: The extension files install writes (either layout); its other files are
+#: the config and the library copy.
+_HOOK_FILES = frozenset(hook_path(hook, layout) for hook in HOOKS for layout in LAYOUTS.values())
+_HOOK_DIRS = frozenset(PurePosixPath(rel).parent.as_posix() for rel in _HOOK_FILES)
+
+
+def _written_by_install(rel: str) -> bool:
+    return rel in _HOOK_FILES or rel == CONFIG_PATH or rel.startswith(f"{LIBRARY_DIR}/")
+
+
+def refuse_linked_parents(root: Path, rels: list[str]) -> None:
+    """Refuse when a folder on the way to any of ``rels`` is a symbolic link.
+
+    Install would write (and uninstall delete) wherever the link points, maybe
+    outside the tree.
+    """
+    for rel in rels:
+        for parent in [*reversed(PurePosixPath(rel).parents)][1:]:
+            if (root / parent).is_symlink():
+                raise ConfigError(
+                    f"{root / parent} is a symbolic link; waygraph writes only into real "
+                    "folders of the Agent-Zero tree (replace the link by a folder); "
+                    "nothing was changed"
+                )
+
+
+def check_hashes(root: Path, data: dict[str, Any]) -> None:
+    """Every installed extension file still on disk must be the one install wrote.
+
+    Files in ``usr/waygraph`` (the config, the library copy) are waygraph's own
+    folder and may have been edited; an extension file that differs is someone
+    else's, which uninstall must not delete.
+    """
+    path = root / MANIFEST_PATH
+    for rel, info in data["files"].items():
+        if rel.startswith(f"{DATA_DIR}/"):
+            continue
+        try:
+            content = (root / rel).read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise ConfigError(f"{root / rel}: cannot read: {exc.strerror or exc}") from None
+        if hashlib.sha256(content).hexdigest() != info.get("sha256"):
+            raise ConfigError(
+                f"{root / rel} is not the file waygraph installed (its sha256 differs from "
+                f"{path}); nothing was changed: delete or restore it by hand, then uninstall"
+            )
 
 
 def read_manifest(root: Path) -> dict[str, Any] | None:
@@ -125,6 +182,29 @@ def _check_manifest_paths(root: Path, manifest_path: Path, data: dict[str, Any])
         for parent in [*reversed(target.relative_to(root).parents)][1:]:
             if (root / parent).is_symlink():
                 _bad_manifest(manifest_path, f"{what}: {rel!r} passes through a symbolic link")
+    _check_own_names(manifest_path, data)
+
+
+def _check_own_names(manifest_path: Path, data: dict[str, Any]) -> None:
+    """Each entry names what install writes there: its own files, backups and caches."""
+    for rel, info in data["files"].items():
+        if not _written_by_install(rel):
+            _bad_manifest(manifest_path, f"files: {rel!r} is not a file waygraph installs")
+        if not isinstance(info.get("sha256"), str):
+            _bad_manifest(manifest_path, f"the entry of {rel!r} has no sha256")
+        if info.get("backup") not in (None, f"{BACKUP_DIR}/{rel}"):
+            _bad_manifest(manifest_path, f"the backup of {rel!r} is not where install keeps it")
+    for rel, backup in data.get("disabled", {}).items():
+        if backup != f"{BACKUP_DIR}/{rel}":
+            _bad_manifest(manifest_path, f"the backup of {rel!r} is not where install keeps it")
+    for cache, backup in data.get("pycache", {}).items():
+        if backup != f"{BACKUP_DIR}/{cache}" or PurePosixPath(cache).name != "__pycache__":
+            _bad_manifest(manifest_path, f"pycache: {cache!r} is not a hook folder's cache")
+    for rel in data.get("hook_dirs", []):
+        if rel not in _HOOK_DIRS:
+            _bad_manifest(
+                manifest_path, f"hook_dirs: {rel!r} is not a folder waygraph installs into"
+            )
 
 
 def _bad_manifest(path: Path, why: str) -> NoReturn:

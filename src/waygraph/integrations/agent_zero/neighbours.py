@@ -13,10 +13,14 @@ Two kinds matter:
   before that hook runs, so while such an extension exists, plans are only
   activated after it, and their first guidance reaches the next iteration.
 
-Agent-Zero reads extensions from several folders: the layout's own
-(``python/extensions/`` in 0.9, ``extensions/python/`` in 1.x), the user's
-(``usr/extensions/``) and agent profiles' (``agents/<name>/extensions/``,
-``usr/agents/<name>/extensions/``); all are searched.
+Agent-Zero reads extensions from several folders, and runs the files of one
+hook point from all of them in file-name order (a name found in two folders
+runs once): the layout's own (``python/extensions/`` in 0.9,
+``extensions/python/`` in 1.x), the user's (``usr/extensions/``), agent
+profiles' (``agents/<name>/extensions/``, ``usr/agents/<name>/extensions/``),
+projects' (``usr/projects/<name>/.a0proj/...``) and, from 1.7, plugins'
+(``plugins/<name>/extensions/python/``, ``usr/plugins/<name>/...``, and their
+``agents/<profile>/extensions/python/``); all are searched.
 
 Example:
     >>> import tempfile
@@ -36,8 +40,10 @@ from collections.abc import Collection, Iterator
 from pathlib import Path, PurePosixPath
 
 __all__ = [
+    "HOOK_ORDER",
     "LIBRARY_NAME",
     "SELECTOR_HOOK",
+    "classifiers",
     "classifiers_present",
     "extension_folders",
     "find_selectors",
@@ -52,6 +58,8 @@ SELECTOR_HOOK = "before_main_llm_call"
 #: waygraph's own selector there; classifiers sort before it.
 OWN_SELECTOR = "_15_waygraph_plan_selector.py"
 
+#: Every folder Agent-Zero 0.9 and 1.x (to 1.7, ``helpers/subagents.get_paths``)
+#: loads a hook point's extensions from, relative to the tree.
 _BASES = (
     "python/extensions",
     "extensions/python",
@@ -61,6 +69,14 @@ _BASES = (
     "agents/*/extensions/python",
     "usr/agents/*/extensions",
     "usr/agents/*/extensions/python",
+    "plugins/*/extensions/python",
+    "usr/plugins/*/extensions/python",
+    "plugins/*/agents/*/extensions/python",
+    "usr/plugins/*/agents/*/extensions/python",
+    "usr/projects/*/.a0proj/extensions",
+    "usr/projects/*/.a0proj/extensions/python",
+    "usr/projects/*/.a0proj/agents/*/extensions",
+    "usr/projects/*/.a0proj/agents/*/extensions/python",
 )
 _CLASSIFIER_MARKS = ("_bst_store", "_org_htn_allowed_plans")
 #: Files larger than this are not read when looking for markers.
@@ -120,26 +136,70 @@ def find_selectors(root: Path, skip: Collection[str] = ()) -> list[str]:
     return found
 
 
+#: The hook points a classifier may write this message's values in, in the
+#: order one message-loop iteration runs them (``monologue_start`` once, before
+#: the first). A classifier elsewhere runs after the model call: after every hook.
+HOOK_ORDER = (
+    "monologue_start",
+    "message_loop_start",
+    "message_loop_prompts_before",
+    "message_loop_prompts_after",
+    SELECTOR_HOOK,
+)
+
 _lock = threading.Lock()
-_cache: dict[Path, tuple[tuple[tuple[str, int], ...], bool]] = {}
+_cache: dict[Path, tuple[tuple[tuple[str, int], ...], tuple[tuple[int, str], ...]]] = {}
 
 
-def classifiers_present(root: Path) -> bool:
-    """True when an extension in ``before_main_llm_call`` before waygraph's selector
-    writes the domain or the allow-list (checked again whenever those folders change)."""
-    folders = list(extension_folders(root, SELECTOR_HOOK))
-    stamp = tuple((str(f), f.stat().st_mtime_ns) for f in folders)
+def classifiers(root: Path) -> tuple[tuple[int, str], ...]:
+    """Where the extensions that write the domain or the allow-list run, in iteration order.
+
+    Each is (index of its hook point in :data:`HOOK_ORDER`, file name), from
+    every extension folder of the tree; checked again whenever those folders change.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> folder = root / "plugins" / "org" / "extensions" / "python" / SELECTOR_HOOK
+        >>> folder.mkdir(parents=True)
+        >>> _ = (folder / "_20_org.py").write_text("agent.set_data('_org_htn_allowed_plans', [])")
+        >>> classifiers(root)
+        ((4, '_20_org.py'),)
+    """
+    folders = [
+        (rank, folder)
+        for rank, hook in enumerate(HOOK_ORDER)
+        for folder in extension_folders(root, hook)
+    ]
+    stamp = tuple((str(f), f.stat().st_mtime_ns) for _, f in folders)
     with _lock:
         cached = _cache.get(root)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-    present = any(
-        path.name < OWN_SELECTOR
-        and "waygraph" not in path.name
-        and any(mark in _text(path) for mark in _CLASSIFIER_MARKS)
-        for folder in folders
-        for path in folder.glob("*.py")
+    found = tuple(
+        sorted(
+            {
+                (rank, path.name)
+                for rank, folder in folders
+                for path in folder.glob("*.py")
+                if "waygraph" not in path.name
+                and any(mark in _text(path) for mark in _CLASSIFIER_MARKS)
+            }
+        )
     )
     with _lock:
-        _cache[root] = (stamp, present)
-    return present
+        _cache[root] = (stamp, found)
+    return found
+
+
+def classifiers_present(root: Path) -> bool:
+    """True when an extension in ``before_main_llm_call`` before waygraph's selector
+    writes the domain or the allow-list.
+
+    Example:
+        >>> import tempfile
+        >>> classifiers_present(Path(tempfile.mkdtemp()))
+        False
+    """
+    rank = HOOK_ORDER.index(SELECTOR_HOOK)
+    return any(c == (rank, c[1]) and c[1] < OWN_SELECTOR for c in classifiers(root))

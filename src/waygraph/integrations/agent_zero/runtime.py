@@ -65,7 +65,7 @@ import threading
 import uuid
 from typing import Any
 
-from waygraph.integrations.agent_zero import neighbours, reading, views
+from waygraph.integrations.agent_zero import org, reading, views
 from waygraph.integrations.agent_zero.loglines import event_line
 from waygraph.integrations.agent_zero.reading import EXIT_MARKER
 from waygraph.integrations.agent_zero.setups import (
@@ -287,11 +287,9 @@ def _inject(setup: HookSetup, agent: Any, kwargs: dict[str, Any]) -> None:
         if view is not None:
             _put_extras(loop_data, key, view.text)
             views.remember(loop_data, view)
-        _mirror(agent, view.record if view is not None else record)
+        _mirror(setup, agent, view.record if view is not None else record)
         return
-    if neighbours.classifiers_present(setup.root):
-        return  # their values for this message exist only in before_main_llm_call
-    _, text = _activate(setup, agent, loop_data, record)
+    _, text = _activate(setup, agent, loop_data, record, org.INJECT)
     if text:
         _put_extras(loop_data, key, text)
 
@@ -304,29 +302,35 @@ def _select(setup: HookSetup, agent: Any, kwargs: dict[str, Any]) -> None:
     view = views.take(setup.navigator, loop_data, session)
     record = view.record if view is not None else setup.navigator.state(session)
     if record is None or record.get("status") != "running":
-        record, text = _activate(setup, agent, loop_data, record)
+        record, text = _activate(setup, agent, loop_data, record, org.SELECT)
         if text:
             _put_extras(loop_data, setup.config.extras_key, text)
         # The iteration ends here: its view must not outlive it (the model call
         # and the next tool result come first, and the tool's turn makes a new one).
         views.take(setup.navigator, loop_data, session)
-    _mirror(agent, record)
+    _mirror(setup, agent, record)
 
 
 # ---------------------------------------------------------------- shared steps
 
 
 def _activate(
-    setup: HookSetup, agent: Any, loop_data: Any, record: dict[str, Any] | None
+    setup: HookSetup,
+    agent: Any,
+    loop_data: Any,
+    record: dict[str, Any] | None,
+    here: tuple[int, str],
 ) -> tuple[dict[str, Any] | None, str | None]:
     """Match the user's message (once per message) with the classifiers' values.
 
     ``record`` is the session's run as just read (not running, or None): what
-    is returned when there is no new message to match.
+    is returned when there is no new message to match, or when a classifier
+    (the org dispatcher, a belief-state tracker) has not run for it before the
+    hook at ``here``: then the plan waits for a later hook, never runs unchecked.
     """
     session = reading.session_id(agent)
     message, token = _fresh_message(agent, session, loop_data)
-    if message is None:
+    if message is None or not org.may_start(setup.root, agent, session, token, here):
         return record, None
     guidance = setup.navigator.turn(
         session,
@@ -437,14 +441,19 @@ def _after_turn(setup: HookSetup, agent: Any, guidance: Guidance) -> None:
     record = guidance.run or {}
     # The plan gives the step names document 000's log lines use.
     plan = _plan_for(setup, record) if guidance.events and record else None
+    escalated = False
     for event in guidance.events:
         line = event_line(PREFIX, event, record, plan)
         if line is not None:
             _agent_log(agent, *line)
         if event.get("type") == "plan_escalated":
+            escalated = True
             _set_attr(agent, PACE_LEVEL_ATTR, event.get("pace_level") or "contingent")
     if guidance.run is not None:
-        _mirror(agent, guidance.run)
+        _mirror(setup, agent, guidance.run)
+    if escalated:
+        # Document 003: an immediate SALUTE report, reading the escalated mirror.
+        org.emit_salute(setup.root, agent, getattr(agent, "loop_data", None))
     _report_library_error(setup, agent)
 
 
@@ -480,15 +489,20 @@ def _report_library_error(setup: HookSetup, agent: Any) -> None:
         _agent_log(agent, "info", f"{PREFIX} Plan library loads again")
 
 
-def _mirror(agent: Any, record: dict[str, Any] | None) -> None:
-    """``agent._htn_state``: the run record while a plan runs, absent otherwise.
+def _mirror(setup: HookSetup, agent: Any, record: dict[str, Any] | None) -> None:
+    """``agent._htn_state``: the run record while a plan runs (or its escalated end,
+    until the next plan starts), absent otherwise.
 
     The record carries the fields documents 000 and 003 give the selector's
     state (``current_step``, ``steps_completed``, ``turns_since_progress``,
-    ``current_node``, ``visited``, ...), which the supervisor and SALUTE read.
+    ``current_node``, ``visited``, ...), which the supervisor and SALUTE read;
+    ``total_nodes``, ``path`` and ``visited`` as document 003 shows them (:mod:`.org`).
     """
-    if record is not None and record.get("status") == "running":
-        _set_attr(agent, HTN_STATE_ATTR, dict(record))
+    shown = record is not None and record.get("status") in ("running", "escalated")
+    plan = _plan_for(setup, record) if shown and record is not None else None
+    state = org.htn_state(record, plan)
+    if state is not None:
+        _set_attr(agent, HTN_STATE_ATTR, state)
     elif hasattr(agent, HTN_STATE_ATTR):
         with contextlib.suppress(AttributeError):
             delattr(agent, HTN_STATE_ATTR)

@@ -186,7 +186,16 @@ def setup_of(hook_file: str) -> HookSetup | None:
         >>> forget_all()
     """
     try:
-        return known_setup(hook_file) or setup_for(Path(hook_file))
+        found = known_setup(hook_file)
+        if found is not None:
+            return found
+        if not os.path.isabs(hook_file):
+            # Resolved once, here: the cache is keyed by absolute paths.
+            hook_file = os.path.abspath(hook_file)
+            found = known_setup(hook_file)
+            if found is not None:
+                return found
+        return setup_for(Path(hook_file))
     except _Quiet:
         return None
 
