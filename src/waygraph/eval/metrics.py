@@ -23,17 +23,24 @@ Example:
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from waygraph.eval.runner import Record
+
+if TYPE_CHECKING:
+    from waygraph.planning import Plan, PlanStep
 
 __all__ = [
     "Z95",
     "Difference",
     "ModeSummary",
+    "Share",
     "difference_ci",
     "mode_difference",
+    "plan_criteria",
     "summarize_modes",
     "summary_line",
     "task_rates",
@@ -94,6 +101,27 @@ def difference_ci(k1: int, n1: int, k2: int, n2: int, z: float = Z95) -> Differe
 
 
 @dataclass(frozen=True)
+class Share:
+    """``hits`` of ``total``: one of document 004's success criteria over a mode's runs.
+
+    Example:
+        >>> str(Share(2, 3)), Share(2, 3).rate
+        ('67% (2/3)', 0.6666666666666666)
+    """
+
+    hits: int
+    total: int
+
+    @property
+    def rate(self) -> float:
+        """``hits / total`` (0.0 when ``total`` is 0)."""
+        return self.hits / self.total if self.total else 0.0
+
+    def __str__(self) -> str:
+        return f"{self.rate:.0%} ({self.hits}/{self.total})"
+
+
+@dataclass(frozen=True)
 class ModeSummary:
     """One mode's runs: success rate (with its Wilson interval) and mean costs."""
 
@@ -116,6 +144,18 @@ class ModeSummary:
     mean_tokens_per_call: float | None = None
     #: The same for the prompt part; None for results written before it was recorded.
     mean_prompt_tokens_per_call: float | None = None
+    #: Document 004's success criteria (docs/eval.md); None where not measured
+    #: (modes other than planned, or no run the criterion applies to).
+    #: Plan validity: runs whose first plan passed validation, of runs that got a plan reply.
+    plan_validity: Share | None = None
+    #: Step atomicity: atomic steps, of the steps of the generated plans.
+    step_atomicity: Share | None = None
+    #: Revision effectiveness: successful runs, of the runs that revised their plan.
+    revision_effectiveness: Share | None = None
+    #: Completion: runs whose plan ran to completion, of the runs measured.
+    plan_completion: Share | None = None
+    #: Dependency accuracy: plans whose every step's dependencies are sufficient.
+    dependency_accuracy: Share | None = None
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -127,6 +167,28 @@ def _per_call(runs: Sequence[Record], tokens: Callable[[Record], int]) -> float 
     counted = [r for r in runs if r.model_calls > 0 and tokens(r) > 0]
     calls = sum(r.model_calls for r in counted)
     return sum(tokens(r) for r in counted) / calls if calls else None
+
+
+def _share(pairs: Iterable[tuple[int, int]]) -> Share | None:
+    hits = total = 0
+    for hit, of in pairs:
+        hits, total = hits + hit, total + of
+    return Share(hits, total) if total else None
+
+
+def _criteria(runs: Sequence[Record]) -> dict[str, Share | None]:
+    """Document 004's criteria over ``runs`` (only runs that recorded them count)."""
+    planned = [r for r in runs if r.plan_valid is not None]
+    steps = [r for r in planned if r.plan_steps]
+    return {
+        "plan_validity": _share((r.plan_valid is True, 1) for r in planned),
+        "step_atomicity": _share((r.atomic_steps or 0, r.plan_steps or 0) for r in steps),
+        "revision_effectiveness": _share((r.success, 1) for r in planned if r.revisions),
+        "plan_completion": _share((r.completed, 1) for r in planned),
+        "dependency_accuracy": _share(
+            (r.dependency_sufficient_steps == r.plan_steps, 1) for r in steps
+        ),
+    }
 
 
 def summarize_modes(records: Iterable[Record]) -> list[ModeSummary]:
@@ -156,6 +218,7 @@ def summarize_modes(records: Iterable[Record]) -> list[ModeSummary]:
                 false_completions=sum(r.false_completion for r in runs),
                 mean_tokens_per_call=_per_call(runs, lambda r: r.tokens),
                 mean_prompt_tokens_per_call=_per_call(runs, lambda r: r.prompt_tokens),
+                **_criteria(runs),
             )
         )
     return summaries
@@ -223,3 +286,82 @@ def summary_line(records: Iterable[Record], a: str = "guided", b: str = "baselin
         f"(95% CI {_points(d.low)} to {_points(d.high)}; "
         f"{d.successes_a}/{d.runs_a} vs {d.successes_b}/{d.runs_b} runs)"
     )
+
+
+# ------------------------------------------------------------------ a generated plan
+
+#: Shell operators that join two commands into one (a pipe is one command: a pipeline).
+_JOINS = frozenset({";", "&&", "||", "&", ";;"})
+
+
+def _one_command(command: str) -> bool:
+    """True when ``command`` is one command (a pipeline counts as one)."""
+    if len([line for line in command.strip().splitlines() if line.strip()]) > 1:
+        return False
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        return not any(token in _JOINS for token in lexer)
+    except ValueError:  # unbalanced quotes: judged on the text
+        return not any(join in command for join in ("&&", "||", ";"))
+
+
+def _atomic(step: PlanStep) -> bool:
+    if step.subplan is not None:
+        return False
+    if step.action == "shell":
+        return _one_command(str(step.parameters.get("command", "")))
+    return True
+
+
+def _must_follow(earlier: PlanStep, later: PlanStep) -> bool:
+    """Whether ``later`` must run after ``earlier``: one writes what the other may use."""
+    kinds = {earlier.action, later.action}
+    if kinds == {"write_file", "shell"}:
+        return True  # a command may read (or change) any file in the project
+    if kinds == {"write_file"}:
+        return earlier.parameters.get("path") == later.parameters.get("path")
+    return False
+
+
+def plan_criteria(plan: Plan | None) -> dict[str, Any]:
+    """Step atomicity and dependency sufficiency of a generated plan, as Record fields.
+
+    A step is atomic when its one tool call does one thing: a ``shell``
+    step whose command is one command (no ``;``, ``&&``, ``||``, ``&`` or
+    second line joining commands; a pipe is one command), or any other tool's
+    step. A step's dependencies are sufficient when every step it must
+    follow is among its dependencies or theirs: each step whose result it
+    references (``$id``), each earlier ``write_file`` step when it runs a
+    ``shell`` command (which may read any file) and each earlier ``shell``
+    step when it writes a file (the command may read it), and each earlier
+    ``write_file`` of the same path. Two ``shell`` steps are never required
+    to be ordered: what a command reads and writes is not known.
+
+    Example:
+        >>> from waygraph.planning import Plan
+        >>> plan = Plan(goal="g", steps=[
+        ...     {"id": "w", "action": "write_file", "parameters": {"path": "a", "content": ""}},
+        ...     {"id": "t", "action": "shell", "parameters": {"command": "make && pytest"}}])
+        >>> plan_criteria(plan)
+        {'plan_steps': 2, 'atomic_steps': 1, 'dependency_sufficient_steps': 1}
+    """
+    if plan is None:
+        return {}
+    from waygraph.planning._references import find_references
+
+    ids = set(plan.step_ids)
+    before: dict[str, set[str]] = {}  # each step's dependencies, transitively
+    sufficient = 0
+    for i, step in enumerate(plan.steps):
+        closure: set[str] = set()
+        for dep in step.dependencies:
+            closure |= {dep, *before.get(dep, set())}
+        before[step.id] = closure
+        needed = find_references(step.parameters, ids) & ids
+        needed |= {e.id for e in plan.steps[:i] if _must_follow(e, step)}
+        sufficient += needed <= closure
+    return {
+        "plan_steps": len(plan.steps),
+        "atomic_steps": sum(_atomic(step) for step in plan.steps),
+        "dependency_sufficient_steps": sufficient,
+    }

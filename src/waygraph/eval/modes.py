@@ -13,7 +13,7 @@ Each returns a :class:`ModeOutcome`; the task's checker decides success.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,8 @@ class ModeOutcome:
     completed: bool = False
     #: The model server failed and the run stopped there (the counts are kept).
     error: str | None = None
+    #: Document 004's success criteria as Record fields (planned mode only).
+    criteria: dict[str, Any] = field(default_factory=dict)
 
 
 def run_mode(
@@ -164,7 +166,8 @@ def _task_failures(navigator: Navigator, session: str, run: dict[str, Any]) -> i
 
 
 def _planned(task: EvalTask, workspace: Path, settings: ModelSettings) -> ModeOutcome:
-    from waygraph.planning import OpenAILLM, PlanningAgent, PlanningPattern, Tool
+    from waygraph.eval.metrics import plan_criteria
+    from waygraph.planning import LLMResponse, OpenAILLM, PlanningAgent, PlanningPattern, Tool
 
     outcome = ModeOutcome(verification_failures=0)
 
@@ -207,13 +210,38 @@ def _planned(task: EvalTask, workspace: Path, settings: ModelSettings) -> ModeOu
         Tool(shell, name="shell", side_effects=True),
         Tool(write_file, name="write_file", side_effects=True),
     ]
-    agent = PlanningAgent(llm, tools=tools, pattern=pattern)
+    # Plan validity: how many plan replies it took to get the first valid plan.
+    asked = {"plans": 0, "until_valid": 0}
+
+    class CountingPlans:
+        async def complete(self, messages: Any, **kwargs: Any) -> LLMResponse:
+            if kwargs.get("schema_name") == "plan":
+                asked["plans"] += 1
+            return await llm.complete(messages, **kwargs)
+
+    def plan_generated(plan: Any) -> None:
+        asked["until_valid"] = asked["plans"]
+
+    agent = PlanningAgent(
+        llm,
+        tools=tools,
+        pattern=pattern,
+        planning_llm=CountingPlans(),
+        on_plan_generated=plan_generated,
+    )
     try:
         result = agent.run(task.request)
     except LLMError as exc:
         # The tool calls made so far are kept: the run is an error, not a blank.
         outcome.error = str(exc)
         return outcome
+    if asked["until_valid"] or result.problems:
+        # A plan came back valid, or stayed invalid (not: the server failed first).
+        outcome.criteria = {
+            "plan_valid": asked["until_valid"] == 1,
+            "revisions": result.revision_count,
+            **plan_criteria(result.plan),
+        }
     outcome.tokens = result.token_usage.total_tokens
     outcome.prompt_tokens = result.token_usage.prompt_tokens
     outcome.completion_tokens = result.token_usage.completion_tokens

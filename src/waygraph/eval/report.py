@@ -45,6 +45,23 @@ def _tokens(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
 
 
+#: Document 004's success criteria: report row and ModeSummary field.
+CRITERIA = (
+    ("plan validity", "plan_validity"),
+    ("step atomicity", "step_atomicity"),
+    ("revision effectiveness", "revision_effectiveness"),
+    ("plan completion", "plan_completion"),
+    ("dependency accuracy", "dependency_accuracy"),
+)
+
+
+def _criteria_rows(summaries: Sequence[ModeSummary]) -> list[tuple[str, list[str]]]:
+    """Document 004's criteria per mode (``—`` where not measured); none without planned runs."""
+    if not any(s.mode == "planned" for s in summaries):
+        return []
+    return [(name, [str(getattr(s, attr) or "—") for s in summaries]) for name, attr in CRITERIA]
+
+
 def terminal_table(records: Sequence[Record]) -> Table:
     """Success per task and mode, then per-mode totals and mean costs."""
     summaries = summarize_modes(records)
@@ -76,6 +93,8 @@ def terminal_table(records: Sequence[Record]) -> Table:
     )
     table.add_row("escalated", *(str(s.escalations) for s in summaries))
     table.add_row("false completions", *(str(s.false_completions) for s in summaries))
+    for name, values in _criteria_rows(summaries):
+        table.add_row(name, *values)
     if any(s.errors for s in summaries):
         table.add_row("errors", *(str(s.errors) for s in summaries), style="red")
     return table
@@ -230,6 +249,7 @@ def _summary_table(summaries: Sequence[ModeSummary]) -> str:
         ("escalated", [str(s.escalations) for s in summaries]),
         ("false completions", [str(s.false_completions) for s in summaries]),
         ("errors", [str(s.errors) for s in summaries]),
+        *_criteria_rows(summaries),
     ]
     body = "".join(
         f"<tr><td>{name}</td>{''.join(f'<td>{html.escape(v)}</td>' for v in values)}</tr>"

@@ -71,6 +71,17 @@ class Record(BaseModel):
     false_completion: bool = False
     problems: list[str] = Field(default_factory=list)
     error: str | None = None
+    # Document 004's success criteria, recorded by the planned mode only (None
+    # elsewhere, and in results written before they were); see docs/eval.md.
+    #: The first plan the model wrote passed validation (no repair round); None: no plan reply.
+    plan_valid: bool | None = None
+    #: Steps of the generated plan (after approval callbacks), and how many were atomic.
+    plan_steps: int | None = None
+    atomic_steps: int | None = None
+    #: Steps of the generated plan whose declared dependencies are sufficient.
+    dependency_sufficient_steps: int | None = None
+    #: Plan revisions applied during the run.
+    revisions: int | None = None
 
 
 @dataclass
@@ -151,6 +162,7 @@ def _one_run(
         false_completion=outcome.completed and not verdict.success,
         problems=list(verdict.problems),
         error=error,
+        **outcome.criteria,
     )
 
 
