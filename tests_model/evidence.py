@@ -2,8 +2,9 @@
 
 A step may pass only on a tool call that ran: never on the model's words (a
 verification whose tool is no tool), never on a call that was refused and
-answered "nothing ran" (arguments cut mid-JSON, an unknown tool), never on an
-empty command. The run record keeps, per node, every call tried with its
+answered "nothing ran" (arguments cut mid-JSON, an unknown tool) or that the
+tool itself refused (a path outside the workspace: nothing was written), never
+on an empty command. The run record keeps, per node, every call tried with its
 verdict (``visited[node]["tried"]``), and the store keeps each
 ``node_verified`` event with the tool whose result it judged.
 """
@@ -17,13 +18,16 @@ from typing import Any
 
 from waygraph.turns import call_digest
 
-#: Words of the answers waygraph's loops give a call that ran nothing.
+#: Words of the answers waygraph's loops give a call that ran nothing: one they could
+#: not run, and one their tools refused (a path or command outside the workspace).
 REFUSALS = (
     "nothing ran",
     "bad arguments",
     "arguments are not JSON",
     "arguments must be a JSON object",
     "unknown tool",
+    "is outside the workspace",
+    "leaves the workspace",
 )
 #: What a traceback of a Python process starts with.
 TRACEBACK = "Traceback (most recent call last)"
