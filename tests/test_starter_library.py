@@ -404,7 +404,9 @@ def test_feature_branch_shape():
     assert targets(plan, "save_work", "on_success") == {"check_status"}
     assert nodes["save_work"].max_retries >= 1
     assert nodes[next(iter(targets(plan, "save_work", "on_exhaust")))].type == "escalate"
-    order = ["create_branch", "branch_ready", "make_changes", "commit", "verify_commit", "done"]
+    # Then the optional push (issue 36): tests/test_library_push.py.
+    order = ["create_branch", "branch_ready", "make_changes", "commit", "verify_commit"]
+    order.append("has_remote")
     for a, b in itertools.pairwise(order):
         assert b in {e.to for e in edges(plan, a) if e.condition in SUCCESS}, (a, b)
     assert nodes["branch_ready"].type == "checkpoint"
