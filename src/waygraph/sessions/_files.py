@@ -7,6 +7,13 @@ session id made safe (every character outside ``[A-Za-z0-9_-]`` becomes
 finished plans archived as ``plan-<id>.json`` and corrupt files moved aside as
 ``plan.json.corrupt-<timestamp>``.
 
+A plan file without ``session_id`` (document 001 writes none: the folder is
+the session) belongs to the session named as its folder is; waygraph writes
+the id on its next save. A file whose ``session_id`` names another session
+than its folder's belongs to the session it names: waygraph's own folders
+differ from the id when two ids share a safe name, so the id in the file wins,
+and a session that finds another's plan in its folder uses the hashed one.
+
 Reads tell four cases apart: no file, a corrupt file (not JSON or not a
 plan), a refused file (not a regular file, or over the JSON budget: a model
 can leave a FIFO or a link there), and an I/O failure (raised as
@@ -154,7 +161,11 @@ def _peek(path: Path) -> tuple[str, dict[str, Any] | None, str]:
     except RefusedFile as exc:
         return _REFUSED, None, str(exc)
     try:
-        return _OK, _validate(json.loads(raw.decode("utf-8"))), ""
+        data = json.loads(raw.decode("utf-8"))
+        if isinstance(data, dict) and "session_id" not in data:
+            # Document 001's plan.json names no session: its folder is the session.
+            data["session_id"] = path.parent.name
+        return _OK, _validate(data), ""
     except (UnicodeDecodeError, json.JSONDecodeError, CorruptPlan) as exc:
         return _CORRUPT, None, str(exc)
 
