@@ -128,3 +128,36 @@ def test_an_empty_command_is_refused_by_every_shell_tool(tmp_path: Path):
     shell = next(t for t in workspace_tools(tmp_path, unconfined=True) if t.__name__ == "shell")
     with pytest.raises(CommandFailed, match="the command is empty"):
         shell("")
+
+
+def test_commands_and_writes_that_leave_the_workspace_are_never_evidence(tmp_path: Path):
+    class Recording:
+        def __init__(self) -> None:
+            self.results: list[tuple[str, int | None]] = []
+
+        def on_user_message(self, text: str) -> None: ...
+
+        def context_for_model(self) -> None:
+            return None
+
+        def on_model_reply(self, text: str, final: bool) -> None: ...
+
+        def on_tool_result(self, output: str, **kwargs: Any) -> None:
+            self.results.append((output, kwargs.get("exit_code")))
+
+        def state(self) -> None:
+            return None
+
+    calls = [
+        {"name": "shell", "arguments": {"command": "cat /etc/passwd"}},
+        {"name": "write_file", "arguments": {"path": "../x.txt", "content": "x"}},
+        {"name": "shell", "arguments": {"command": "echo ok"}},
+    ]
+    hooks = Recording()
+    with ScriptedChatServer([{"tool_calls": calls}, "done"]) as server:
+        client = OpenAI(base_url=server.base_url, api_key="t", max_retries=0)
+        run_agent("go", client=client, model="m", workspace=tmp_path, hooks=hooks)  # type: ignore[arg-type]
+        answered = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert hooks.results == [("ok\n", 0)]  # only the command that ran
+    assert all("refused" in a and "nothing ran" in a for a in answered[:2])
+    assert not (tmp_path.parent / "x.txt").exists()

@@ -85,3 +85,13 @@ def test_a_failing_server_is_one_line_and_the_demo_ends(tmp_path: Path):
 def test_the_reply_bound_and_context_reach_the_requests(tmp_path: Path):
     _, requests, _ = _demo(tmp_path, ["I stop here."], max_tokens=300, context_tokens=100000)
     assert requests[0]["max_tokens"] == 300
+
+
+def test_a_write_outside_the_workspace_is_refused_and_never_evidence(tmp_path: Path):
+    # A real 135M model's demo run passed reproduce and isolate on such writes.
+    outside = {"name": "write_file", "arguments": {"path": "/tmp/test_login.py", "content": "x"}}
+    result, requests, shown = _demo(tmp_path, [{"tool_calls": [outside]}, "I stop here."])
+    assert "tool call refused" in shown
+    answer = next(m for m in requests[1]["messages"] if m["role"] == "tool")["content"]
+    assert answer.startswith("refused:") and "nothing ran" in answer
+    assert _verified(tmp_path, result.session_id) == []

@@ -187,7 +187,8 @@ def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, Any, Tool
     """Run a model's tool call: how it is shown, its arguments, its result. Never raises.
 
     A call that cannot run (arguments that are not a JSON object, an unknown
-    tool, an empty command) comes back with None arguments: nothing ran.
+    tool, an empty command, a write outside the workspace) comes back with None
+    arguments: nothing ran.
     """
     try:
         args = json.loads(arguments or "{}")
@@ -209,4 +210,7 @@ def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, Any, Tool
     if handler is None:
         return name, None, ToolResult(f"unknown tool {name!r}; use run_command or write_file", 2)
     shown, result = handler()
+    if result.exit_code == 126 and name == "write_file":
+        # Refused (the path leaves the workspace): nothing was written, so no evidence.
+        return shown, None, result
     return shown, args, result

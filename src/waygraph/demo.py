@@ -134,9 +134,13 @@ class Workspace:
         return ToolResult(result.output.strip(), result.exit_code)
 
     def edit(self, relative: str, old: str, new: str) -> ToolResult:
-        """Replace the first ``old`` in a file with ``new``; exit code 1 when it cannot."""
+        """Replace the first ``old`` in a file with ``new``; exit code 1 when it cannot, 126
+        when the path leaves the workspace."""
         try:
             target = self.path(relative)
+        except PermissionError as exc:
+            return ToolResult(f"refused: {exc}; nothing was edited", 126)
+        try:
             # A regular file only: a FIFO or a link the model left must not hang or leak.
             text = read_regular_file(target).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -147,12 +151,16 @@ class Workspace:
         return ToolResult(f"edited {relative}:\n- {old.strip()}\n+ {new.strip()}", 0)
 
     def write(self, relative: str, content: str) -> ToolResult:
-        """Write a whole file, making its folders; exit code 1 when it cannot."""
+        """Write a whole file, making its folders; exit code 1 when it cannot, 126 when
+        the path leaves the workspace (refused: nothing was done, so it is no evidence)."""
         try:
             target = self.path(relative)
+        except PermissionError as exc:
+            return ToolResult(f"refused: {exc}; nothing was written", 126)
+        try:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content)
-        except (OSError, PermissionError) as exc:
+        except OSError as exc:
             return ToolResult(f"cannot write {relative}: {exc}", 1)
         return ToolResult(f"wrote {len(content)} characters to {relative}", 0)
 

@@ -297,8 +297,9 @@ def call_tool(
     """Run the tool call ``name(arguments)`` (arguments as the model sent them: JSON text).
 
     Bad calls (an unknown tool, arguments that are not what the tool takes, an
-    empty command) are answered with a message the model can act on and no exit
-    code (None: nothing ran), never raised.
+    empty command, a command or path that leaves the workspace) are answered
+    with a message the model can act on and no exit code (None: nothing ran,
+    so nothing for a step to be judged on), never raised.
     """
     if name not in tools:
         return f"unknown tool {name!r}; the tools are: {', '.join(tools)}", None
@@ -312,10 +313,15 @@ def call_tool(
         command = args.get("command")
         if not isinstance(command, str) or not command.strip():
             return 'bad arguments: expected {"command": "..."}', None
+        refusal = confine(command, workspace)
+        if refusal is not None:
+            return refusal, None  # refused before it ran: nothing to judge
         return run_shell(command, workspace, timeout)
     path, content = args.get("path"), args.get("content")
     if not isinstance(path, str) or not isinstance(content, str):
         return 'bad arguments: expected {"path": "...", "content": "..."}', None
+    if inside(path, workspace) is None:
+        return f"refused: {path!r} leaves the workspace", None
     return write_file(path, content, workspace)
 
 
