@@ -437,3 +437,12 @@ def test_ctrl_c_stops_the_run_and_shows_what_finished(tmp_path: Path):
     )
     assert data["step_results"]["quick"]["output"] == "fast\n"
     assert "interrupted: " in stderr and "Traceback" not in stderr
+
+
+def test_a_model_that_only_writes_broken_plans_is_a_failed_run_exit_1(tmp_path: Path):
+    # A real 135M model did this; exit 2 is for usage errors and a model that cannot be used.
+    with ScriptedChatServer(["I will help you with that!"], loop=True) as server:
+        result = plan(server, tmp_path)
+    assert result.exit_code == 1, result.output
+    assert "no JSON object could be read from the model's reply" in result.stderr
+    assert "OpenAI-compatible server" not in result.stderr

@@ -441,10 +441,16 @@ def plan_command(
         view.finish(result)
         view.stop()
         if result.plan is None and not interrupted:
-            # No plan at all: the model could not be used (unreachable, HTTP error).
+            # No plan: the model could not be used (unreachable, HTTP error), or it
+            # answered with plans too broken to read (its problems say so).
+            hint = (
+                ""
+                if result.problems
+                else f" (is {plain(llm)} an OpenAI-compatible server with model "
+                f"{plain(planner_name)}?)"
+            )
             err_console.print(
-                f"[bold red]error:[/] {plain(as_text(result.final_output))} (is {plain(llm)} "
-                f"an OpenAI-compatible server with model {plain(planner_name)}?)",
+                f"[bold red]error:[/] {plain(as_text(result.final_output))}{hint}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -467,7 +473,7 @@ def plan_command(
                 soft_wrap=True,
             )
         raise typer.Exit(130)
-    if result.plan is None:
-        raise typer.Exit(2)
+    if result.plan is None and not result.problems:
+        raise typer.Exit(2)  # the model could not be used: as for a usage error
     if not result.success:
         raise typer.Exit(1)
