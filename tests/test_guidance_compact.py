@@ -154,3 +154,14 @@ def test_a_bad_guidance_value_names_the_argument_and_the_allowed_values(bad: str
         Hooks("s", store="memory://", guidance=bad)  # not swallowed, even when not strict
     with pytest.raises(ConfigError, match="guidance must be one of"):
         build_server(store="memory://", guidance=bad)
+
+
+def test_a_smaller_budget_than_the_default_is_kept_too():
+    from waygraph._render_compact import compact_context
+
+    plan = waygraph.load_library()["bugfix_workflow"]
+    run, _ = engine.start(plan, run_id="r", turn=1)
+    node = plan.graph.nodes[run.current_node or ""]
+    for tokens in (20, 40, 60):
+        text = compact_context(plan, run, node, GuidanceStyle(style="compact"), max_tokens=tokens)
+        assert len(text) <= tokens * 4, (tokens, text)

@@ -72,7 +72,9 @@ def compact_context(
     tail = [check] + ([clip(failed, FAILURE_CHARS)] if failed else [])
     room = budget - len(header) - sum(len(line) + 1 for line in tail) - 1
     action = node.action or node.description or node.title
-    return "\n".join([header, clip(f"Do: {action}", room), *tail])
+    # A budget below the default (``max_tokens``) may leave the action no room: then
+    # the lines are cut in order, so the text never passes the budget.
+    return fit([header, clip(f"Do: {action}", max(room, 12)), *tail], budget)
 
 
 def fit(lines: list[str], budget: int) -> str:
