@@ -281,3 +281,12 @@ def test_a_refusal_naming_a_size_the_request_seemed_to_fit_still_shortens_it():
         reply = _ask(server, messages=history)
         sizes = [len(json.dumps(r["messages"])) for r in server.requests]
     assert reply.content == "ok" and sizes[1] < sizes[0]
+
+
+def test_a_rate_limit_that_says_exceeded_is_not_taken_for_a_context_refusal():
+    limited = {"status": 429, "error": "Rate limit exceeded: too many tokens per minute"}
+    with ScriptedChatServer([limited, "never asked"]) as server:
+        with pytest.raises(LLMError, match="HTTP 429"):
+            _ask(server, tools=())
+        asked = len(server.requests)
+    assert asked == 1

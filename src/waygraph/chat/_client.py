@@ -145,7 +145,8 @@ class ChatClient:
                 if not isinstance(exc, openai.OpenAIError):
                     raise
                 message = _said(exc)
-                if context_retry and isinstance(exc, openai.APIStatusError):
+                # A request too long is refused as a bad request (not a rate limit, not 5xx).
+                if context_retry and getattr(exc, "status_code", 0) in (400, 413):
                     size = context_from_error(message)
                     if size is not None:
                         # Too long for the model: learn its size and shorten once more.
