@@ -88,7 +88,8 @@ def run_mode(
     *,
     library: Library | None = None,
 ) -> ModeOutcome:
-    """Run ``task`` in ``workspace`` in ``mode``; model errors propagate."""
+    """Run ``task`` in ``workspace`` in ``mode``; a model server that fails ends the run
+    with the outcome's ``error`` set and the counts of what it did kept."""
     if mode == "planned":
         return _planned(task, workspace, settings)
     require("llm", "openai", purpose="waygraph eval")
