@@ -114,7 +114,13 @@ def test_a_steady_stream_of_commits_still_lets_the_log_start_over(tmp_path: Path
         for i in range(3000):
             store.commit(f"k{i % 300}", {"text": "x" * 2000, "i": i}, i // 300, [{"type": "e"}])
         frames = (path.with_name("wg.db-wal").stat().st_size - 32) // (24 + 4096)
-        assert frames < 10_000  # about 21,000 frames are written in all
+        # About 21,000 frames are written in all (7 a commit): a log that never
+        # starts over holds them all. However the checkpoint thread is scheduled
+        # (starved on a loaded machine it does nothing), the committing thread
+        # copies the log itself once LAG commits wait, so the log never holds
+        # more than about LAG commits' frames (14,000): a bound that holds on
+        # any machine (10,000 failed under load: 12,361 with the thread starved).
+        assert frames < (_checkpoint.LAG + _checkpoint.EVERY) * 8 < 21_000
     finally:
         store.close()
 
