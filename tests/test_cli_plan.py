@@ -446,3 +446,19 @@ def test_a_model_that_only_writes_broken_plans_is_a_failed_run_exit_1(tmp_path: 
     assert result.exit_code == 1, result.output
     assert "no JSON object could be read from the model's reply" in result.stderr
     assert "OpenAI-compatible server" not in result.stderr
+
+
+def test_each_rejected_plan_is_shown_as_it_comes(tmp_path: Path):
+    broken = json.dumps({"goal": "write the notes", "steps": [{"id": "s1", "action": "nope"}]})
+    with ScriptedChatServer([broken, NOTES_PLAN]) as server:
+        result = plan(server, tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "plan 1/3 is invalid (sent back to the model):" in result.stderr
+    assert "step 's1': has no 'parameters'" in result.stderr
+
+
+def test_no_resume_hint_for_a_run_that_never_got_a_plan(tmp_path: Path):
+    with ScriptedChatServer(["I will help you with that!"], loop=True) as server:
+        result = plan(server, tmp_path)
+    assert "plan 3/3 is invalid (no attempts left):" in result.stderr
+    assert "--resume" not in result.stderr + result.stdout

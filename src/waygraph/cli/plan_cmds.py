@@ -401,6 +401,13 @@ def plan_command(
         view.start()
         return verdict
 
+    def plan_rejected(*, problems: Any, attempt: int, attempts: int, **future_kwargs: Any) -> None:
+        # Each invalid plan is shown as it comes, even when a later one is valid.
+        again = "sent back to the model" if attempt < attempts else "no attempts left"
+        lines = [f"plan {attempt}/{attempts} is invalid ({again}):"]
+        lines += [f"  - {plain(str(problem))}" for problem in problems]
+        err_console.print("\n".join(lines), highlight=False, soft_wrap=True)
+
     async def revision_needed(**kwargs: Any) -> Any:
         view.on_revision_needed(**kwargs)
         if approval is None:
@@ -422,6 +429,7 @@ def plan_command(
             on_revision_needed=revision_needed,
             on_plan_revised=view.on_plan_revised,
             store=store,
+            on_plan_rejected=plan_rejected,
         )
     except ToolDefinitionError as exc:
         raise ConfigError(f"--tools: {exc}") from None
@@ -465,7 +473,7 @@ def plan_command(
     finally:
         view.stop()
     if interrupted:
-        if agent.run_id is not None:
+        if agent.run_id is not None and result.plan is not None:
             err_console.print(
                 f"run {plain(agent.run_id)} is saved; continue it with: waygraph plan "
                 f"--resume {plain(agent.run_id)} (and the same --llm, --model, tools)",

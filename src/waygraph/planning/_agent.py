@@ -74,7 +74,10 @@ class PlanningAgent:
       may return a :class:`RevisionDecision` (or a strategy) to override the
       configured strategy; required for ``ask_user``;
     - ``on_plan_revised(revision, state, depth)``: observe a revision once it
-      was applied or failed (``revision.applied``, ``revision.new_plan``).
+      was applied or failed (``revision.applied``, ``revision.new_plan``);
+    - ``on_plan_rejected(problems, attempt, attempts)``: observe each plan the
+      model wrote that failed validation and was sent back (or, at the last
+      attempt, given up on), as it happens.
 
     ``store`` (a store URL or a :class:`~waygraph.store.Store`; default: the
     Navigator's, :func:`~waygraph.store.default_store_url`) keeps every run:
@@ -114,6 +117,7 @@ class PlanningAgent:
         on_revision_needed: Hook | None = None,
         on_plan_revised: Hook | None = None,
         store: str | Store | Literal[False] | None = None,
+        on_plan_rejected: Hook | None = None,
     ) -> None:
         self.llm = llm
         self._store_source = store
@@ -141,8 +145,15 @@ class PlanningAgent:
             on_step_complete,
             on_revision_needed,
             on_plan_revised,
+            on_plan_rejected,
         )
-        self._planner = PlanGenerator(self.planning_llm, self.tools, self.pattern)
+
+        async def rejected(**values: Any) -> None:
+            await self.hooks.notify("on_plan_rejected", **values)
+
+        self._planner = PlanGenerator(
+            self.planning_llm, self.tools, self.pattern, on_rejected=rejected
+        )
         self._plan: Plan | None = None
         self._state: PlanExecutionState | None = None
         self._run: PlanRun | None = None

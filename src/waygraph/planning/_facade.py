@@ -34,6 +34,7 @@ CALLBACK_NAMES = (
     "on_step_complete",
     "on_revision_needed",
     "on_plan_revised",
+    "on_plan_rejected",
 )
 
 
@@ -64,6 +65,7 @@ class PlanningCallbacks:
     on_step_complete: Callable[..., Any] | None = None
     on_revision_needed: Callable[..., Any] | None = None
     on_plan_revised: Callable[..., Any] | None = None
+    on_plan_rejected: Callable[..., Any] | None = None
 
     def __init__(
         self,
@@ -74,6 +76,7 @@ class PlanningCallbacks:
         on_step_complete: Callable[..., Any] | None = None,
         on_revision_needed: Callable[..., Any] | None = None,
         on_plan_revised: Callable[..., Any] | None = None,
+        on_plan_rejected: Callable[..., Any] | None = None,
     ) -> None:
         given = {
             "on_plan_generated": on_plan_generated,
@@ -82,6 +85,7 @@ class PlanningCallbacks:
             "on_step_complete": on_step_complete,
             "on_revision_needed": on_revision_needed,
             "on_plan_revised": on_plan_revised,
+            "on_plan_rejected": on_plan_rejected,
         }
         for name, hook in given.items():
             if hook is not None:

@@ -5,7 +5,7 @@ and the send-back-to-model loop, shared by generation, revision and decompositio
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from waygraph.errors import InvalidPlanError, PlanParseError
@@ -28,8 +28,17 @@ Check = Callable[[Plan], list[PlanProblem]]
 class PlanGenerator:
     """Plans with one model, one tool registry and one pattern."""
 
-    def __init__(self, llm: LLM, tools: ToolRegistry, pattern: PlanningPattern) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        tools: ToolRegistry,
+        pattern: PlanningPattern,
+        *,
+        on_rejected: Callable[..., Awaitable[None]] | None = None,
+    ) -> None:
         self.llm = llm
+        # Told of each plan sent back, as it happens (``waygraph plan`` prints them).
+        self._on_rejected = on_rejected
         self.tools = tools
         self.pattern = pattern
         self.schema = plan_json_schema(
@@ -98,6 +107,8 @@ class PlanGenerator:
             if not problems and plan is not None:
                 return plan
             log.info("plan attempt %d/%d has %d problem(s)", attempt, attempts, len(problems))
+            if self._on_rejected is not None:
+                await self._on_rejected(problems=list(problems), attempt=attempt, attempts=attempts)
             history += [
                 {"role": "assistant", "content": reply.text},
                 prompts.repair_message(problems),

@@ -52,6 +52,7 @@ POSITIONAL: dict[str, tuple[str, ...]] = {
     "on_step_complete": ("step", "result"),
     "on_revision_needed": ("state", "reason"),
     "on_plan_revised": ("revision",),
+    "on_plan_rejected": ("problems",),
 }
 
 
@@ -75,6 +76,7 @@ class RunCallbacks:
     on_step_complete: Hook | None = None
     on_revision_needed: Hook | None = None
     on_plan_revised: Hook | None = None
+    on_plan_rejected: Hook | None = None
 
     async def notify(self, name: str, **kwargs: Any) -> None:
         """Call an observing hook; its errors are logged, never raised into the run."""
