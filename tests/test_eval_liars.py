@@ -73,7 +73,9 @@ def test_the_cli_runs_the_liars_without_a_model(tmp_path: Path):
         ],
     )
     assert result.exit_code == 0, result.output
-    row = next(line for line in result.output.splitlines() if "false completions" in line)
+    # The headline says what guidance changed though the success rate stayed.
+    assert "false completions 0 vs 6" in " ".join(result.output.split())
+    row = next(line for line in result.output.splitlines() if "│ false completions" in line)
     cells = [c.strip() for c in row.strip("│ ").split("│")]
     assert cells == ["false completions", "6", "0"]  # baseline, guided
     data = json.loads((tmp_path / "results.json").read_text())

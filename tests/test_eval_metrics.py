@@ -93,7 +93,7 @@ def test_task_rates_and_the_summary_line():
     line = summary_line(records())
     assert line == (
         f"guided - baseline: +33.3 points success rate (95% CI {expected.low * 100:+.1f} to "
-        f"{expected.high * 100:+.1f}; 2/3 vs 1/3 runs)"
+        f"{expected.high * 100:+.1f}; 2/3 vs 1/3 runs); false completions 0 vs 0"
     )
     only = [r for r in records() if r.mode == "guided"]
     assert summary_line(only) == (

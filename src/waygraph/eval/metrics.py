@@ -269,22 +269,29 @@ def _points(x: float) -> str:
 
 
 def summary_line(records: Iterable[Record], a: str = "guided", b: str = "baseline") -> str:
-    """The headline: ``a`` minus ``b`` success rate in percentage points, with its 95% CI.
+    """The headline: ``a`` minus ``b`` success rate in percentage points, with its 95% CI,
+    and beside it each mode's false completions (work declared done that the checker
+    rejects), which guidance can change while the success rate stays.
 
     Example:
         >>> from waygraph.eval.runner import Record
         >>> runs = [Record(task="t", mode=m, repeat=1, success=s)
         ...         for m, s in [("guided", True), ("baseline", False)]]
-        >>> summary_line(runs)
-        'guided - baseline: +100.0 points success rate (95% CI -12.2 to +100.0; 1/1 vs 0/1 runs)'
+        >>> summary_line(runs)  # doctest: +NORMALIZE_WHITESPACE
+        'guided - baseline: +100.0 points success rate (95% CI -12.2 to +100.0; 1/1 vs 0/1
+        runs); false completions 0 vs 0'
     """
+    records = list(records)
     d = mode_difference(records, a, b)
     if d is None:
         return f"{a} - {b}: not measured (run both modes: --mode {b},{a})"
+    false_a = sum(r.false_completion for r in records if r.mode == a)
+    false_b = sum(r.false_completion for r in records if r.mode == b)
     return (
         f"{a} - {b}: {_points(d.estimate)} points success rate "
         f"(95% CI {_points(d.low)} to {_points(d.high)}; "
-        f"{d.successes_a}/{d.runs_a} vs {d.successes_b}/{d.runs_b} runs)"
+        f"{d.successes_a}/{d.runs_a} vs {d.successes_b}/{d.runs_b} runs); "
+        f"false completions {false_a} vs {false_b}"
     )
 
 

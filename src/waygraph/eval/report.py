@@ -79,6 +79,8 @@ def terminal_table(records: Sequence[Record]) -> Table:
         *(f"{s.rate:.0%} ({s.successes:d}/{s.runs:d})" for s in summaries),
         style="bold",
     )
+    # Beside the success rate: what guidance changes even when the rate stays.
+    table.add_row("false completions", *(str(s.false_completions) for s in summaries))
     table.add_row("mean tool calls", *(f"{s.mean_tool_calls:.1f}" for s in summaries))
     table.add_row("mean tokens", *(f"{s.mean_tokens:,.0f}" for s in summaries))
     table.add_row("tokens / model call", *(_tokens(s.mean_tokens_per_call) for s in summaries))
@@ -92,7 +94,6 @@ def terminal_table(records: Sequence[Record]) -> Table:
         *(_failures(s.mean_verification_failures) for s in summaries),
     )
     table.add_row("escalated", *(str(s.escalations) for s in summaries))
-    table.add_row("false completions", *(str(s.false_completions) for s in summaries))
     for name, values in _criteria_rows(summaries):
         table.add_row(name, *values)
     if any(s.errors for s in summaries):
@@ -229,6 +230,7 @@ def _summary_table(summaries: Sequence[ModeSummary]) -> str:
     rows = [
         ("success rate", [f"{s.rate:.0%} ({s.successes}/{s.runs})" for s in summaries]),
         ("95% interval", [f"{s.low:.0%} - {s.high:.0%}" for s in summaries]),
+        ("false completions", [str(s.false_completions) for s in summaries]),
         ("mean tool calls", [f"{s.mean_tool_calls:.1f}" for s in summaries]),
         ("mean tokens", [f"{s.mean_tokens:,.0f}" for s in summaries]),
         ("tokens / model call", [_tokens(s.mean_tokens_per_call) for s in summaries]),
@@ -247,7 +249,6 @@ def _summary_table(summaries: Sequence[ModeSummary]) -> str:
             ],
         ),
         ("escalated", [str(s.escalations) for s in summaries]),
-        ("false completions", [str(s.false_completions) for s in summaries]),
         ("errors", [str(s.errors) for s in summaries]),
         *_criteria_rows(summaries),
     ]
