@@ -3,7 +3,9 @@
 Each ``Navigator.turn`` is a span ``waygraph.turn`` whose attributes say the
 session, plan, node, verdict and transition, with every engine event of the
 turn as a span event; a generated plan's run is a span ``waygraph.plan``
-with a child span ``waygraph.step`` per step execution. waygraph depends on
+with a child span ``waygraph.step`` per step execution; each model call
+waygraph makes is a span ``chat {model}`` (GenAI semantic conventions).
+:data:`SPAN_ATTRIBUTES` names every attribute each span may carry. waygraph depends on
 ``opentelemetry-api`` only (``pip install 'waygraph[otel]'``); exporting is
 the application's: it configures an SDK ``TracerProvider`` as usual.
 
@@ -35,12 +37,16 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from waygraph import _tracing_chat as _chat
+
 if TYPE_CHECKING:
     from waygraph.turns import Guidance
 
 __all__ = [
     "ENV_SWITCH",
     "ENV_TRACE_URL",
+    "SPAN_ATTRIBUTES",
+    "chat_span",
     "enabled",
     "instrument",
     "latest_trace_id",
@@ -79,6 +85,25 @@ PLAN_GOAL = "waygraph.plan.goal"
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+PLAN_REVISION = "waygraph.plan.revision"
+GEN_AI_OPERATION_NAME = _chat.GEN_AI_OPERATION_NAME
+GEN_AI_WORKFLOW_NAME = "gen_ai.workflow.name"
+#: The longest ``gen_ai.workflow.name`` (a generated plan's goal, first line).
+MAX_NAME = 200
+
+#: Every attribute each span may carry, by span name (the one registry:
+#: docs/tracing.md's tables are tested against it). Names once emitted stay.
+SPAN_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "waygraph.turn": (
+        SESSION_ID, GEN_AI_CONVERSATION_ID, GEN_AI_TOOL_NAME, GEN_AI_TOOL_CALL_ID,
+        PLAN_ID, RUN_ID, NODE_ID, VERDICT, TRANSITION, RUN_STATUS, TURN,
+    ),
+    "waygraph.plan": (
+        GEN_AI_OPERATION_NAME, GEN_AI_WORKFLOW_NAME, PLAN_GOAL, PLAN_DEPTH, RUN_ID, RUN_STATUS,
+    ),
+    "waygraph.step": (STEP_ID, STEP_ACTION, PLAN_REVISION),
+    "chat {model}": _chat.ATTRIBUTES,
+}  # fmt: skip
 
 T = TypeVar("T")
 G = TypeVar("G", bound="Guidance")
@@ -451,7 +476,12 @@ def plan_span(goal: str, *, depth: int = 0, run_id: str | None = None) -> _PlanS
     tracer = _active()
     if tracer is None:
         return _OFF
-    attributes: dict[str, Any] = {PLAN_GOAL: goal[:MAX_TEXT], PLAN_DEPTH: depth}
+    attributes: dict[str, Any] = {
+        GEN_AI_OPERATION_NAME: "invoke_workflow",
+        GEN_AI_WORKFLOW_NAME: (goal.strip().splitlines() or [""])[0][:MAX_NAME],
+        PLAN_GOAL: goal[:MAX_TEXT],
+        PLAN_DEPTH: depth,
+    }
     if run_id is not None:
         attributes[RUN_ID] = run_id
     span = tracer.start_span("waygraph.plan", attributes=attributes)
@@ -462,11 +492,16 @@ def plan_span(goal: str, *, depth: int = 0, run_id: str | None = None) -> _PlanS
 
 
 def step_span(
-    work: Coroutine[Any, Any, T], step_id: str, action: str, failure: Callable[[T], str | None]
+    work: Coroutine[Any, Any, T],
+    step_id: str,
+    action: str,
+    failure: Callable[[T], str | None],
+    revision: int | None = None,
 ) -> Coroutine[Any, Any, T]:
     """``work`` (one step's execution) inside a ``waygraph.step`` span; off: ``work`` itself.
 
-    ``failure`` says why a result is a failure (the span's error status), or None.
+    ``failure`` says why a result is a failure (the span's error status), or None;
+    ``revision``: the plan's revision the step belongs to (0: the first plan).
 
     Example:
         >>> import asyncio
@@ -479,21 +514,73 @@ def step_span(
     tracer = _active()
     if tracer is None:
         return work
-    return _traced_step(tracer, work, step_id, action, failure)
+    attributes: dict[str, Any] = {STEP_ID: step_id, STEP_ACTION: action}
+    if revision is not None:
+        attributes[PLAN_REVISION] = revision
+    return _traced_step(tracer, work, attributes, failure)
 
 
 async def _traced_step(
     tracer: Any,
     work: Coroutine[Any, Any, T],
-    step_id: str,
-    action: str,
+    attributes: dict[str, Any],
     failure: Callable[[T], str | None],
 ) -> T:
     # The step's task copied the plan span's context when it was created.
-    attributes = {STEP_ID: step_id, STEP_ACTION: action}
     with tracer.start_as_current_span("waygraph.step", attributes=attributes) as span:
         result = await work
         why = failure(result)
         if why is not None:
             _error(span, why)
         return result
+
+
+# ---------------------------------------------------------------- model calls
+
+
+class _ChatSpan(_Current):
+    """One model call (``chat {model}``), current while the request runs."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> _ChatSpan:
+        super().__enter__()
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if exc is not None:
+            self._span.set_attribute(_chat.ERROR_TYPE, type(exc).__qualname__)
+        super().__exit__(kind, exc, tb)
+
+    def done(self, response: T) -> T:
+        """Record what the endpoint reported (model, id, token usage); return ``response``."""
+        self._span.set_attributes(_chat.response_attributes(response))
+        return response
+
+
+def chat_span(request: Mapping[str, Any], base_url: str | None) -> _ChatSpan | _Off:
+    """A context manager around one chat-completions ``request`` sent to ``base_url``.
+
+    The span ``chat {model}`` follows the GenAI semantic conventions
+    (attributes: ``SPAN_ATTRIBUTES["chat {model}"]``); ``.done(response)``
+    records the reply's model and token usage, an exception is its ERROR
+    status and ``error.type``. Off: a shared no-op object.
+
+    Example:
+        >>> uninstrument()
+        >>> with chat_span({"model": "llama3.1"}, "http://localhost:11434/v1") as span:
+        ...     span.done("reply")
+        'reply'
+    """
+    tracer = _active()
+    if tracer is None:
+        return _OFF
+    from opentelemetry.trace import SpanKind
+
+    attributes = _chat.request_attributes(request, base_url)
+    name = f"chat {attributes[_chat.GEN_AI_REQUEST_MODEL]}".strip()
+    span = tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+    if not span.is_recording():
+        span.end()
+        return _OFF
+    return _ChatSpan(span)

@@ -33,6 +33,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from waygraph import tracing
 from waygraph._extras import require
 from waygraph.chat._endpoint import (
     TOOL_PROTOCOLS,
@@ -139,7 +140,8 @@ class ChatClient:
             protocol = self.protocol if schemas else "native"
             request = self._request(messages, schemas, protocol, timeout)
             try:
-                response = self.client.chat.completions.create(**request)
+                with tracing.chat_span(request, self._endpoint.base_url) as span:
+                    response = span.done(self.client.chat.completions.create(**request))
             except Exception as exc:
                 openai = require("llm", "openai", purpose="a model endpoint")
                 if not isinstance(exc, openai.OpenAIError):

@@ -305,7 +305,9 @@ class PlanRun(StepCalls, Revising):
                 self._candidates.update(ids[index:])
                 return
             self.state = dag.start(self.state, (step.id,))
-            work = tracing.step_span(self._execute(step), step.id, step.action, _failure)
+            work = tracing.step_span(
+                self._execute(step), step.id, step.action, _failure, self.applied_revisions
+            )
             task = asyncio.create_task(work, name=f"waygraph-step-{step.id}")
 
             def done(_task: asyncio.Task[StepOutcome], step_id: str = step.id) -> None:

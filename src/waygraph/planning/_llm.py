@@ -29,6 +29,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, TypedDict, runtime_checkable
 
+from waygraph import tracing
 from waygraph._extras import require
 from waygraph.chat import STRUCTURED_OUTPUT_MODES, endpoint, refused, server_error
 from waygraph.errors import ConfigError, LLMError
@@ -207,7 +208,9 @@ class OpenAILLM:
                     "strict": False,
                 }
             try:
-                response = await self.client.chat.completions.create(**request, response_format=fmt)
+                with tracing.chat_span(request, self._endpoint.base_url) as span:
+                    create = self.client.chat.completions.create
+                    response = span.done(await create(**request, response_format=fmt))
             except openai.APIStatusError as exc:
                 if not refused(exc) or self.structured_mode == "on":
                     raise self._failed(exc) from exc
@@ -219,7 +222,8 @@ class OpenAILLM:
                 raise self._failed(exc) from exc
         if response is None:
             try:
-                response = await self.client.chat.completions.create(**request)
+                with tracing.chat_span(request, self._endpoint.base_url) as span:
+                    response = span.done(await self.client.chat.completions.create(**request))
             except openai.OpenAIError as exc:
                 raise self._failed(exc) from exc
         if not response.choices:
