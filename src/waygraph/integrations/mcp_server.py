@@ -34,11 +34,18 @@ such a step asks the person through it and passes their answer on
 the result's ``ask_user`` tells the model to ask the user in chat and wait.
 
 Resources, one pair per plan: ``waygraph://plans/{plan_id}/mermaid`` (its
-Mermaid drawing) and ``waygraph://plans/{plan_id}/json`` (its JSON).
+Mermaid drawing) and ``waygraph://plans/{plan_id}/json`` (its JSON); an
+unknown one is the JSON-RPC error -32002 (resource not found).
+
+Each tool's arguments are described in its input schema, which takes no
+other argument; its annotations say whether it changes anything
+(:mod:`waygraph.integrations.mcp_protocol` holds both). ``serverInfo`` gives
+waygraph's version.
 
 Sessions are the client's to name (one per conversation); runs persist in the
 store, so they outlive the server process. Bad input to a tool (an unknown
-plan, a bad argument) comes back as a tool error with a one-line message; a
+plan, a missing, mistyped or unknown argument, a result reported for a
+session with no run) comes back as a tool error with a one-line message; a
 library or store that does not load stops ``waygraph mcp`` before it serves,
 with a one-line message on stderr. Nothing but protocol messages is ever
 written to stdout.
@@ -61,9 +68,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
 
 from waygraph._extras import require
-from waygraph.errors import ConfigError, WaygraphError
+from waygraph.errors import ConfigError, InputError, WaygraphError
 from waygraph.guidance_style import ToolsSpec
 from waygraph.integrations.mcp_people import Settled, ask_user, settle, waiting_for
+from waygraph.integrations.mcp_protocol import (
+    REPORT_SOURCES,
+    RESOURCE_NOT_FOUND,
+    TOOL_SPECS,
+    protocol_error,
+    server_class,
+)
 from waygraph.navigator import Navigator
 
 if TYPE_CHECKING:
@@ -94,9 +108,6 @@ RUN_FIELDS = (
     "awaiting",
 )
 
-#: What ``report_tool_result`` accepts as ``source``: never a person's words.
-REPORT_SOURCES = ("tool", "host", "model")
-
 INSTRUCTIONS = (
     "waygraph keeps you on course through multi-step work. Call user_message with what "
     "the user asked (or start_plan with a plan id), then follow the guidance: do the "
@@ -125,6 +136,7 @@ def _mcp_api() -> tuple[type[_Server], type[Exception], type[Exception], type]:
     """(server class, ToolError, ResourceError, Context) of the installed ``mcp`` package.
 
     mcp 2 renamed FastMCP to MCPServer; the decorators used here are the same in both.
+    The server class is waygraph's subclass of it (``mcp_protocol.server_class``).
     """
     require("mcp", purpose="serving MCP")
     try:
@@ -139,8 +151,10 @@ def _mcp_api() -> tuple[type[_Server], type[Exception], type[Exception], type]:
             raise ConfigError(
                 f"serving MCP needs the mcp package ({exc}); pip install '{MCP_REQUIREMENT}'"
             ) from None
-        return fast.FastMCP, errors.ToolError, errors.ResourceError, fast.Context
-    return MCPServer, ToolError, ResourceError, Context
+        server = server_class(fast.FastMCP, errors.ToolError, errors.ResourceError)
+        return server, errors.ToolError, errors.ResourceError, fast.Context
+    server = server_class(MCPServer, ToolError, ResourceError)
+    return server, ToolError, ResourceError, Context
 
 
 def _tool_errors(func: F) -> F:
@@ -241,34 +255,49 @@ def build_server(
         )
     )
 
-    MCPServer, _, ResourceError, Context = _mcp_api()
+    MCPServer, _, _, Context = _mcp_api()
 
+    from waygraph import __version__
     from waygraph.draw import to_mermaid
     from waygraph.formats.json_library import plan_to_data
     from waygraph.match import Matcher
 
-    server = MCPServer(name="waygraph", instructions=INSTRUCTIONS)
+    if "version" in inspect.signature(MCPServer).parameters:
+        server = MCPServer(name="waygraph", instructions=INSTRUCTIONS, version=__version__)
+    else:  # mcp 1's FastMCP passes no version on to its low-level server
+        server = MCPServer(name="waygraph", instructions=INSTRUCTIONS)
+        server._mcp_server.version = __version__  # type: ignore[attr-defined]
+    annotations = importlib.import_module("mcp.types").ToolAnnotations
 
-    def plan_of(plan_id: str) -> Any:
+    def tool(name: str) -> Callable[[F], F]:
+        """Register a tool with its annotations (readOnlyHint, ...) from TOOL_SPECS."""
+        hints = annotations.model_validate(TOOL_SPECS[name].annotations())
+        return server.tool(name=name, title=TOOL_SPECS[name].title, annotations=hints)
+
+    def plan_of(plan_id: str, uri: str) -> Any:
         plan = nav.library.get(plan_id)
         if plan is None:
             # Perhaps added to the library files since the last turn.
             nav.reload()
             plan = nav.library.get(plan_id)
         if plan is None:
-            raise ResourceError(f"no plan {plan_id!r} in the library")
+            raise protocol_error(
+                RESOURCE_NOT_FOUND,
+                f"Resource not found: no plan {plan_id!r} in the library (list_plans lists them)",
+                uri,
+            )
         return plan
 
     def read_mermaid(plan_id: str) -> str:
-        return to_mermaid(plan_of(unquote(plan_id)))
+        return to_mermaid(plan_of(unquote(plan_id), mermaid_uri(unquote(plan_id))))
 
     def read_json(plan_id: str) -> str:
-        plan = plan_of(unquote(plan_id))
+        plan = plan_of(unquote(plan_id), json_uri(unquote(plan_id)))
         return json.dumps({"id": plan.id, **plan_to_data(plan)}, indent=2, ensure_ascii=False)
 
     # ---------------------------------------------------------------- tools
 
-    @server.tool()
+    @tool("list_plans")
     @_tool_errors
     def list_plans() -> dict[str, Any]:
         """Every plan in the library: id, name, description, domains, triggers, shape, resources."""
@@ -290,7 +319,7 @@ def build_server(
             )
         return {"plans": plans}
 
-    @server.tool()
+    @tool("match_plans")
     @_tool_errors
     def match_plans(
         message: str, domain: str | None = None, allowed_plans: list[str] | None = None
@@ -303,7 +332,7 @@ def build_server(
             "matches": [m.to_dict() for m in results],
         }
 
-    @server.tool()
+    @tool("start_plan")
     @_with_context(Context)
     @_tool_errors
     async def start_plan(session_id: str, plan_id: str, ctx: Any = None) -> dict[str, Any]:
@@ -311,7 +340,7 @@ def build_server(
         guidance = nav.start(session_id, plan_id)
         return _guidance_data(session_id, await settle(ctx, nav, session_id, guidance))
 
-    @server.tool()
+    @tool("user_message")
     @_with_context(Context)
     @_tool_errors
     async def user_message(
@@ -332,7 +361,7 @@ def build_server(
         )
         return _guidance_data(session_id, await settle(ctx, nav, session_id, guidance))
 
-    @server.tool()
+    @tool("report_tool_result")
     @_with_context(Context)
     @_tool_errors
     async def report_tool_result(
@@ -367,6 +396,12 @@ def build_server(
                 "Only a person answers for a person: their reply is the user's message "
                 "(user_message), or the client asks them itself"
             )
+        if nav.state(session_id) is None:
+            raise InputError(
+                f"no plan is running in session {session_id!r}, so there is nothing to verify "
+                "this result against: start one with start_plan (a plan id from list_plans) "
+                "or report the user's request with user_message"
+            )
         guidance = nav.turn(
             session_id,
             tool_output=output,
@@ -380,7 +415,7 @@ def build_server(
         )
         return _guidance_data(session_id, await settle(ctx, nav, session_id, guidance))
 
-    @server.tool()
+    @tool("get_status")
     @_tool_errors
     def get_status(session_id: str) -> dict[str, Any]:
         """The session's latest run (running or finished) and the guidance for the model.
@@ -397,7 +432,7 @@ def build_server(
             "ask_user": ask_user(waiting) if waiting is not None else None,
         }
 
-    @server.tool()
+    @tool("reset_session")
     @_tool_errors
     def reset_session(session_id: str) -> dict[str, Any]:
         """Abort the session's running plan and forget it; finished runs stay in the store."""
