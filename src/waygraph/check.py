@@ -46,6 +46,7 @@ from waygraph._check_routes import ENDS, RouteChecks, names
 from waygraph.engine.choice import is_data_check, ordered_edges
 from waygraph.errors import PlanFormatError
 from waygraph.model import NODE_TYPES, Edge, Node
+from waygraph.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from waygraph.library import Library
@@ -69,6 +70,8 @@ class Problem:
 
     ``edge`` reads ``"from -> to (condition)"``; ``field`` is a dotted path
     inside the node, edge or plan (``verify.checks.1.value``, ``triggers``).
+    ``line`` and ``column`` (from 1) are where the field stands in a JSON or
+    YAML file, when ``waygraph check`` read it.
 
     Example:
         >>> p = Problem("unknown-node", "error", "'dnoe' is not a node",
@@ -85,12 +88,15 @@ class Problem:
     node: str | None = None
     edge: str | None = None
     field: str | None = None
+    line: int | None = None
+    column: int | None = None
 
     def as_error(self) -> PlanFormatError:
         """This problem as the :class:`PlanFormatError` ``load_library`` raises."""
         return PlanFormatError(
             f"{self.message} [{self.code}]",
             file=self.file,
+            line=self.line,
             plan=self.plan,
             node=self.node,
             edge=self.edge,
@@ -150,10 +156,12 @@ def _chain_problems(library: Library) -> list[Problem]:
             if node.type != "exit" or not node.next_plan:
                 continue
             if node.next_plan not in library:
+                hint = did_you_mean(node.next_plan, library.ids())
                 out.append(
                     _problem(
                         "unknown-next-plan",
-                        f"next_plan {node.next_plan!r} is not a plan of this library",
+                        f"next_plan {node.next_plan!r} is not a plan of this library"
+                        + (f"; {hint}" if hint else ""),
                         file=library.sources.get(plan.id),
                         plan=plan.id,
                         node=node.id,
@@ -335,6 +343,8 @@ class _PlanChecker(PredicateChecks, HumanChecks, RouteChecks):
         node = self.nodes.get(start)
         if node is None:
             hint = f"; the start node is {start_nodes[0]!r}" if start_nodes else ""
+            close = did_you_mean(start, self.nodes)
+            hint = f"; {close}" if close and not hint else hint
             self.add(
                 "unknown-start",
                 f"graph.start names {start!r}, which is not a node{hint}",
@@ -438,10 +448,15 @@ class _PlanChecker(PredicateChecks, HumanChecks, RouteChecks):
         for end, node_id, found in (("from", edge.from_, source), ("to", edge.to, target)):
             if found is None:
                 role = "source" if end == "from" else "target"
+                hint = did_you_mean(node_id, self.nodes)
                 self.add(
                     "unknown-node",
-                    f"edge {role} ({end!r}) {node_id!r} is not a node; fix the name or add "
-                    "the node",
+                    f"edge {role} ({end!r}) {node_id!r} is not a node; "
+                    + (
+                        f"{hint} Fix the name or add the node"
+                        if hint
+                        else "fix the name or add the node"
+                    ),
                     edge=edge,
                     field=end,
                 )

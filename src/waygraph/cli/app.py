@@ -9,7 +9,6 @@ writing.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import sys
@@ -25,6 +24,7 @@ from rich.markup import escape
 
 from waygraph.cli._help import WaygraphGroup
 from waygraph.errors import ConfigError, PlanNotFoundError, WaygraphError
+from waygraph.suggest import suggestions
 
 if TYPE_CHECKING:
     from waygraph.library import Library
@@ -243,11 +243,9 @@ def find_plan(library: Library, plan_id: str) -> Plan:
     if plan is not None:
         return plan
     ids = library.ids()
-    similar = difflib.get_close_matches(plan_id, ids, n=5, cutoff=0.6)
-    # Substring hits catch short guesses ("bugfix" for "bugfix_workflow")
-    # that difflib's ratio rejects.
-    needle = plan_id.lower()
-    similar += [i for i in ids if needle and needle in i.lower() and i not in similar][:5]
+    # The one "did you mean" helper: close ids, short guesses ("bugfx" for
+    # "bugfix_workflow") and substrings alike.
+    similar = suggestions(plan_id, ids, limit=5)
     if similar:
         hint = f"did you mean {', '.join(similar[:5])}?"
     elif ids:

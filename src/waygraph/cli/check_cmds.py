@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from waygraph._check_files import PlanFile, read_plan_file
 from waygraph.cli._library_tables import folding_table, plural
 from waygraph.cli.app import (
     JsonOption,
@@ -101,7 +102,7 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
     Files load one by one so that a broken file is reported and the rest are
     still checked; plan ids must be unique within the folder.
     """
-    from waygraph.library import Library, load_library
+    from waygraph.library import Library
 
     problems: list[Problem] = []
     files = _plan_files(root)
@@ -117,6 +118,7 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
     sources: dict[str, str] = {}
     meta: dict[str, Any] = {}
     others = 0
+    read: dict[str, PlanFile] = {}
     for file in files:
         other = _check_other_kind(file)
         if other is not None:
@@ -131,11 +133,11 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
             if any(p.level == "error" for p in found):
                 continue
         try:
-            loaded = load_library(file, validate=False)
+            loaded, file_meta = _load(file, read, problems)
         except WaygraphError as exc:
             problems.append(_load_problem(exc, file))
             continue
-        meta = meta or loaded.meta
+        meta = meta or file_meta
         for plan in loaded:
             if plan.id in sources:
                 problems.append(
@@ -150,10 +152,31 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
             sources[plan.id] = str(file)
             plans.append(plan)
     combined = Library(plans, meta=meta, sources=sources, files=files, path=root)
-    problems.extend(combined.check())
+    for problem in combined.check():
+        placed = read.get(problem.file or "")
+        problems.append(placed.place(problem) if placed is not None else problem)
     from waygraph.cli._pipeline_lint import without_superseded
 
     return without_superseded(problems), len(plans) + others
+
+
+def _load(
+    file: Path, read: dict[str, PlanFile], problems: list[Problem]
+) -> tuple[list[Plan], dict[str, Any]]:
+    """The valid plans and ``_meta`` of ``file``; every problem of a JSON or YAML file,
+    at its field's line, goes to ``problems`` (and the file to ``read``)."""
+    from waygraph.formats import format_of
+    from waygraph.library import load_library
+
+    if format_of(file) not in ("json", "yaml") or not file.is_file():
+        loaded = load_library(file, validate=False)
+        return list(loaded), loaded.meta
+    found = read_plan_file(file)
+    read[str(file)] = found
+    for error in found.errors:
+        at = found.where(error.plan, error.node, error.edge, error.field)
+        problems.append(_load_problem(error, file, at=at))
+    return found.plans, found.meta
 
 
 def _dot_problems(file: Path) -> list[Problem]:
@@ -212,20 +235,21 @@ def _plan_files(root: Path) -> list[Path]:
     )
 
 
-def _problem(code: str, message: str, **where: str | None) -> Problem:
+def _problem(code: str, message: str, **where: Any) -> Problem:
     """A problem found by the CLI itself; its level comes from ``check.CODES``."""
     from waygraph.check import CODES, Problem
 
     return Problem(code, CODES[code][0], message, **where)
 
 
-def _load_problem(exc: WaygraphError, file: Path) -> Problem:
+def _load_problem(exc: WaygraphError, file: Path, *, at: tuple[int, int] | None = None) -> Problem:
+    """A load error as a problem; ``at`` is the field's ``(line, column)`` when known."""
     if isinstance(exc, PlanFormatError):
         message = exc.reason
         if exc.has_value:
             shown = repr(exc.value)
             message += f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
-        if exc.line is not None:
+        if exc.line is not None and at is None:
             message = f"line {exc.line}: {message}"
         return _problem(
             "load-error",
@@ -235,6 +259,8 @@ def _load_problem(exc: WaygraphError, file: Path) -> Problem:
             node=exc.node,
             edge=exc.edge,
             field=exc.field,
+            line=at[0] if at else exc.line,
+            column=at[1] if at else None,
         )
     return _problem("load-error", str(exc), file=str(file))
 
@@ -249,13 +275,16 @@ def _where(problem: Problem) -> str:
     from waygraph.ids import shown_id
 
     text = display_path(problem.file) if problem.file else ""
+    if text and problem.line is not None:
+        text += f":{problem.line}" + (f":{problem.column}" if problem.column else "")
     # A refused id is shown escaped: its U+202E would reverse the row.
     location = shown_id(problem.plan or "")
     for part in (problem.node, problem.edge):
         if part:
             location += f"/{shown_id(part)}"
     if location:
-        text = f"{text}:{location}" if text else location
+        sep = " " if problem.line is not None else ":"
+        text = f"{text}{sep}{location}" if text else location
     if problem.field:
         text += f" field {problem.field}"
     return text

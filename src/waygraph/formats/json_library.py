@@ -25,11 +25,13 @@ import json
 import re
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from waygraph.errors import PlanFormatError, PlanSyntaxError
+from waygraph.formats.positions import Positions
 from waygraph.model import Edge, Graph, Node, Plan, Step, Verify
+from waygraph.suggest import did_you_mean
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -37,6 +39,7 @@ __all__ = [
     "parse_json",
     "plan_to_data",
     "plans_from_data",
+    "read_plans",
     "to_json",
 ]
 
@@ -119,81 +122,203 @@ def _count_values(data: Any, file: str | None) -> None:
 
 
 def plans_from_data(
-    data: Any, *, file: str | None = None, text: str | None = None
+    data: Any, *, file: str | None = None, text: str | None = None, fmt: str | None = None
 ) -> tuple[dict[str, Any], list[Plan]]:
     """Validate parsed library data; return ``(meta, plans)`` in file order.
 
-    ``text`` (the file's source) lets error messages carry a line number.
+    ``text`` (the file's source, of format ``fmt``: ``json`` or ``yaml``) lets
+    error messages carry the line of the field. The first problem is raised;
+    :func:`read_plans` returns them all.
     """
+    meta, plans, _errors = read_plans(data, file=file, text=text, fmt=fmt, every=False)
+    return meta, plans
+
+
+def read_plans(
+    data: Any,
+    *,
+    file: str | None = None,
+    text: str | None = None,
+    fmt: str | None = None,
+    every: bool = True,
+) -> tuple[dict[str, Any], list[Plan], list[PlanFormatError]]:
+    """Every plan of parsed library data that is valid, and every problem of the rest.
+
+    Returns ``(meta, plans, errors)``; each error names the line of its field
+    when ``text`` is given. Without ``every`` the first problem is raised.
+
+    Example:
+        >>> data = {"plans": {"p": {"steps": [{"name": "A", "on_failure": "skip"}]},
+        ...                   "q": {"steps": [{"name": "B"}]}}}
+        >>> meta, plans, errors = read_plans(data)
+        >>> [p.id for p in plans], [e.field for e in errors]
+        (['q'], ['on_failure'])
+    """
+    found = _Found(file, text, fmt, every)
     _count_values(data, file)
     if not isinstance(data, dict):
-        raise PlanFormatError(
-            "a plan library must be an object with 'plans'",
-            file=file,
-            value=type(data).__name__,
+        found.add(
+            PlanFormatError(
+                "a plan library must be an object with 'plans'",
+                file=file,
+                value=type(data).__name__,
+            )
         )
+        return {}, [], found.errors
     if "plans" not in data and ("graph" in data or "steps" in data):
         plan_id = data.get("id")
         if not isinstance(plan_id, str) or not plan_id:
-            raise PlanFormatError(
-                "a single-plan file needs a string 'id'", file=file, field="id", value=plan_id
+            found.add(
+                PlanFormatError(
+                    "a single-plan file needs a string 'id'", file=file, field="id", value=plan_id
+                ),
+                ("id",),
             )
+            return {}, [], found.errors
         # "$schema" lets editors validate a one-plan file too; it is not a plan field.
         body = {k: v for k, v in data.items() if k not in ("id", "$schema")}
-        return {}, [plan_from_data(plan_id, body, file=file, text=text)]
+        plan = found.plan(plan_id, body, ())
+        return {}, [plan] if plan else [], found.errors
     meta = data.get("_meta", {})
     if not isinstance(meta, dict):
-        raise PlanFormatError("'_meta' must be an object", file=file, field="_meta", value=meta)
-    unknown = sorted(set(data) - {"_meta", "plans", "$schema"})
-    if unknown:
-        raise PlanFormatError(
-            "unknown top-level key; a library has only '_meta' and 'plans'",
-            file=file,
-            field=unknown[0],
-            value=unknown[0],
+        found.add(
+            PlanFormatError("'_meta' must be an object", file=file, field="_meta", value=meta),
+            ("_meta",),
+        )
+        meta = {}
+    for key in sorted(set(data) - {"_meta", "plans", "$schema"}, key=str):
+        hint = did_you_mean(str(key), ["_meta", "plans", "$schema"])
+        found.add(
+            PlanFormatError(
+                "unknown top-level key; "
+                + (f"{hint} A library" if hint else "a library")
+                + " has only '_meta' and 'plans'",
+                file=file,
+                field=str(key),
+                value=key,
+            ),
+            (key,),
         )
     plans_data = data.get("plans")
     if not isinstance(plans_data, dict):
-        raise PlanFormatError(
-            "'plans' must be an object mapping plan ids to plans",
-            file=file,
-            field="plans",
-            value=type(plans_data).__name__,
+        found.add(
+            PlanFormatError(
+                "'plans' must be an object mapping plan ids to plans",
+                file=file,
+                field="plans",
+                value=type(plans_data).__name__,
+            ),
+            ("plans",),
         )
-    plans = [plan_from_data(pid, body, file=file, text=text) for pid, body in plans_data.items()]
-    return meta, plans
+        return meta, [], found.errors
+    plans = [found.plan(pid, body, ("plans", pid)) for pid, body in plans_data.items()]
+    return meta, [p for p in plans if p is not None], found.errors
+
+
+class _Found:
+    """The problems :func:`read_plans` finds, each placed at its field's line."""
+
+    def __init__(self, file: str | None, text: str | None, fmt: str | None, every: bool) -> None:
+        self.file = file
+        self.every = every
+        self.positions = Positions(text, fmt) if text else None
+        self.errors: list[PlanFormatError] = []
+
+    def line(self, path: tuple[Any, ...]) -> int | None:
+        found = self.positions.find(path) if self.positions is not None else None
+        return found[0] if found else None
+
+    def add(self, error: PlanFormatError, path: tuple[Any, ...] = ()) -> None:
+        if error.line is None and path:
+            error = error.located(line=self.line(path))
+        if not self.every:
+            raise error
+        self.errors.append(error)
+
+    def plan(self, plan_id: Any, body: Any, base: tuple[Any, ...]) -> Plan | None:
+        """The plan, or None after adding its problems."""
+        file = self.file
+        if not isinstance(plan_id, str) or not plan_id.strip():
+            self.add(
+                PlanFormatError("plan ids must be non-empty strings", file=file, value=plan_id)
+            )
+            return None
+        if not isinstance(body, dict):
+            self.add(
+                PlanFormatError("a plan must be an object", file=file, plan=plan_id, value=body),
+                base,
+            )
+            return None
+        if "id" in body and body["id"] != plan_id:
+            self.add(
+                PlanFormatError(
+                    "the plan's 'id' differs from its key in 'plans'",
+                    file=file,
+                    plan=plan_id,
+                    field="id",
+                    value=body["id"],
+                ),
+                (*base, "id"),
+            )
+            return None
+        checked = body
+        if self.every and isinstance(body.get("steps"), list | tuple):
+            from waygraph.model._linear import step_errors
+
+            step_problems = [e for i, s in enumerate(body["steps"]) for e in step_errors(i, s)]
+            for error in step_problems:
+                self.add(error.located(file=file, plan=plan_id), error_path(error, base))
+            if step_problems:  # still look for the plan's own problems
+                checked = {**body, "steps": [{}]}
+        try:
+            plan = Plan.model_validate({**checked, "id": plan_id})
+        except ValidationError as exc:
+            for error in validation_errors(exc, file=file, plan=plan_id, body=body):
+                self.add(error, error_path(error, base))
+            return None
+        except RecursionError:
+            self.add(PlanFormatError("plan nested too deeply", file=file, plan=plan_id))
+            return None
+        return None if checked is not body else plan
+
+
+def error_path(error: PlanFormatError, base: tuple[Any, ...] = ()) -> tuple[Any, ...]:
+    """The path in the file's data of what ``error`` (or a check problem) is about.
+
+    ``base`` is the plan's own path (``("plans", id)``, or ``()`` in a
+    single-plan file). A node ``step_N`` of a linear plan is its step.
+
+    Example:
+        >>> error_path(PlanFormatError("x", node="build", field="verify.type"), ("plans", "p"))
+        ('plans', 'p', 'graph', 'nodes', 'build', 'verify', 'type')
+    """
+    path = base
+    if error.node is not None:
+        step = re.fullmatch(r"step_(\d+)", error.node)
+        if step and error.field is not None and error.reason.startswith("step "):
+            path = (*path, "steps", int(step.group(1)) - 1)
+        else:
+            path = (*path, "graph", "nodes", error.node)
+    elif error.edge is not None:
+        index = re.match(r"#(\d+)", error.edge)
+        path = (*path, "graph", "edges", int(index.group(1))) if index else path
+    if error.field:
+        path = (*path, *error.field.split("."))
+    return path
 
 
 def plan_from_data(
     plan_id: Any, body: Any, *, file: str | None = None, text: str | None = None
 ) -> Plan:
-    if not isinstance(plan_id, str) or not plan_id.strip():
-        raise PlanFormatError("plan ids must be non-empty strings", file=file, value=plan_id)
-    # Line numbers are looked up only on error: a search per plan would make
-    # loading a 10,000-plan library quadratic in its size.
-    if not isinstance(body, dict):
-        raise PlanFormatError(
-            "a plan must be an object",
-            file=file,
-            line=_find_line(text, plan_id),
-            plan=plan_id,
-            value=body,
-        )
-    if "id" in body and body["id"] != plan_id:
-        raise PlanFormatError(
-            "the plan's 'id' differs from its key in 'plans'",
-            file=file,
-            line=_find_line(text, plan_id),
-            plan=plan_id,
-            field="id",
-            value=body["id"],
-        )
-    try:
-        return Plan.model_validate({**body, "id": plan_id})
-    except ValidationError as exc:
-        raise validation_error(exc, file=file, plan=plan_id, text=text, body=body) from None
-    except RecursionError:
-        raise PlanFormatError("plan nested too deeply", file=file, plan=plan_id) from None
+    """One plan from its id and data; raises the first problem (with its line).
+
+    Example:
+        >>> plan_from_data("p", {"steps": [{"name": "A"}]}).linear
+        True
+    """
+    plan = _Found(file, text, None, every=False).plan(plan_id, body, ("plans", plan_id))
+    assert plan is not None  # every=False raised otherwise
+    return plan
 
 
 # ---------------------------------------------------------------- errors
@@ -208,40 +333,53 @@ def validation_error(
     body: Any = None,
 ) -> PlanFormatError:
     """Turn pydantic's first error into a located :class:`PlanFormatError`."""
-    err = exc.errors()[0]
-    ctx_err = (err.get("ctx") or {}).get("error")
-    if isinstance(ctx_err, PlanFormatError):
-        located = ctx_err.located(file=file, plan=plan)
-        if located.line is None and plan:
-            located = located.located(line=_find_line(text, plan, located.node))
-        return located
-    loc = tuple(err.get("loc", ()))
-    node = edge = None
-    rest: tuple[Any, ...] = loc
-    if loc[:2] == ("graph", "nodes") and len(loc) >= 3:
-        node, rest = str(loc[2]), loc[3:]
-    elif loc[:2] == ("graph", "edges") and len(loc) >= 3:
-        edge = _edge_label(body, loc[2])
-        rest = loc[3:]
-    message = _message(err, rest, node is not None, edge is not None)
-    field = ".".join(str(p) for p in rest) or None
-    has_value = err.get("type") not in ("missing",) and not (
-        err.get("type") == "model_attributes_type" and err.get("input") is None
-    )
-    value = err.get("input")
-    if err.get("type") == "extra_forbidden":
-        value = rest[-1] if rest else value
-    return PlanFormatError(
-        message,
-        file=file,
-        line=_find_line(text, plan, node),
-        plan=plan,
-        node=node,
-        edge=edge,
-        field=field,
-        value=value,
-        has_value=has_value,
-    )
+    error = validation_errors(exc, file=file, plan=plan, body=body)[0]
+    if text and error.line is None:
+        base: tuple[Any, ...] = ("plans", plan) if plan else ()
+        found = Positions(text).find(error_path(error, base))
+        error = error.located(line=found[0] if found else None)
+    return error
+
+
+def validation_errors(
+    exc: ValidationError, *, file: str | None, plan: str | None, body: Any = None
+) -> list[PlanFormatError]:
+    """Every error pydantic found, each as a :class:`PlanFormatError` naming its field."""
+    out = []
+    for err in exc.errors():
+        ctx_err = (err.get("ctx") or {}).get("error")
+        if isinstance(ctx_err, PlanFormatError):
+            out.append(ctx_err.located(file=file, plan=plan))
+            continue
+        loc = tuple(err.get("loc", ()))
+        node = edge = None
+        rest: tuple[Any, ...] = loc
+        if loc[:2] == ("graph", "nodes") and len(loc) >= 3:
+            node, rest = str(loc[2]), loc[3:]
+        elif loc[:2] == ("graph", "edges") and len(loc) >= 3:
+            edge = _edge_label(body, loc[2])
+            rest = loc[3:]
+        message = _message(err, loc, rest, node is not None, edge is not None)
+        field = ".".join(str(p) for p in rest) or None
+        has_value = err.get("type") not in ("missing",) and not (
+            err.get("type") == "model_attributes_type" and err.get("input") is None
+        )
+        value = err.get("input")
+        if err.get("type") == "extra_forbidden":
+            value = rest[-1] if rest else value
+        out.append(
+            PlanFormatError(
+                message,
+                file=file,
+                plan=plan,
+                node=node,
+                edge=edge,
+                field=field,
+                value=value,
+                has_value=has_value,
+            )
+        )
+    return out
 
 
 def _edge_label(body: Any, index: Any) -> str:
@@ -252,39 +390,60 @@ def _edge_label(body: Any, index: Any) -> str:
         return f"#{index}"
 
 
-def _message(err: ErrorDetails, rest: tuple[Any, ...], in_node: bool, in_edge: bool) -> str:
+def _message(
+    err: ErrorDetails, loc: tuple[Any, ...], rest: tuple[Any, ...], in_node: bool, in_edge: bool
+) -> str:
     kind = err.get("type", "")
     last = rest[-1] if rest else None
     if kind == "extra_forbidden":
+        hint = did_you_mean(str(last), _fields_at(loc[:-1]))
+        if hint:
+            return f"unknown field; {hint} See docs/plans.md"
         return "unknown field; check its spelling against docs/plans.md"
     if kind == "missing":
         return "required field is missing"
     if kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
+        hint = did_you_mean(str(err.get("input")), re.findall(r"'([^']*)'", expected))
+        hint = f"{hint} " if hint else ""
         if in_node and last == "type":
-            return f"unknown node type; use one of {expected}"
+            return f"unknown node type; {hint}use one of {expected}"
         if in_edge and last == "condition":
-            return f"unknown edge condition; use one of {expected}"
-        return f"value not allowed; use one of {expected}"
+            return f"unknown edge condition; {hint}use one of {expected}"
+        return f"value not allowed; {hint}use one of {expected}"
     msg = str(err.get("msg", "invalid value"))
     return msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
 
 
-def _find_line(text: str | None, *keys: str | None) -> int | None:
-    """Best-effort line of the last of ``keys`` found in order as object keys."""
-    if not text:
-        return None
-    pos, line = 0, None
-    for key in keys:
-        if not key:
+#: Where a field leads, from each model: the model inside, and how many parts
+#: of the path (a key or index) stand between.
+_INNER: dict[tuple[type[BaseModel], str], tuple[type[BaseModel], int]] = {
+    (Plan, "graph"): (Graph, 0),
+    (Plan, "steps"): (Step, 1),
+    (Graph, "nodes"): (Node, 1),
+    (Graph, "edges"): (Edge, 1),
+    (Node, "verify"): (Verify, 0),
+    (Step, "verify"): (Verify, 0),
+    (Edge, "when"): (Verify, 0),
+    (Verify, "checks"): (Verify, 1),
+    (Verify, "expect"): (Verify, 0),
+}
+
+
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    """The field names allowed in the object at ``loc`` inside a plan (for "did you mean")."""
+    model: type[BaseModel] = Plan
+    skip = 0
+    for part in loc:
+        if skip:
+            skip -= 1
             continue
-        pattern = re.compile(r"""["']?""" + re.escape(key) + r"""["']?\s*:""")
-        found = pattern.search(text, pos)
-        if not found:
-            break
-        pos = found.end()
-        line = text.count("\n", 0, found.start()) + 1
-    return line
+        inner = _INNER.get((model, str(part)))
+        if inner is None:
+            return []
+        model, skip = inner
+    names = [f.alias or name for name, f in model.model_fields.items()]
+    return [*names, "steps"] if model is Plan else names
 
 
 # ---------------------------------------------------------------- writing

@@ -34,7 +34,7 @@ from waygraph.model import Plan
 if TYPE_CHECKING:
     from waygraph.check import Problem
 
-__all__ = ["Library", "load_file", "load_library", "shipped_library_path"]
+__all__ = ["Library", "load_file", "load_library", "read_plan_text", "shipped_library_path"]
 
 
 class Library:
@@ -76,9 +76,14 @@ class Library:
         try:
             return self.plans[plan_id]
         except KeyError:
+            from waygraph.suggest import did_you_mean
+
             known = ", ".join(list(self.plans)[:20])
+            hint = did_you_mean(plan_id, self.plans)
             raise PlanNotFoundError(
-                f"no plan {plan_id!r} in the library (plans: {known})"
+                f"no plan {plan_id!r} in the library"
+                + (f"; {hint}" if hint else "")
+                + f" (plans: {known})"
             ) from None
 
     def get(self, plan_id: str) -> Plan | None:
@@ -131,6 +136,17 @@ def shipped_library_path() -> Path:
 
 def load_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Plan]]:
     """Read one plan file of any format; return ``(meta, plans)``."""
+    text, fmt = read_plan_text(path)
+    return load_text(text, fmt, file=str(Path(path)))
+
+
+def read_plan_text(path: str | os.PathLike[str]) -> tuple[str, str]:
+    """The text of a plan file and its format (``json``, ``yaml`` or ``dot``), size checked.
+
+    Example:
+        >>> read_plan_text(shipped_library_path() / "01_bugfix_workflow.yaml")[1]
+        'yaml'
+    """
     p = Path(path)
     fmt = format_of(p)
     name = str(p)
@@ -148,7 +164,7 @@ def load_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Plan]]
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise PlanFormatError(f"not UTF-8 text (byte {exc.start})", file=name) from None
-    return load_text(text, fmt, file=name)
+    return text, fmt
 
 
 def load_text(text: str, fmt: str, *, file: str | None = None) -> tuple[dict[str, Any], list[Plan]]:
@@ -160,7 +176,7 @@ def load_text(text: str, fmt: str, *, file: str | None = None) -> tuple[dict[str
     data = parse_json(text, file=file) if fmt == "json" else parse_yaml(text, file=file)
     if data is None:
         raise PlanFormatError("the file is empty", file=file)
-    return plans_from_data(data, file=file, text=text)
+    return plans_from_data(data, file=file, text=text, fmt=fmt)
 
 
 def load_library(path: str | os.PathLike[str] | None = None, *, validate: bool = True) -> Library:

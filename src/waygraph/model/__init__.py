@@ -136,8 +136,12 @@ class Verify(_Frozen):
     @classmethod
     def _known_type(cls, v: str) -> str:
         if v not in known_verify_types():
+            from waygraph.suggest import did_you_mean
+
             known = ", ".join(sorted(known_verify_types()))
-            raise ValueError(f"unknown verify type {v!r}; use one of: {known}")
+            hint = did_you_mean(v, sorted(known_verify_types()))
+            hint = f"{hint} " if hint else ""
+            raise ValueError(f"unknown verify type {v!r}; {hint}use one of: {known}")
         return v
 
     def walk(self) -> Iterator[Verify]:

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from waygraph.errors import PlanFormatError
 from waygraph.model import Graph, Step
 
-__all__ = ["compile_steps", "graph_to_steps", "step_node_id"]
+__all__ = ["compile_steps", "graph_to_steps", "step_errors", "step_node_id"]
 
 START, DONE, ABORTED = "start", "done", "aborted"
 
@@ -80,19 +80,43 @@ def _step(index: int, data: Any) -> Step:
     try:
         return Step.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ())) or None
-        kind = err.get("type")
-        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-        if kind == "extra_forbidden":
-            msg = "unknown field in step; check its spelling against docs/plans.md"
-        raise PlanFormatError(
-            f"step {index + 1}: {msg}",
-            node=step_node_id(index),
-            field=loc,
-            value=err.get("input") if kind != "extra_forbidden" else loc,
-            has_value=kind != "missing",
-        ) from None
+        raise _step_error(index, exc.errors()[0]) from None
+
+
+def step_errors(index: int, data: Any) -> list[PlanFormatError]:
+    """Every problem of the 0-based step ``index`` (none for a valid step).
+
+    Example:
+        >>> [e.field for e in step_errors(0, {"name": "A", "on_failure": "skip"})]
+        ['on_failure']
+    """
+    if isinstance(data, Step):
+        return []
+    try:
+        Step.model_validate(data)
+    except ValidationError as exc:
+        return [_step_error(index, err) for err in exc.errors()]
+    return []
+
+
+def _step_error(index: int, err: Any) -> PlanFormatError:
+    from waygraph.suggest import did_you_mean
+
+    loc = ".".join(str(p) for p in err.get("loc", ())) or None
+    kind = err.get("type")
+    msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        msg = "unknown field in step; check its spelling against docs/plans.md"
+        name = str(err.get("loc", ("",))[-1])
+        hint = did_you_mean(name, Step.model_fields) if len(err.get("loc", ())) == 1 else ""
+        msg = f"unknown field in step; {hint} See docs/plans.md" if hint else msg
+    return PlanFormatError(
+        f"step {index + 1}: {msg}",
+        node=step_node_id(index),
+        field=loc,
+        value=err.get("input") if kind != "extra_forbidden" else loc,
+        has_value=kind != "missing",
+    )
 
 
 def graph_to_steps(graph: Graph) -> list[Step]:
