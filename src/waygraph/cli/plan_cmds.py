@@ -451,14 +451,11 @@ def plan_command(
         if result.plan is None and not interrupted:
             # No plan: the model could not be used (unreachable, HTTP error), or it
             # answered with plans too broken to read (its problems say so).
-            hint = (
-                ""
-                if result.problems
-                else f" (is {plain(llm)} an OpenAI-compatible server with model "
-                f"{plain(planner_name)}?)"
-            )
+            message = as_text(result.final_output)
+            if not result.problems:
+                message += f" (is {llm} an OpenAI-compatible server with model {planner_name}?)"
             err_console.print(
-                f"[bold red]error:[/] {plain(as_text(result.final_output))}{hint}",
+                f"[bold red]error:[/] {plain(message)}",
                 highlight=False,
                 soft_wrap=True,
             )
