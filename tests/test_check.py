@@ -240,6 +240,12 @@ CASES = [
     ),
     # ---------------------------------------------------------------- warnings
     pytest.param(
+        "unreachable-threshold",
+        plan(triggers=["fix bug", "Fix bugs", "debug"], trigger_threshold=3),
+        plan(triggers=["fix bug", "Fix bugs", "debug"], trigger_threshold=2),
+        id="unreachable-threshold",
+    ),
+    pytest.param(
         "implicit-start",
         plan(nodes={"start": None}, start="work", drop=("work",), edges=[]),
         plan(),

@@ -103,6 +103,10 @@ CODES: dict[str, tuple[Level, str]] = {
     "next-plan-loop": ("warning", "next_plan links lead back to the plan they start from"),
     "on-fail-ignored": ("warning", "a step with on_fail abort/block but required false"),
     "no-triggers": ("warning", "no triggers: the plan can only be started by id"),
+    "unreachable-threshold": (
+        "warning",
+        "trigger_threshold is more than the triggers' different phrases: it never activates",
+    ),
     "blank-trigger": ("warning", "a trigger that is empty or only spaces"),
     "duplicate-trigger": ("warning", "a trigger listed twice (case and spacing ignored)"),
     "no-plans": ("warning", "a folder given to `waygraph check` holds no plan files"),

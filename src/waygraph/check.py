@@ -274,6 +274,22 @@ class _PlanChecker(PredicateChecks, HumanChecks, RouteChecks):
 
     # -------------------------------------------------------------- plan
 
+    def check_threshold_reach(self, threshold: int) -> None:
+        """Triggers that match as one phrase ("fix bug", "Fix bugs") count once toward the
+        threshold, so fewer distinct phrases than it means no message activates the plan."""
+        from waygraph.match import distinct_phrases
+
+        distinct = distinct_phrases(self.plan.triggers)
+        if threshold > len(distinct):
+            self.add(
+                "unreachable-threshold",
+                f"trigger_threshold is {threshold} but the triggers are {len(distinct)} "
+                f"different phrase(s) ({', '.join(repr(t) for t in distinct)}; case, spacing "
+                "and word endings aside), so no message reaches it; lower it to "
+                f"{len(distinct)} or add triggers",
+                field="trigger_threshold",
+            )
+
     def check_triggers(self) -> None:
         triggers = self.plan.triggers
         threshold = self.plan.trigger_threshold
@@ -300,6 +316,8 @@ class _PlanChecker(PredicateChecks, HumanChecks, RouteChecks):
                 "or add triggers",
                 field="trigger_threshold",
             )
+        else:
+            self.check_threshold_reach(threshold)
         seen: dict[str, str] = {}
         for i, trigger in enumerate(triggers):
             key = " ".join(trigger.split()).casefold()

@@ -54,6 +54,7 @@ __all__ = [
     "MAX_GAP",
     "Match",
     "Matcher",
+    "distinct_phrases",
     "match",
     "naive_match",
     "normalise_word",
@@ -129,6 +130,17 @@ def _distinct_triggers(triggers: Iterable[str], key_of: Any) -> list[tuple[str, 
         if key and key not in seen:
             seen[key] = trigger
     return [(trigger, key) for key, trigger in seen.items()]
+
+
+def distinct_phrases(triggers: Iterable[str]) -> list[str]:
+    """The triggers that count apart toward a plan's threshold in phrase mode (the first
+    spelling of each).
+
+    Example:
+        >>> distinct_phrases(["Fix bug", "fix bugs", "debug"])
+        ['Fix bug', 'debug']
+    """
+    return [trigger for trigger, _ in _distinct_triggers(triggers, phrase_words)]
 
 
 def _entry_for(plan: Plan, order: int, phrase: bool) -> tuple[_Entry, list[tuple[str, Any]]]:
