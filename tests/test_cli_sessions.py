@@ -33,6 +33,7 @@ def test_list_is_newest_first_with_when_each_was_updated(tmp_path: Path):
         nav.start("beta", PLAN)
     out = wg("sessions", "list", "--store", store, "--json")
     rows = json.loads(out.stdout)["sessions"]
+    assert json.loads(out.stdout)["store"] == store  # which store was read
     # beta started last: it comes first, though alpha sorts first by id.
     assert [r["session"] for r in rows] == ["beta", "alpha"]
     assert rows[0]["updated_at"] > rows[1]["updated_at"]

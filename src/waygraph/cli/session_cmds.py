@@ -219,6 +219,7 @@ def sessions_list(
     if as_json:
         print_json(
             {
+                "store": nav.store.url,
                 "sessions": rows,
                 "session_plans": plans,
                 "page": page if size is not None else 1,
