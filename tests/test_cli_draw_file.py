@@ -34,4 +34,4 @@ def test_a_file_of_several_plans_asks_which(tmp_path):
     path.write_text(json.dumps(library), encoding="utf-8")
     result = CliRunner().invoke(app, ["draw", str(path)])
     assert result.exit_code != 0
-    assert "holds 2 plans (one, two); draw one: -l" in " ".join(result.output.split())
+    assert "holds 2 plans (one, two); name one: -l" in " ".join(result.output.split())

@@ -41,6 +41,7 @@ __all__ = [
     "friendly_errors",
     "load",
     "plain",
+    "plan_file",
     "print_json",
     "printable",
     "stdout_is_terminal",
@@ -254,6 +255,29 @@ def find_plan(library: Library, plan_id: str) -> Plan:
     else:
         hint = "the library is empty"
     raise PlanNotFoundError(f"no plan {plan_id!r} in the library; {hint}")
+
+
+def plan_file(name: str, library: Path | None) -> tuple[Library, Plan] | None:
+    """The library of a plan file named where a plan id goes (``waygraph show
+    plans/release.yaml``) and its one plan; None when ``name`` is no plan file, or
+    ``library`` is given to look the id up in.
+
+    Example:
+        >>> plan_file("bugfix_workflow", None) is None
+        True
+    """
+    from waygraph.formats import format_of
+    from waygraph.library import load_library
+
+    path = Path(name)
+    if library is not None or not path.is_file() or not format_of(path):
+        return None
+    lib = load_library(path, validate=False)
+    plans = list(lib)
+    if len(plans) != 1:
+        ids = ", ".join(p.id for p in plans)
+        raise ConfigError(f"{path} holds {len(plans)} plans ({ids}); name one: -l {path} ID")
+    return lib, plans[0]
 
 
 def print_json(data: Any) -> None:

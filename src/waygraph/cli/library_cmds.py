@@ -27,6 +27,7 @@ from waygraph.cli.app import (
     friendly_errors,
     load,
     plain,
+    plan_file,
     print_json,
     write_output,
 )
@@ -55,11 +56,12 @@ def show(
 
     Example: waygraph show bugfix_workflow
     """
-    lib = load(library, validate=False)
+    named = plan_file(plan_id, library) if plan_id is not None else None
+    lib = named[0] if named is not None else load(library, validate=False)
     if plan_id is None:
         print_library(lib, as_json=as_json)
         return
-    plan = find_plan(lib, plan_id)
+    plan = named[1] if named is not None else find_plan(lib, plan_id)
     if as_json:
         from waygraph.formats.json_library import plan_to_data
 
@@ -135,9 +137,10 @@ def draw(
         to_svg,
     )
 
+    named = plan_file(plan_id, library)
     plan = (
         _other_kind_plan(Path(plan_id))
-        or _plan_file(Path(plan_id), library)
+        or (named[1] if named is not None else None)
         or find_plan(load(library, validate=False), plan_id)
     )
     record = _read_state(state) if state is not None else None
@@ -167,21 +170,6 @@ def draw(
             err_console.print(f"[bold red]error:[/] {plain(exc)}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
     write_output(content, output)
-
-
-def _plan_file(path: Path, library: Path | None) -> Plan | None:
-    """The one plan of a plan file named instead of a plan id (``waygraph draw pipeline.dot``);
-    None when ``path`` is not such a file, or a library is given to look the id up in."""
-    from waygraph.formats import format_of
-    from waygraph.library import load_library
-
-    if library is not None or not path.is_file() or not format_of(path):
-        return None
-    plans = list(load_library(path, validate=False))
-    if len(plans) != 1:
-        ids = ", ".join(p.id for p in plans)
-        raise ConfigError(f"{path} holds {len(plans)} plans ({ids}); draw one: -l {path} ID")
-    return plans[0]
 
 
 def _other_kind_plan(path: Path) -> Plan | None:

@@ -23,6 +23,7 @@ from waygraph.cli.app import (
     friendly_errors,
     load,
     plain,
+    plan_file,
     print_json,
 )
 from waygraph.describe import describe_event
@@ -93,10 +94,12 @@ def play(
     """Walk through a plan interactively, seeing what the model would see."""
     from waygraph.navigator import Navigator
 
-    lib = load(library)
+    named = plan_file(plan, library) if plan else None
+    lib = named[0] if named is not None else load(library)
     if plan:
-        # The library's own lookup, so a typo gets "did you mean ...?".
-        plan = find_plan(lib, plan).id
+        # A plan file plays its one plan; an id goes through the library's own
+        # lookup, so a typo gets "did you mean ...?".
+        plan = named[1].id if named is not None else find_plan(lib, plan).id
     root = (workspace or Path.cwd()).resolve()
     nav = Navigator(
         lib,
