@@ -321,3 +321,15 @@ def test_the_model_is_told_the_edge_the_engine_takes_when_weights_decide():
     text = nav.turn("s", user_message="go").text or ""
     assert "    On success → c" in text.splitlines()
     assert nav.turn("s", tool_output="x").run["current_node"] == "c"
+
+
+def test_the_progress_summary_ends_one_sentence_with_one_full_stop():
+    from waygraph.library import load_library
+    from waygraph.render import progress_summary
+
+    plan = load_library()["bugfix_workflow"]
+    run, _ = engine.start(plan, run_id="r", turn=1)
+    node = plan.graph.nodes[run.current_node or ""]
+    assert (node.action or "").endswith(".")  # the action ends its own sentence
+    summary = progress_summary(plan, run)
+    assert summary.endswith(node.action or "") and not summary.endswith("..")

@@ -456,4 +456,5 @@ def progress_summary(plan: Plan, run: Run) -> str:
             text += f" — {node.action}"
     elif run.reason:
         text += f". Reason: {run.reason}"
-    return text + "."
+    # An action or reason that ends a sentence itself gets no second full stop.
+    return text if text.endswith((".", "!", "?")) else text + "."
