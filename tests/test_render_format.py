@@ -333,3 +333,16 @@ def test_the_progress_summary_ends_one_sentence_with_one_full_stop():
     assert (node.action or "").endswith(".")  # the action ends its own sentence
     summary = progress_summary(plan, run)
     assert summary.endswith(node.action or "") and not summary.endswith("..")
+
+
+def test_a_negated_check_reads_as_plain_words():
+    from waygraph.model import Verify
+    from waygraph.verify import describe
+
+    def negated(**inner: Any) -> str:
+        return describe(Verify(type="not", checks=(Verify(**inner),)))
+
+    assert negated(type="regex", value="FAIL", flags="i") == "output must not match /FAIL/i"
+    assert negated(type="output_not_contains", value="ok") == "output must contain 'ok'"
+    assert negated(type="exit_code_zero") == "the command must fail (a non-zero exit code)"
+    assert negated(type="exit_code", value=2) == "not (exit code must be 2)"

@@ -530,6 +530,24 @@ def judge_for(
 # ---------------------------------------------------------------- describing
 
 
+def _negated(verify: Verify | None) -> str | None:
+    """A negated check in plain words where there are some ("output must not match ..."
+    rather than "not (output must match ...)"); None otherwise."""
+    if verify is None or verify.command_matches is not None:
+        return None
+    t, val = verify.type, verify.value
+    if t == "regex":
+        return f"output must not match /{val}/{verify.flags or ''}"
+    if t in ("output_contains", "output_not_contains"):
+        must = "must not" if t == "output_contains" else "must"
+        return f"output {must} contain {val!r}"
+    if t == "exit_code_zero":
+        return "the command must fail (a non-zero exit code)"
+    if t == "file_exists":
+        return f"file {val!r} must not exist"
+    return "no output" if t == "any_output" else None
+
+
 def describe(verify: Verify | None) -> str:
     """What a check looks for, in words for the model.
 
@@ -572,7 +590,7 @@ def _describe(verify: Verify) -> str:
         return joiner.join(describe(c) for c in verify.checks or ()) or "nothing"
     if t == "not":
         inner = (verify.checks or (None,))[0]
-        return f"not ({describe(inner)})"
+        return _negated(inner) or f"not ({describe(inner)})"
     if t == "compare":
         return f"{verify.field} {verify.op} {val!r}"
     if t == "truthy":

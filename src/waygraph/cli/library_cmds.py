@@ -137,12 +137,11 @@ def draw(
         to_svg,
     )
 
-    named = plan_file(plan_id, library)
-    plan = (
-        _other_kind_plan(Path(plan_id))
-        or (named[1] if named is not None else None)
-        or find_plan(load(library, validate=False), plan_id)
-    )
+    # A state machine or a generated plan first: plan_file would refuse it.
+    plan = _other_kind_plan(Path(plan_id))
+    if plan is None:
+        named = plan_file(plan_id, library)
+        plan = named[1] if named is not None else find_plan(load(library, validate=False), plan_id)
     record = _read_state(state) if state is not None else None
     chosen = fmt or DRAW_FORMAT_BY_SUFFIX.get(output.suffix.lower() if output else "")
     chosen = chosen or DrawFormat.mermaid
