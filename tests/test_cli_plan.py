@@ -462,3 +462,15 @@ def test_no_resume_hint_for_a_run_that_never_got_a_plan(tmp_path: Path):
         result = plan(server, tmp_path)
     assert "plan 3/3 is invalid (no attempts left):" in result.stderr
     assert "--resume" not in result.stderr + result.stdout
+
+
+def test_every_plan_request_bounds_its_reply(tmp_path: Path):
+    # Without max_tokens some local servers generate until the context is full.
+    with ScriptedChatServer([NOTES_PLAN]) as server:
+        plan(server, tmp_path)
+        default = [r.get("max_tokens") for r in server.requests]
+    with ScriptedChatServer([NOTES_PLAN]) as server:
+        plan(server, tmp_path, "--max-tokens", "300")
+        given = [r.get("max_tokens") for r in server.requests]
+    assert default and set(default) == {2048}
+    assert given and set(given) == {300}

@@ -58,7 +58,9 @@ REPLY_TIMEOUT = 300
 #: Seconds each command may take before the test calls it a hang.
 DEMO_TIMEOUT = 900
 EVAL_TIMEOUT = 3600
-PLAN_TIMEOUT = 600
+#: A plan run asks for up to three plans (two repairs) and one revision, each reply
+#: within REPLY_TIMEOUT: a bound below that would call a slow machine's run a hang.
+PLAN_TIMEOUT = 4 * REPLY_TIMEOUT + 300
 
 # Minutes, not pytest's 300 s of the normal suite: a 2-core machine runs the model.
 pytestmark = pytest.mark.timeout(EVAL_TIMEOUT + 300)
@@ -299,6 +301,8 @@ def test_plan_reports_no_step_that_never_ran(
     argv += ["--workspace", str(workspace), "--store", f"sqlite:///{tmp_path / 'plan.db'}"]
     argv += ["--structured-output", "auto", "--max-revisions", "1", "--retries", "0", "--json"]
     argv += ["--timeout", str(REPLY_TIMEOUT)]
+    if "--max-tokens" in options("plan"):
+        argv += ["--max-tokens", "512"]  # a plan of a few steps; a 135M model rambles
     if dry_run:
         argv.append("--dry-run")
     # The dry run goes without the preflight (where the flag exists); the run keeps it.

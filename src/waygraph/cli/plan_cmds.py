@@ -96,6 +96,10 @@ def _approval_io(to_stderr: bool) -> dict[str, Any]:
     return {"input": ask, "output": lambda text: typer.echo(text, err=True)}
 
 
+#: ``--max-tokens`` of ``waygraph plan``: a plan of a dozen steps with their arguments.
+PLAN_MAX_TOKENS = 2048
+
+
 @app.command("plan")
 @friendly_errors
 def plan_command(
@@ -194,6 +198,17 @@ def plan_command(
         float, typer.Option("--timeout", min=0.001, help="Seconds to wait for one model reply.")
     ] = 120.0,
     structured_output: StructuredOutputOption = StructuredOutput.AUTO,
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-tokens",
+            min=0,
+            metavar="N",
+            help="Tokens one model reply may have (0: the server's default, which on some "
+            "local servers is the whole context): room for a plan, and a bound on a reply "
+            "that rambles.",
+        ),
+    ] = PLAN_MAX_TOKENS,
     no_preflight: NoPreflightOption = False,
     token_budget: Annotated[
         int | None,
@@ -336,7 +351,12 @@ def plan_command(
     require("llm", "openai", purpose="waygraph plan")
     check_endpoint(llm, api_key=key, timeout=0 if no_preflight else None)
     client = functools.partial(
-        OpenAILLM, base_url=llm, api_key=key, timeout=timeout, structured_output=structured_output
+        OpenAILLM,
+        base_url=llm,
+        api_key=key,
+        timeout=timeout,
+        structured_output=structured_output,
+        max_tokens=max_tokens or None,
     )
     execution_llm = client(model)
     planner_llm = client(planning_model) if planning_model else None
