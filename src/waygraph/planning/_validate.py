@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -34,6 +33,7 @@ from waygraph.planning._models import Plan, PlanProblem, PlanStep
 from waygraph.planning._pattern import PlanningPattern
 from waygraph.planning._references import find_references
 from waygraph.planning._tools import Tool
+from waygraph.suggest import did_you_mean
 
 __all__ = [
     "add_implied_dependencies",
@@ -387,7 +387,8 @@ def _step_problems(
 
 def _unknown_tool(name: str, tools: Mapping[str, Tool]) -> str:
     message = f"unknown tool {name!r}"
-    close = difflib.get_close_matches(name, list(tools), n=1)
-    if close:
-        message += f" (did you mean {close[0]!r}?)"
+    # The one "did you mean" helper, as everywhere a name is looked up.
+    hint = did_you_mean(name, tools, limit=1)
+    if hint:
+        message += f" ({hint})"
     return message + f"; available tools: {', '.join(tools) or 'none'}"
