@@ -148,3 +148,31 @@ def test_any_generated_plan_draws_as_valid_xml(plan):
     root = parse(to_svg(plan, state={"current_node": plan.graph.start, "status": "running"}))
     assert set(plan.graph.nodes) <= set(nodes(root))
     assert len(edges(root)) == len(plan.graph.edges)
+
+
+def _label_boxes(root: ET.Element) -> list[tuple[str, tuple[float, float, float, float]]]:
+    from waygraph._svg_layout import SMALL_SIZE, text_width
+
+    boxes = []
+    for edge in edges(root):
+        text = edge.find(f"{NS}text")
+        if text is None:
+            continue
+        spans = text.findall(f"{NS}tspan")
+        lines = [span.text or "" for span in spans]
+        x = float(spans[0].get("x") or 0)
+        ys = [float(span.get("y") or 0) for span in spans]
+        width = max(text_width(line, SMALL_SIZE) for line in lines)
+        left = x if text.get("text-anchor") == "start" else x - width
+        boxes.append((" ".join(lines), (left, ys[0] - 11, left + width, ys[-1] + 3)))
+    return boxes
+
+
+def test_edge_labels_of_the_shipped_plans_do_not_overlap():
+    # Two edges between the same nodes drew their labels over each other (on_exhon_exhaust).
+    for plan in load_library():
+        boxes = _label_boxes(parse(to_svg(plan)))
+        for i, (text, a) in enumerate(boxes):
+            for other, b in boxes[i + 1 :]:
+                apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+                assert apart, (plan.id, text, other)

@@ -452,22 +452,25 @@ def _label(
 ) -> str:
     """An edge label at the first candidate spot that overlaps no node or earlier label.
 
-    Placed labels join ``obstacles``; when every spot is taken the first is used.
+    Each candidate is also tried a line or more above and below (two edges
+    between the same nodes share their midpoint, and their labels were drawn
+    over each other: ``on_exhon_exhaust``). Placed labels join ``obstacles``;
+    when every spot is taken, the one that overlaps least is used.
     """
     width = max(text_width(line, SMALL_SIZE) for line in lines) + 4
     height = 14.0 * len(lines)
-    chosen = None
-    for x, y, anchor in candidates:
+    spots = [(x, y + dy, anchor) for dy in _LABEL_SHIFTS for x, y, anchor in candidates]
+    best: tuple[float, tuple[float, float, str, tuple[float, float, float, float]]] | None = None
+    for x, y, anchor in spots:
         left = x if anchor == "start" else x - width
         rect = (left, y - height / 2, left + width, y + height / 2)
-        if not any(_overlaps(rect, other) for other in obstacles):
-            chosen = (x, y, anchor, rect)
+        covered = sum(_overlap_area(rect, other) for other in obstacles)
+        if best is None or covered < best[0]:
+            best = (covered, (x, y, anchor, rect))
+        if covered == 0:
             break
-    if chosen is None:
-        x, y, anchor = candidates[0]
-        left = x if anchor == "start" else x - width
-        chosen = (x, y, anchor, (left, y - height / 2, left + width, y + height / 2))
-    x, y, anchor, rect = chosen
+    assert best is not None  # there is always at least one candidate
+    x, y, anchor, rect = best[1]
     obstacles.append(rect)
     first = y - (len(lines) - 1) * 7 + 4
     spans = "".join(
@@ -482,8 +485,16 @@ def _shorten(line: str, limit: int = 40) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
-def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+def _overlap_area(
+    a: tuple[float, float, float, float], b: tuple[float, float, float, float]
+) -> float:
+    width = min(a[2], b[2]) - max(a[0], b[0])
+    height = min(a[3], b[3]) - max(a[1], b[1])
+    return width * height if width > 0 and height > 0 else 0.0
+
+
+#: Vertical shifts (in label lines of 14 px) a label may take to clear another.
+_LABEL_SHIFTS = (0.0, 14.0, -14.0, 28.0, -28.0, 42.0, -42.0)
 
 
 def _edges(
