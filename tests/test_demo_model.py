@@ -95,3 +95,11 @@ def test_a_write_outside_the_workspace_is_refused_and_never_evidence(tmp_path: P
     answer = next(m for m in requests[1]["messages"] if m["role"] == "tool")["content"]
     assert answer.startswith("refused:") and "nothing ran" in answer
     assert _verified(tmp_path, result.session_id) == []
+
+
+def test_calls_past_the_turn_limit_are_answered_not_run(tmp_path: Path):
+    call = {"name": "run_command", "arguments": {"command": "ls"}}
+    calls = [{**call, "id": f"c{i}"} for i in range(6)]
+    result, requests, _ = _demo(tmp_path, [{"tool_calls": calls}, "I stop here."])
+    assert result.turns == 4  # max_turns of _demo
+    assert len(requests) == 1  # the limit ends the demo after the reply

@@ -125,8 +125,10 @@ def llm_loop(
                 continue
             # Every call of the reply runs, in order, and each is answered.
             for call in reply.calls:
-                if not guidance.active:
-                    messages.append(tool_message(call, "not run: the plan has ended"))
+                if not guidance.active or turns >= max_turns:
+                    # Each call is still answered: servers refuse a call left without one.
+                    why = "the plan has ended" if not guidance.active else "the turn limit"
+                    messages.append(tool_message(call, f"not run: {why}"))
                     continue
                 turns += 1
                 node = guidance.run["current_node"]  # type: ignore[index]
