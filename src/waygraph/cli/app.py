@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JsonOption",
     "LibraryOption",
+    "MaxTokensOption",
     "app",
     "console",
     "display_path",
@@ -168,6 +169,17 @@ ToolProtocolOption = Annotated[
         help="How tools reach the model: native tool calls, a JSON object in the reply's text "
         "(for models and servers without tool calls), or auto: native until the server "
         "answers a tool call as text.",
+    ),
+]
+MaxTokensOption = Annotated[
+    int,
+    typer.Option(
+        "--max-tokens",
+        min=0,
+        metavar="N",
+        help="Tokens one model reply may have (0: the server's default, which on some local "
+        "servers is the whole context); bounds a rambling reply that would overflow a small "
+        "local context.",
     ),
 ]
 ContextTokensOption = Annotated[

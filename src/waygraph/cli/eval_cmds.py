@@ -24,6 +24,7 @@ from waygraph.cli.app import (
     ContextTokensOption,
     LibraryOption,
     LlmOption,
+    MaxTokensOption,
     ToolProtocol,
     ToolProtocolOption,
     app,
@@ -76,15 +77,7 @@ def eval_command(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for one model reply.")
     ] = 120.0,
-    max_tokens: Annotated[
-        int,
-        typer.Option(
-            "--max-tokens",
-            min=0,
-            help="Tokens one model reply may have (0: the server's default); bounds a "
-            "rambling reply that would overflow a small local context.",
-        ),
-    ] = 1024,
+    max_tokens: MaxTokensOption = 1024,
     tool_protocol: ToolProtocolOption = ToolProtocol.AUTO,
     context_tokens: ContextTokensOption = None,
     no_preflight: NoPreflightOption = False,

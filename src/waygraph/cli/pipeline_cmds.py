@@ -14,6 +14,7 @@ from waygraph.cli.app import (
     ContextTokensOption,
     JsonOption,
     LlmOption,
+    MaxTokensOption,
     ToolProtocol,
     ToolProtocolOption,
     app,
@@ -199,15 +200,7 @@ def run_command(
     ] = 1000,
     tool_protocol: ToolProtocolOption = ToolProtocol.AUTO,
     context_tokens: ContextTokensOption = None,
-    max_tokens: Annotated[
-        int,
-        typer.Option(
-            "--max-tokens",
-            min=0,
-            metavar="N",
-            help="Tokens one reply of a codergen stage's model may have (0: the server's default).",
-        ),
-    ] = 1024,
+    max_tokens: MaxTokensOption = 1024,
     as_json: JsonOption = False,
 ) -> None:
     """Run an Attractor pipeline: each node's handler, a checkpoint after every node.

@@ -41,6 +41,7 @@ from waygraph.cli._preflight import NoPreflightOption
 from waygraph.cli.app import (
     ApiKeyOption,
     LlmOption,
+    MaxTokensOption,
     StructuredOutput,
     StructuredOutputOption,
     app,
@@ -198,17 +199,7 @@ def plan_command(
         float, typer.Option("--timeout", min=0.001, help="Seconds to wait for one model reply.")
     ] = 120.0,
     structured_output: StructuredOutputOption = StructuredOutput.AUTO,
-    max_tokens: Annotated[
-        int,
-        typer.Option(
-            "--max-tokens",
-            min=0,
-            metavar="N",
-            help="Tokens one model reply may have (0: the server's default, which on some "
-            "local servers is the whole context): room for a plan, and a bound on a reply "
-            "that rambles.",
-        ),
-    ] = PLAN_MAX_TOKENS,
+    max_tokens: MaxTokensOption = PLAN_MAX_TOKENS,
     no_preflight: NoPreflightOption = False,
     token_budget: Annotated[
         int | None,

@@ -12,6 +12,7 @@ from waygraph.cli._preflight import NoPreflightOption
 from waygraph.cli.app import (
     ContextTokensOption,
     LibraryOption,
+    MaxTokensOption,
     ToolProtocol,
     ToolProtocolOption,
     app,
@@ -118,16 +119,7 @@ def demo(
             help="Turns the agent may take before the demo stops.",
         ),
     ] = 40,
-    max_tokens: Annotated[
-        int,
-        typer.Option(
-            "--max-tokens",
-            min=0,
-            metavar="N",
-            help="Tokens one model reply may have (0: the server's default); bounds a "
-            "rambling reply that would overflow a small local context.",
-        ),
-    ] = 1024,
+    max_tokens: MaxTokensOption = 1024,
     no_preflight: NoPreflightOption = False,
 ) -> None:
     """Watch an agent fix a real bug guided by the bugfix plan (real commands)."""
