@@ -4,18 +4,15 @@ to show 0 tool calls and 0 tokens."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.test_openai_loop import load_example
 from waygraph.eval import EvalConfig, run_eval
 from waygraph.eval.suite import get_task
 from waygraph.testing import ScriptedChatServer
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "openai_loop.py"
 
 CALL = {"tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}]}
 DEAD = {"status": 400, "error": "the server fell over"}
@@ -61,9 +58,4 @@ def test_the_example_says_the_server_failed_in_one_line(
 
 @pytest.fixture
 def example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("openai_loop", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["openai_loop"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_example()

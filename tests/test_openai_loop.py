@@ -28,14 +28,19 @@ from waygraph.testing import ScriptedChatServer
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "openai_loop.py"
 
 
-@pytest.fixture(scope="module")
-def example() -> ModuleType:
+def load_example() -> ModuleType:
+    """examples/openai_loop.py as a module (it is a script, not part of the package)."""
     spec = importlib.util.spec_from_file_location("openai_loop", EXAMPLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["openai_loop"] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def example() -> ModuleType:
+    return load_example()
 
 
 @pytest.fixture
