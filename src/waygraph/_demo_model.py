@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from waygraph.chat import DEFAULT_MAX_TOKENS, ChatClient, ToolRequest, tool_message
+from waygraph.chat import DEFAULT_MAX_TOKENS, ChatClient, tool_message
 from waygraph.cli.app import plain
 from waygraph.demo import USER_REQUEST, ToolResult, Workspace, _show_turn
 from waygraph.errors import LLMError
@@ -138,9 +138,7 @@ def llm_loop(
                     # A malformed call ran nothing: the model is asked again, and it is no
                     # evidence (a verification it failed would cost an attempt for nothing).
                     why = call.problem or result.output
-                    again = tool_message(
-                        ToolRequest(call.id, call.name, call.arguments, None, why), ""
-                    )
+                    again = tool_message(replace(call, args=None, problem=why), "")
                     messages.append(again)
                     console.print(
                         Panel(

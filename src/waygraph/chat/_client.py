@@ -44,7 +44,7 @@ from waygraph.chat._endpoint import (
 )
 from waygraph.chat._fit import estimate, fit
 from waygraph.chat._messages import DEFAULT_MAX_TOKENS, TOOL_CHOICE, Reply, check_call
-from waygraph.chat._text_tools import find_calls, looks_like_call, to_text_wire
+from waygraph.chat._text_tools import describe_tools, find_calls, looks_like_call, to_text_wire
 from waygraph.errors import ConfigError, LLMError
 
 __all__ = ["ChatClient", "server_error"]
@@ -207,7 +207,7 @@ class ChatClient:
                 reply_tokens if reply_tokens is not None else min(DEFAULT_MAX_TOKENS, limit // 4)
             )
             if schemas and protocol == "text":
-                extra_chars = len(to_text_wire([], schemas)[0]["content"])
+                extra_chars = len(describe_tools(schemas))
             wire, reply_tokens = fit(
                 wire, limit=limit, reply_tokens=wanted, extra_chars=extra_chars
             )

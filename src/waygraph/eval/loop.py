@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -423,8 +423,7 @@ def run_agent(
             if code is None:
                 # A malformed call ran nothing: asked again, and never evidence (a
                 # verification it failed would cost the step an attempt for nothing).
-                again = f"{output}; nothing ran: call the tool again with valid arguments"
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": again})
+                messages.append(tool_message(replace(call, args=None, problem=output), ""))
                 continue
             messages.append(tool_message(call, f"exit code {code}\n{output}"))
             if hooks is not None:
