@@ -1,15 +1,17 @@
 """The JSON API under ``/api`` (documented in ``/openapi.json`` and docs/server.md).
 
-Routes are plain ``def`` functions: FastAPI runs them in its thread pool, so
-the synchronous Navigator and stores never block the event loop. Only the
-event stream is ``async``; it reads the store through the thread pool too.
+Read routes are plain ``def`` functions: FastAPI runs them in its thread
+pool, so the synchronous Navigator and stores never block the event loop.
+Turns, answers and resets (which may run command gates) run in the server's
+``work`` pool and streams read in its ``streams`` pool
+(:mod:`waygraph.server.pools`), so neither can take the read routes'
+threads; ``/api/health`` needs no thread.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from anyio import to_thread
 from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import PlainTextResponse, Response, StreamingResponse
 
@@ -35,6 +37,7 @@ from waygraph.server.models import (
     TurnRequest,
     TurnResponse,
 )
+from waygraph.server.pools import Pools
 from waygraph.server.service import MAX_OFFSET, MAX_ROWS, Service
 from waygraph.store.base import MAX_SEQ
 
@@ -71,9 +74,15 @@ def _service(request: Request) -> Service:
     return service
 
 
+def _pools(request: Request) -> Pools:
+    pools: Pools = request.app.state.pools
+    return pools
+
+
 @router.get("/health", response_model=Health, responses=responses(401), tags=["server"])
-def health(request: Request) -> dict[str, Any]:
+async def health(request: Request) -> dict[str, Any]:
     """Whether the server is up, and which store and how many plans it serves."""
+    # On the event loop, no thread: it answers however busy every pool is.
     service = _service(request)
     return {
         "status": "ok",
@@ -238,9 +247,10 @@ def get_drawing(
     responses=responses(400, 401, 409, 413, 415, 422, 503),
     tags=["sessions"],
 )
-def post_turn(request: Request, session_id: SessionId, body: TurnRequest) -> dict[str, Any]:
+async def post_turn(request: Request, session_id: SessionId, body: TurnRequest) -> dict[str, Any]:
     """One Navigator turn: a user message and/or a tool result in, guidance out."""
-    return _service(request).turn(session_id, **body.model_dump())
+    service = _service(request)
+    return await _pools(request).run("work", service.turn, session_id, **body.model_dump())
 
 
 @router.post(
@@ -249,14 +259,17 @@ def post_turn(request: Request, session_id: SessionId, body: TurnRequest) -> dic
     responses=responses(400, 401, 404, 409, 413, 415, 422, 503),
     tags=["sessions"],
 )
-def post_answer(request: Request, session_id: SessionId, body: AnswerRequest) -> dict[str, Any]:
+async def post_answer(
+    request: Request, session_id: SessionId, body: AnswerRequest
+) -> dict[str, Any]:
     """A person's answer to what the session waits for (a human node, a manual check, a question).
 
     200 with the guidance, events and run; an answer that is none of the
     choices is a 200 too, whose ``error`` lists them (the run stays where it
     is). 409 ``not_waiting`` when the session waits for nobody's answer.
     """
-    return _service(request).answer(session_id, body.answer, body.by)
+    service = _service(request)
+    return await _pools(request).run("work", service.answer, session_id, body.answer, body.by)
 
 
 @router.delete(
@@ -265,9 +278,9 @@ def post_answer(request: Request, session_id: SessionId, body: AnswerRequest) ->
     responses=responses(401, 404, 409, 422, 503),
     tags=["sessions"],
 )
-def reset_session(request: Request, session_id: SessionId) -> dict[str, Any]:
+async def reset_session(request: Request, session_id: SessionId) -> dict[str, Any]:
     """Reset the session: a running run is aborted and the session forgets it (records stay)."""
-    return _service(request).reset(session_id)
+    return await _pools(request).run("work", _service(request).reset, session_id)
 
 
 @router.get(
@@ -298,12 +311,14 @@ async def stream(
 ) -> StreamingResponse:
     """Live events of the session (``id:`` is the event's seq; see docs/server.md)."""
     service = _service(request)
-    await to_thread.run_sync(service.session_key, session_id)  # 404 before streaming starts
+    pools = _pools(request)
+    await pools.run("streams", service.session_key, session_id)  # 404 before streaming starts
     settings = request.app.state.settings
     events = session_stream(
         service,
         request.app.state.feed,
         session_id,
+        pools=pools,
         after=last_event_id if last_event_id is not None else after,
         heartbeat=settings.heartbeat,
     )

@@ -25,6 +25,7 @@ from waygraph.server.api import router as api_router
 from waygraph.server.errors import AsciiJSONResponse, install_handlers
 from waygraph.server.live import open_feed
 from waygraph.server.pages import router as pages_router
+from waygraph.server.pools import Pools
 from waygraph.server.security import DEFAULT_MAX_BODY, Gate
 from waygraph.server.service import Service
 from waygraph.server.streams import (
@@ -118,6 +119,8 @@ def create_app(
     app.state.workspace = workspace
     app.state.feed = feed
     app.state.streams = StreamSlots(max_streams, max_streams_per_client)
+    # Turns (and their command gates) and stream reads never take the request threads.
+    app.state.pools = Pools()
     install_handlers(app)
     app.include_router(api_router)
     app.include_router(pages_router)

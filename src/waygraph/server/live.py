@@ -36,14 +36,15 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio import to_thread
 
 from waygraph.server.errors import ApiError
+from waygraph.server.pools import Pools
 from waygraph.server.service import Service
 from waygraph.store import Store
 
@@ -60,6 +61,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("waygraph.server")
+
+T = TypeVar("T")
 
 #: Events sent per store read; a longer backlog is sent in several reads.
 BATCH = 500
@@ -297,16 +300,26 @@ async def session_stream(
     *,
     after: int = 0,
     heartbeat: float = 15.0,
+    pools: Pools | None = None,
 ) -> AsyncIterator[str]:
-    """The event stream of ``session_id`` from ``after`` on; runs until the client leaves."""
-    key = await to_thread.run_sync(service.session_key, session_id)
+    """The event stream of ``session_id`` from ``after`` on; runs until the client leaves.
+
+    ``pools``: the server's pools; the stream reads in its ``streams`` pool
+    (None: anyio's default pool)."""
+
+    async def run(fn: Callable[..., T], *args: Any) -> T:
+        if pools is None:
+            return await to_thread.run_sync(fn, *args)
+        return await pools.run("streams", fn, *args)
+
+    key = await run(service.session_key, session_id)
     yield "retry: 2000\n" + sse({"session_id": session_id, "key": key}, event="run")
     last_beat = time.monotonic()
     with feed.watch(session_id) as watch:
         while True:
             watch.reading()
             # One trip to the thread pool a read: the run it follows and its new events.
-            current, events = await to_thread.run_sync(_read, service, session_id, key, after)
+            current, events = await run(_read, service, session_id, key, after)
             if current != key:
                 key, after = current, 0
                 yield sse({"session_id": session_id, "key": key}, event="run", event_id=0)
