@@ -19,11 +19,14 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    from waygraph.sessions import SessionPlanner
 
 # Property tests draw the same examples on every run, so a suite that passed
 # passes again (CI must not fail on a draw nobody can reproduce); explore new
@@ -171,3 +174,17 @@ def _forget_model_servers() -> Iterator[None]:
     forget_endpoints()
     yield
     forget_endpoints()
+
+
+# ------------------------------------------------------------------ session plans
+
+
+@pytest.fixture
+def planner(tmp_path: Path) -> SessionPlanner:
+    """A :class:`waygraph.sessions.SessionPlanner` on ``tmp_path`` with a clock that
+    ticks one second per reading (tests/session_helpers.py). Modules with a planner
+    of another kind define their own ``planner`` fixture, which takes precedence."""
+    from tests.session_helpers import Clock
+    from waygraph.sessions import SessionPlanner
+
+    return SessionPlanner(tmp_path, clock=Clock())

@@ -9,46 +9,15 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.session_helpers import S, on_disk, start
 from waygraph.sessions import SessionPlanner, list_session_plans, render_summary
 from waygraph.sessions._records import changes, to_record
 from waygraph.store import MemoryStore
 
-S = "telegram:42"
 QUESTION = "Exported 40 posts. Should the drafts be converted too?"
-
-
-class Clock:
-    """Advances one second per reading, so timestamps order events."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(seconds=1)
-        return self.now
-
-
-@pytest.fixture
-def planner(tmp_path: Path) -> SessionPlanner:
-    return SessionPlanner(tmp_path, clock=Clock())
-
-
-def on_disk(workspace: Path, folder: str = "telegram_42") -> dict[str, Any]:
-    path = workspace / ".sessions" / folder / "plan.json"
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
-
-
-def start(planner: SessionPlanner, *steps: str, message: str = "Migrate the blog") -> None:
-    """A user message, then a tool-calling reply declaring ``steps``."""
-    planner.on_user_message(S, message)
-    planner.after_model_reply(S, "\n".join(f"[Step] {s}" for s in steps) + "\nWorking.", 1)
 
 
 def current(planner: SessionPlanner, session: str = S) -> dict[str, Any]:
