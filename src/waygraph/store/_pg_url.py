@@ -3,7 +3,9 @@
 ``?schema=NAME`` keeps the tables in that schema; ``?notify=`` says when a
 commit sends its ``NOTIFY`` (``listeners``, the default: while a listener
 registered by :meth:`~waygraph.store.postgres.PostgresStore.listen` lives;
-``always``: on every commit). Every other query option goes to libpq.
+``always``: on every commit); ``?timeout=SECONDS`` is every store call's
+deadline (10 s by default, the conflict budget). Every other query option
+goes to libpq.
 
 Example:
     >>> split_schema("postgresql://u@h/db?schema=runs")
@@ -17,14 +19,15 @@ import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from waygraph.errors import ConfigError
+from waygraph.retry import CONFLICT_TIMEOUT
 from waygraph.store.base import redact_url
 
-__all__ = ["NOTIFY_MODES", "notify_channel", "notify_mode", "split_schema"]
+__all__ = ["NOTIFY_MODES", "call_deadline", "notify_channel", "notify_mode", "split_schema"]
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 #: The query options waygraph reads itself; every other one goes to libpq.
-_OWN_OPTIONS = ("schema", "notify")
+_OWN_OPTIONS = ("schema", "notify", "timeout")
 
 #: ``?notify=``: when a commit sends its NOTIFY.
 NOTIFY_MODES = ("listeners", "always")
@@ -52,7 +55,7 @@ def _split_options(url: str) -> tuple[str, dict[str, str]]:
 
 
 def split_schema(url: str) -> tuple[str, str | None]:
-    """Remove waygraph's options (``schema``, ``notify``) from a URL: (libpq URL, schema or None).
+    """Remove waygraph's options (``schema``, ``notify``, ``timeout``): (libpq URL, schema).
 
     Example:
         >>> split_schema("postgresql://u@h/db?schema=runs&sslmode=require&notify=always")
@@ -81,6 +84,29 @@ def notify_mode(url: str) -> str:
             f"{redact_url(url)}: notify must be one of {', '.join(NOTIFY_MODES)} (got {mode!r})"
         )
     return mode
+
+
+def call_deadline(url: str) -> float:
+    """The URL's ``?timeout=SECONDS``: how long any store call may take (10 without one).
+
+    Example:
+        >>> call_deadline("postgresql://h/db"), call_deadline("postgresql://h/db?timeout=1.5")
+        (10.0, 1.5)
+    """
+    text = _split_options(url)[1].get("timeout")
+    if text is None:
+        return CONFLICT_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    # Not below 0.1 s: a shorter deadline would cut healthy round trips.
+    if not 0.1 <= seconds <= 86400:
+        raise ConfigError(
+            f"{redact_url(url)}: timeout must be a number of seconds from 0.1 to 86400 "
+            f"(got {text!r})"
+        )
+    return seconds
 
 
 def notify_channel(schema: str | None) -> str:

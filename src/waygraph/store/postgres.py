@@ -7,8 +7,10 @@ a single statement (``UPDATE ... WHERE key = %s AND version = %s`` or
 and the whole transaction is rolled back with :class:`~waygraph.errors.Conflict`.
 
 ``?schema=NAME`` (lowercase letters, digits, ``_``) keeps the tables in that
-schema, creating it if needed; other query options go to libpq unchanged
-(``sslmode``, ``connect_timeout``, ...).
+schema, creating it if needed; ``?timeout=SECONDS`` (10 by default) is every
+call's deadline, past which it raises :class:`~waygraph.errors.StoreError`
+even when the server stops answering (store._pg_deadline); other query
+options go to libpq unchanged (``sslmode``, ``connect_timeout``, ...).
 
 A commit also sends a ``NOTIFY`` on :attr:`PostgresStore.channel` (one
 channel per schema) in the same transaction while a listener registered by
@@ -35,13 +37,14 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from waygraph.errors import ConfigError, StoreError
 from waygraph.store._counts_sql import counts_sql
 from waygraph.store._pg_commit import PREPARES, commit_call
+from waygraph.store._pg_deadline import Watchdog, socket_options
 from waygraph.store._pg_schema import REGISTER, SCHEMA_VERSION, ensure_schema
-from waygraph.store._pg_url import notify_channel, notify_mode, split_schema
+from waygraph.store._pg_url import call_deadline, notify_channel, notify_mode, split_schema
 from waygraph.store._sql import sql_filters
 from waygraph.store._stats_sql import (
     count_commits,
@@ -127,9 +130,10 @@ def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
 class PostgresStore(Store):
     """A store in PostgreSQL tables, reached through a psycopg connection pool.
 
-    ``min_size``/``max_size``: pool bounds. ``timeout``: seconds to wait for
-    a free pooled connection. The store is thread-safe; open it after
-    ``fork`` (connections must not cross a fork).
+    ``min_size``/``max_size``: pool bounds. ``timeout``: every call's
+    deadline in seconds, a free pooled connection's wait included (default:
+    the URL's ``?timeout=``, else 10). The store is thread-safe; open it
+    after ``fork`` (connections must not cross a fork).
 
     Example (needs a server)::
 
@@ -143,7 +147,7 @@ class PostgresStore(Store):
         *,
         min_size: int = 1,
         max_size: int = 8,
-        timeout: float = 30.0,
+        timeout: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.url = redact_url(url)
@@ -160,8 +164,19 @@ class PostgresStore(Store):
         if self.schema is not None:
             options = f"{params.get('options') or ''} -c search_path={self.schema}"
             kwargs["options"] = options.strip()
-        if "connect_timeout" not in params:
-            kwargs["connect_timeout"] = 10
+        #: Seconds any call may take before it raises StoreError.
+        self.deadline = call_deadline(url) if timeout is None else timeout
+        if not self.deadline > 0:
+            raise ConfigError(f"{self.url}: timeout must be more than 0 seconds (got {timeout})")
+        kwargs.update(socket_options(params, self.deadline))
+        # The server cancels a statement at the deadline itself when it still
+        # runs (a lock wait, a slow plan), keeping the connection; pooled
+        # connections only: a migration on open may take longer.
+        pooled = dict(kwargs)
+        if "statement_timeout" not in str(params.get("options") or ""):
+            limit = f"-c statement_timeout={max(1, round(self.deadline * 1000))}"
+            given = kwargs.get("options") or params.get("options") or ""
+            pooled["options"] = f"{given} {limit}".strip()
         self.channel = notify_channel(self.schema)
         self._conninfo, self._connect_kwargs = conninfo, kwargs
         self._clock = MonotonicClock(clock)
@@ -169,15 +184,16 @@ class PostgresStore(Store):
         self._closed = False
         # One direct connection first: an unreachable server fails here at
         # once with libpq's reason, instead of as a pool timeout later.
+        self._watch = Watchdog(self.deadline)
         with self._errors("connecting and creating the tables"):
             with psycopg.connect(conninfo, **kwargs) as conn:
                 ensure_schema(conn, self.url, self.schema)
             self._pool: ConnectionPool = ConnectionPool(
                 conninfo,
-                kwargs=kwargs,
+                kwargs=pooled,
                 min_size=min_size,
                 max_size=max_size,
-                timeout=timeout,
+                timeout=self.deadline,
                 open=True,
                 name="waygraph.store",
                 configure=_prepare,
@@ -205,24 +221,41 @@ class PostgresStore(Store):
         rather than one per pooled connection. A read is then tried once
         more; a commit is not, as it may have committed before the
         connection went.
+
+        The whole call, the wait for a pooled connection and the retry
+        included, ends by :attr:`deadline`: past it the call raises
+        StoreError (store._pg_deadline), and nothing is tried again.
         """
-        with self._errors(doing):
-            for attempt in (0, 1):
-                lost = False
-                try:
-                    with self._pool.connection() as conn:
-                        try:
-                            return work(conn)
-                        except psycopg.OperationalError:
-                            lost = conn.broken
+        token = self._watch.start(None)
+        try:
+            with self._errors(doing):
+                for attempt in (0, 1):
+                    lost = False
+                    try:
+                        with self._pool.connection(timeout=self._watch.left(token)) as conn:
+                            self._watch.attach(token, conn)
+                            try:
+                                return work(conn)
+                            except psycopg.OperationalError:
+                                lost = conn.broken
+                                raise
+                    except psycopg.OperationalError as exc:
+                        if self._watch.expired(token) or isinstance(exc, PoolTimeout):
+                            raise self._late(doing) from exc
+                        if not lost:
                             raise
-                except psycopg.OperationalError:
-                    if not lost:
-                        raise
-                    self._pool.check()
-                    if not read or attempt:
-                        raise
+                        self._pool.check()
+                        if not read or attempt:
+                            raise
+        finally:
+            self._watch.finish(token)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _late(self, doing: str) -> StoreError:
+        return StoreError(
+            f"{self.url}: {doing} failed: no answer within {self.deadline:g}s, the store's "
+            "deadline (?timeout=SECONDS); the server may be stopped or overloaded"
+        )
 
     # ------------------------------------------------------------ writes
 
@@ -498,3 +531,4 @@ class PostgresStore(Store):
             return
         self._closed = True
         self._pool.close()
+        self._watch.close()
