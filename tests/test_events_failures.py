@@ -17,7 +17,7 @@ import pytest
 
 from tests.bus_contract import async_test
 from tests.event_stacks import Stack, stack_fixture  # noqa: F401
-from tests.test_events_planner import SM, unique
+from tests.research_planner import SM, unique
 from waygraph.errors import StateMachineError, WaygraphError
 from waygraph.events import Envelope, InProcessBus, PlanContext, Planner, StateConfig, Topic, Worker
 from waygraph.events.failures import (

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.bus_contract import async_test, eventually
-from tests.test_events_planner import SM
+from tests.research_planner import SM
 from waygraph.errors import PlanStateError
 from waygraph.events import (
     Envelope,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.bus_contract import async_test
-from tests.test_events_planner import SM
+from tests.research_planner import SM
 from waygraph.errors import ConfigError
 from waygraph.events import (
     InProcessBus,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_events_planner import SM
+from tests.research_planner import SM
 from waygraph.check import check_plan
 from waygraph.draw import to_mermaid
 from waygraph.errors import PlanFormatError, StateMachineError
