@@ -29,7 +29,7 @@ from waygraph.model import Graph, Plan, Verify
 from waygraph.people import accelerator, answer_keys, choice_labels
 from waygraph.svg import to_svg
 
-#: The codes this module covers (tests/test_check.py: every code has a case).
+#: The codes this module covers (tests/test_check_codes.py: every code has a case).
 COVERED = {"human-without-choices", "duplicate-choice"}
 
 OK = {"type": "exit_code_zero"}

@@ -120,7 +120,7 @@ PLAN_CASES = [
         id="cycle",
     ),
 ]
-#: Every code these tests cover (tests/test_check.py counts them as covered).
+#: Every code these tests cover (tests/test_check_codes.py counts them as covered).
 COVERED = {case.values[0] for case in STATE_CASES + PLAN_CASES}
 
 
