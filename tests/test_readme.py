@@ -4,19 +4,20 @@ agent-loop snippet, in a fresh folder, twice."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests._doc_blocks import blocks
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 WAYGRAPH = [sys.executable, "-m", "waygraph"]
 
 
 def _blocks(kind: str) -> list[str]:
-    return re.findall(rf"```{kind}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    return [b.body for b in blocks(README) if b.lang == kind]
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
