@@ -68,9 +68,9 @@ def old_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]
         shutil.copytree(FIXTURES / "old-files", tmp_path / "old-files")
         store = open_store(f"file://{tmp_path / 'old-files'}")
     elif name == "postgres":
-        from tests.test_store import _empty_postgres
+        from tests.store_backends import empty_postgres
 
-        store = _replay(_empty_postgres(request.getfixturevalue("postgres_url")))
+        store = _replay(empty_postgres(request.getfixturevalue("postgres_url")))
     else:
         url = {
             "memory": "memory://",

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_store import _empty_postgres
+from tests.store_backends import empty_postgres
 from waygraph import Navigator
 from waygraph.model.record import kind_names
 from waygraph.store import Store, Write, open_store
@@ -79,7 +79,7 @@ def assert_counts_exact(store: Store) -> None:
 def _open(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
     if backend == "sqlite":
         return open_store(f"sqlite:///{tmp_path / 'counts.db'}")
-    return _empty_postgres(request.getfixturevalue("postgres_url"))
+    return empty_postgres(request.getfixturevalue("postgres_url"))
 
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.services)]
@@ -131,7 +131,7 @@ def test_postgres_tables_of_schema_4_get_their_counts_on_open(postgres_url: str)
 
     from waygraph.store.postgres import split_schema
 
-    store = _empty_postgres(postgres_url)
+    store = empty_postgres(postgres_url)
     try:
         for key, session, status in (("a1", "s", "done"), ("a2", "s", "running"), ("n", None, "x")):
             store.commit(key, {}, 0, [], session=session, status=status)
@@ -238,7 +238,7 @@ def _deltas(store: Store) -> int:
 
 @pytest.mark.services
 def test_postgres_folds_the_deltas_and_keeps_the_sum(postgres_url: str) -> None:
-    store = _empty_postgres(postgres_url)
+    store = empty_postgres(postgres_url)
     try:
         for n in range(FOLD_EVERY):  # each commit: a new row, and the session's old one moves
             store.commit_all([Write(f"r{n}", {}, 0, [], session=f"s{n % 5}", status="running")])
@@ -255,7 +255,7 @@ def test_postgres_concurrent_writers_keep_exact_counts(postgres_url: str) -> Non
     # the same few sessions: every commit moves counts, folds happen in the
     # middle of it, and none may wait on another's counts (no deadlock, no
     # lost update).
-    stores = [_empty_postgres(postgres_url)] + [open_store(postgres_url) for _ in range(3)]
+    stores = [empty_postgres(postgres_url)] + [open_store(postgres_url) for _ in range(3)]
     errors: list[BaseException] = []
     try:
         start = threading.Barrier(len(stores))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_store import _empty_postgres
+from tests.store_backends import empty_postgres
 from waygraph.errors import Conflict, StoreError
 from waygraph.store import Store, Write
 
@@ -27,7 +27,7 @@ def _sql(url: str, statement: str) -> list[tuple[Any, ...]]:
 
 @pytest.fixture
 def store(postgres_url: str) -> Iterator[Store]:
-    store = _empty_postgres(postgres_url)
+    store = empty_postgres(postgres_url)
     yield store
     store.close()
     _sql(postgres_url, "DROP FUNCTION IF EXISTS refuse_boom() CASCADE")
