@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from dataclasses import dataclass, field
@@ -47,6 +48,9 @@ class PlanFile:
     bases: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     #: Per plan id, whether it was written as linear steps.
     linear: dict[str, bool] = field(default_factory=dict)
+    #: Plans that failed to load, read again with their broken fields left out,
+    #: so that the checks of the rest of the plan still run (:func:`read_plan_file`).
+    partial: list[Plan] = field(default_factory=list)
 
     def where(
         self,
@@ -79,7 +83,7 @@ class PlanFile:
         index = re.match(r"#(\d+)", edge)  # a load error's label
         if index:
             return ("graph", "edges", int(index.group(1)))
-        plan = next((p for p in self.plans if p.id == plan_id), None)
+        plan = next((p for p in [*self.plans, *self.partial] if p.id == plan_id), None)
         if plan is None:
             return ()
         for i, candidate in enumerate(plan.graph.edges):
@@ -89,6 +93,21 @@ class PlanFile:
                     return ("steps", int(step.group(1)) - 1) if step else ()
                 return ("graph", "edges", i)
         return ()
+
+    def beside_errors(self, problem: Problem) -> bool:
+        """Whether ``problem`` is about a node or edge that has a load error.
+
+        A check of a :attr:`partial` plan sees it without its broken fields;
+        what it says there follows from the error already reported.
+        """
+        for error in self.errors:
+            if error.plan != problem.plan:
+                continue
+            if problem.node is not None and problem.node == error.node:
+                return True
+            if problem.edge and error.edge and _ends(problem.edge) == _ends(error.edge):
+                return True
+        return False
 
     def place(self, problem: Problem) -> Problem:
         """``problem`` with the line and column of its field (unchanged when unknown)."""
@@ -122,4 +141,64 @@ def read_plan_file(path: Path) -> PlanFile:
             found.bases[plan_id] = () if single else ("plans", plan_id)
             body = data if single else bodies.get(plan_id)  # type: ignore[union-attr]
             found.linear[plan_id] = isinstance(body, dict) and "steps" in body
+    if errors and isinstance(data, dict):
+        loaded = {p.id for p in plans}
+        found.partial = [
+            p for p in _without_broken_fields(data, errors, name) if p.id not in loaded
+        ]
     return found
+
+
+def _without_broken_fields(
+    data: dict[str, Any], errors: list[PlanFormatError], file: str
+) -> list[Plan]:
+    """The plans of ``data`` that load once the fields ``errors`` name are left out.
+
+    A field whose removal leaves its parent invalid (a verify without its
+    ``type``) takes the parent with it; a few rounds settle every case the
+    reader reports.
+    """
+    from waygraph.formats.json_library import error_path, read_plans
+
+    single = "plans" not in data
+    data = copy.deepcopy(data)
+    removed: set[tuple[Any, ...]] = set()
+    loaded: dict[str, Plan] = {}
+    for _ in range(4):
+        changed = False
+        for error in errors:
+            base = () if single else ("plans", error.plan)
+            path = error_path(error, base)
+            while path in removed and len(path) > len(base) + 1:
+                path = path[:-1]
+            if len(path) <= len(base) or path in removed:
+                continue
+            removed.add(path)
+            changed = _remove(data, path) or changed
+        if not changed:
+            break
+        _, plans, errors = read_plans(data, file=file)
+        loaded.update((plan.id, plan) for plan in plans)
+        if not errors:
+            break
+    return list(loaded.values())
+
+
+def _ends(edge: str) -> tuple[str, str] | None:
+    """``(from, to)`` of ``a -> b (on_success)``, or of a load error's ``#2 (a -> b)``."""
+    found = re.match(r"(?:#\d+ \()?(\S+) -> (\S+?)\)?(?: |$)", edge)
+    return (found.group(1), found.group(2)) if found else None
+
+
+def _remove(data: Any, path: tuple[Any, ...]) -> bool:
+    """Delete ``path`` from nested dicts and lists; whether it was there."""
+    *parents, last = path
+    for key in parents:
+        try:
+            data = data[key]
+        except (KeyError, IndexError, TypeError):
+            return False
+    if isinstance(data, dict) and last in data:
+        del data[last]
+        return True
+    return False

@@ -155,9 +155,29 @@ def _check_path(root: Path) -> tuple[list[Problem], int]:
     for problem in combined.check():
         placed = read.get(problem.file or "")
         problems.append(placed.place(problem) if placed is not None else problem)
+    problems.extend(_partial_problems(read))
     from waygraph.cli._pipeline_lint import without_superseded
 
     return without_superseded(problems), len(plans) + others
+
+
+def _partial_problems(read: dict[str, PlanFile]) -> list[Problem]:
+    """What the checks find in the plans that did not load, read without their broken fields.
+
+    One pass then shows a plan's load errors and its other errors (an edge
+    to a missing node, an unreachable exit), not the first kind only. Its
+    warnings wait until it loads: a field left out (an edge's condition, say)
+    changes what they would say.
+    """
+    from waygraph.check import check_plan
+
+    found = []
+    for file, plan_file in read.items():
+        for plan in plan_file.partial:
+            for problem in check_plan(plan, file=file):
+                if problem.level == "error" and not plan_file.beside_errors(problem):
+                    found.append(plan_file.place(problem))
+    return found
 
 
 def _load(
