@@ -45,6 +45,7 @@ from waygraph.errors import (
     WaygraphError,
 )
 from waygraph.model import Edge, Node, Plan, Verify
+from waygraph.verify_types import label
 
 __all__ = [
     "GRAPHVIZ_TIMEOUT",
@@ -119,7 +120,8 @@ _NOT_AN_ID = re.compile(r"[^A-Za-z0-9_]")
 
 
 def predicate_label(verify: Verify | None) -> str:
-    """A short text for a predicate, as drawn on nodes and edges.
+    """A short text for a predicate, as drawn on nodes and edges (each verify
+    type's spec gives its own: :func:`waygraph.verify_types.label`).
 
     A check with ``command_matches`` says so: ``exit == 0 from command /pytest/``.
 
@@ -128,48 +130,7 @@ def predicate_label(verify: Verify | None) -> str:
         ...                 Verify(type="output_not_contains", value="error"))))
         "exit == 0 and not contains 'error'"
     """
-    if verify is None:
-        return ""
-    text = _predicate_text(verify)
-    if verify.command_matches is not None:
-        # Grouped checks are bracketed so the command reads as applying to the whole group.
-        grouped = verify.type in ("all", "any") and len(verify.checks or ()) > 1
-        text = f"({text})" if grouped else text
-        text += f" from command /{verify.command_matches}/"
-    return text
-
-
-def _predicate_text(verify: Verify) -> str:
-    t, value = verify.type, verify.value
-    children = verify.checks or ()
-    simple = {
-        "output_contains": f"contains {value!r}",
-        "output_not_contains": f"not contains {value!r}",
-        "regex": f"/{value}/{verify.flags or ''}",
-        "exit_code": f"exit == {value}",
-        "exit_code_zero": "exit == 0",
-        "file_exists": f"file {value!r} exists",
-        "any_output": "any output",
-        "manual": f"manual {value!r}" if value else "manual",
-        "compare": f"{verify.field} {verify.op} {value!r}",
-        "truthy": f"{verify.field}",
-    }
-    if t in simple:
-        return simple[t]
-    if t in ("all", "any"):
-        joiner = " and " if t == "all" else " or "
-        # Parenthesise nested groups so "a and (b or c)" keeps its meaning.
-        parts = [
-            f"({predicate_label(c)})"
-            if c.type in ("all", "any") and len(c.checks or ()) > 1
-            else predicate_label(c)
-            for c in children
-        ]
-        return joiner.join(parts) or ("true" if t == "all" else "false")
-    if t == "not":
-        inner = predicate_label(children[0]) if children else ""
-        return f"not ({inner})"
-    return f"{t} {value!r}" if value is not None else t
+    return label(verify)
 
 
 def node_status(node: Node, state: Mapping[str, Any]) -> NodeLook:

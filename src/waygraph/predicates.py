@@ -40,6 +40,7 @@ from typing import Any, cast
 
 from waygraph.errors import PlanFormatError
 from waygraph.model import CompareOp, Verify
+from waygraph.verify_types import BUILTIN_VERIFY_SPECS
 
 __all__ = [
     "DATA_VERIFY_TYPES",
@@ -57,8 +58,9 @@ MAX_CONDITION_CHARS = 4096
 #: Nesting bound (parentheses, ``!``/``not`` and list brackets each add one),
 #: so deep input is refused before Python's recursion limit is anywhere near.
 MAX_CONDITION_DEPTH = 64
-#: Verify types that have a condition-string form and are evaluated over data.
-DATA_VERIFY_TYPES: tuple[str, ...] = ("compare", "truthy", "all", "any", "not")
+#: Verify types that have a condition-string form and are evaluated over data
+#: (their specs say ``over_data``).
+DATA_VERIFY_TYPES: tuple[str, ...] = tuple(s.name for s in BUILTIN_VERIFY_SPECS if s.over_data)
 
 _NAME = r"[^\W\d]\w*"
 _PATH_RE = re.compile(rf"{_NAME}(?:\.(?:{_NAME}|[0-9]+))*")

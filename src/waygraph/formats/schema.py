@@ -7,8 +7,8 @@ module wraps them in the two file shapes waygraph reads (JSON and YAML alike):
 - a single-plan file: one plan object with its ``id``.
 
 A plan has either linear ``steps`` or a ``graph`` (never both). Verify types
-are the built-in names; a type registered at runtime with
-``waygraph.verify.register`` loads, but is not in this schema's enum.
+are the names in :data:`waygraph.verify_types.VERIFY_TYPES` when the schema
+is made: the built-ins, and any type the program registered before.
 
 Point an editor at the schema with ``"$schema"`` in a library file, or in
 YAML with a ``# yaml-language-server: $schema=...`` comment (``waygraph init``
@@ -34,7 +34,8 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from waygraph.model import BUILTIN_VERIFY_TYPES, Plan, Step
+from waygraph.model import Plan, Step
+from waygraph.verify_types import VERIFY_TYPES
 
 __all__ = ["SCHEMA_DIALECT", "SCHEMA_ID", "library_schema"]
 
@@ -138,7 +139,7 @@ PROPERTY_DESCRIPTIONS: dict[str, dict[str, str]] = {
         ),
     },
     "Verify": {
-        "type": "The check to run (one of the built-in verify types).",
+        "type": "The check to run (one of the verify types).",
         "value": "The argument of leaf checks (text, pattern, exit code, file path).",
         "checks": "The children of all, any and not.",
         "field": "compare/truthy: the dotted path into event data, e.g. 'data.count'.",
@@ -184,7 +185,7 @@ def library_schema() -> dict[str, Any]:
     for name, schema in defs.items():
         _describe(name, schema)
     defs["Verify"]["properties"]["type"] = {
-        "enum": list(BUILTIN_VERIFY_TYPES),
+        "enum": list(VERIFY_TYPES.names()),
         "description": PROPERTY_DESCRIPTIONS["Verify"]["type"],
     }
     defs["PlanBody"] = _plan_body(model_plan)

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from waygraph.ids import id_problem
 from waygraph.model._status import FINISHED, NodeOutcome, NodeStatus, RunStatus, node_outcome
+from waygraph.verify_types import BUILTIN_VERIFY_SPECS, VERIFY_TYPES, VerifySpec
 
 __all__ = [
     "BUILTIN_VERIFY_TYPES",
@@ -66,38 +67,32 @@ NODE_TYPES: tuple[str, ...] = (
 CONDITIONS: tuple[str, ...] = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
 ON_FAIL_ACTIONS: tuple[str, ...] = ("warn", "block", "skip", "abort")
 
-#: Verify types understood out of the box. ``value`` holds the argument of the
-#: leaf checks; ``checks`` the children of all/any/not; ``field``/``op`` the
-#: comparisons over event data used by state machines.
-BUILTIN_VERIFY_TYPES: dict[str, str] = {
-    "output_contains": "the output contains `value` (case-insensitive)",
-    "output_not_contains": "the output does not contain `value` (case-insensitive)",
-    "regex": "the regular expression `value` matches somewhere in the output",
-    "exit_code": "the tool's exit code equals `value`",
-    "exit_code_zero": "the tool exited with code 0",
-    "file_exists": "the file `value` exists (relative paths: under the workspace)",
-    "command": "waygraph runs `run` in the workspace and `expect` judges it (a gate)",
-    "any_output": "the tool produced non-empty output",
-    "manual": "a person confirms: their answer contains `value` (any answer but a refusal "
-    "when there is none); tool output and the model's words never pass it",
-    "all": "every check in `checks` passes",
-    "any": "at least one check in `checks` passes",
-    "not": "the single check in `checks` fails",
-    "compare": "the event data at `field` compares to `value` with `op`",
-    "truthy": "the event data at `field` is present and truthy",
-}
-
-# Names users registered through waygraph.verify.register(); plan files may use them.
-_custom_verify_types: set[str] = set()
+#: The verify types waygraph ships, each with what it passes on. Each is one
+#: spec in :mod:`waygraph.verify_types`, whose registry (``VERIFY_TYPES``)
+#: says which names plan files may use, built-in or registered.
+BUILTIN_VERIFY_TYPES: dict[str, str] = {spec.name: spec.summary for spec in BUILTIN_VERIFY_SPECS}
 
 
 def register_verify_type(name: str) -> None:
-    """Allow ``name`` as a verify type in plan files (called by ``waygraph.verify.register``)."""
-    _custom_verify_types.add(name)
+    """Allow ``name`` as a verify type in plan files, judged nowhere yet.
+
+    Kept for programs that called it; :func:`waygraph.verify.register` adds a
+    type with its judge and :meth:`VERIFY_TYPES.add <waygraph.verify_types.VerifyRegistry.add>`
+    one with everything. A type added by name only fails every check until it
+    has a judge.
+
+    Example:
+        >>> register_verify_type("output_is_yaml"); "output_is_yaml" in known_verify_types()
+        True
+        >>> VERIFY_TYPES.remove("output_is_yaml")
+    """
+    if name not in VERIFY_TYPES:
+        VERIFY_TYPES.add(VerifySpec(name))
 
 
 def known_verify_types() -> set[str]:
-    return set(BUILTIN_VERIFY_TYPES) | _custom_verify_types
+    """Every verify type name plan files may use now (built-in and registered)."""
+    return set(VERIFY_TYPES.names())
 
 
 class _Frozen(BaseModel):
@@ -135,11 +130,12 @@ class Verify(_Frozen):
     @field_validator("type")
     @classmethod
     def _known_type(cls, v: str) -> str:
-        if v not in known_verify_types():
+        if v not in VERIFY_TYPES:
             from waygraph.suggest import did_you_mean
 
-            known = ", ".join(sorted(known_verify_types()))
-            hint = did_you_mean(v, sorted(known_verify_types()))
+            names = sorted(VERIFY_TYPES.names())
+            known = ", ".join(names)
+            hint = did_you_mean(v, names)
             hint = f"{hint} " if hint else ""
             raise ValueError(f"unknown verify type {v!r}; {hint}use one of: {known}")
         return v
