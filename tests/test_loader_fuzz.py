@@ -1,6 +1,6 @@
 """Random and mutated libraries fed to every loader: only WaygraphError may escape.
 
-DOT has its own mutation test in test_dot.py; this covers the JSON and YAML
+DOT has its own mutation test in test_dot_hostile.py; this covers the JSON and YAML
 loaders, structural mutations of real libraries (a field deleted, a value of
 the wrong type, a node type or condition misspelled) and raw text damage,
 and loading from a file on disk (the path users take).
