@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from waygraph import load_library
 from waygraph._check_files import read_plan_file
 from waygraph.cli import app
+from waygraph.errors import PlanFormatError
 
 runner = CliRunner()
 
@@ -90,3 +93,14 @@ def test_a_plan_that_loads_is_checked_once(tmp_path: Path):
         if p["level"] == "error"
     ]
     assert errors == [(17, "unknown-node")]  # as found in the partial plan, at the same line
+
+
+def test_load_library_raises_a_check_error_at_its_line(tmp_path: Path):
+    path = tmp_path / "release.yaml"
+    path.write_text(
+        PLAN.replace("acton", "action").replace("zro", "zero").replace("succes", "success")
+    )
+    with pytest.raises(PlanFormatError) as raised:
+        load_library(path)
+    assert raised.value.line == 17
+    assert str(raised.value).startswith(f"{path}:17: plan 'release'")

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from waygraph.errors import LibraryError, PlanFormatError, PlanNotFoundError
+from waygraph.errors import LibraryError, PlanFormatError, PlanNotFoundError, WaygraphError
 from waygraph.formats import format_of
 from waygraph.formats.json_library import (
     check_file_size,
@@ -224,5 +224,17 @@ def load_library(path: str | os.PathLike[str] | None = None, *, validate: bool =
     if validate:
         for problem in library.check():
             if problem.level == "error":
-                raise problem.as_error()
+                raise _placed(problem).as_error()
     return library
+
+
+def _placed(problem: Problem) -> Problem:
+    """``problem`` at the line of its field, when its file is JSON or YAML and still reads."""
+    from waygraph._check_files import read_plan_file
+
+    if problem.file is None or format_of(Path(problem.file)) not in ("json", "yaml"):
+        return problem
+    try:
+        return read_plan_file(Path(problem.file)).place(problem)
+    except (WaygraphError, OSError):
+        return problem
