@@ -298,6 +298,7 @@ def test_openapi_documents_every_route(client: TestClient):
         "/api/session-plans",
         "/api/session-plans/{session_id}",
         "/api/stats",
+        "/api/outbox",
     }
     turn = paths["/api/sessions/{session_id}/turn"]["post"]
     assert {"400", "413", "422"} <= set(turn["responses"])

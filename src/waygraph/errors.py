@@ -26,6 +26,7 @@ keeps working for callers who do not know waygraph::
     ├── PatternTimeout (TimeoutError)     a plan's regex ran past its time bound
     ├── CommandFailed (RuntimeError)      a plan's shell command exited non-zero
     ├── EventFormatError (ValueError)     an event envelope breaks the CloudEvents format
+    │   └── PayloadTooLargeError          an event is larger than the bus carries
     ├── PlanStateError (RuntimeError)     a plan context cannot do that in its state
     ├── EventTimeoutError (TimeoutError)  no response event arrived in time
     ├── BusClosedError (RuntimeError)     the bus was closed
@@ -79,6 +80,7 @@ __all__ = [
     "MissingExtra",
     "NotWaitingError",
     "PatternTimeout",
+    "PayloadTooLargeError",
     "PermanentError",
     "PipelineValidationError",
     "PlanContextNotFoundError",
@@ -320,6 +322,24 @@ class EventFormatError(WaygraphError, ValueError):
             shown = repr(value)
             text += f" (got {shown[:77] + '...' if len(shown) > 80 else shown})"
         super().__init__(text)
+
+
+class PayloadTooLargeError(EventFormatError):
+    """An event is larger than the bus carries (NATS: the server's ``max_payload``).
+
+    ``size`` and ``limit`` are bytes of the event's CloudEvents JSON.
+
+    Example:
+        >>> err = PayloadTooLargeError("the answer", size=2_000_000, limit=1_048_064)
+        >>> str(err), err.size
+        ('the answer is 2000000 bytes; the bus carries at most 1048064', 2000000)
+    """
+
+    def __init__(self, what: str, *, size: int, limit: int, event_type: str | None = None) -> None:
+        self.size = size
+        self.limit = limit
+        self.event_type = event_type
+        super().__init__(f"{what} is {size} bytes; the bus carries at most {limit}")
 
 
 class PlanStateError(WaygraphError, RuntimeError):

@@ -22,13 +22,16 @@ from waygraph import tracing
 from waygraph.engine import events as engine
 from waygraph.engine.event_run import EventPlan, EventRun, Moved
 from waygraph.errors import Conflict, PlanContextNotFoundError
+from waygraph.events._fitting import fit
 from waygraph.events._outbox_marks import OUTBOX_PENDING, mark_stored
+from waygraph.events._payload import bus_limit
 from waygraph.events._planner_context import (
     KIND,
     PlannerContext,
     _context_or_current,
     plan_id_for,
 )
+from waygraph.events._shared_values import pack, unpack
 from waygraph.events.envelope import Envelope, Topic, new_event_id
 from waygraph.events.statemachine import StateConfig, validate_state_machine
 from waygraph.model import FINISHED
@@ -215,13 +218,13 @@ class PlanRecords(_Model):
 
     @classmethod
     def _from_record(cls, record: StoredRecord, context: PlannerContext) -> Self:
-        plan = cls.model_validate(record.data)
+        plan = cls.model_validate(unpack(record.data))
         plan._context = context
         plan._version = record.version
         return plan
 
     def _reload_from(self, record: StoredRecord) -> None:
-        fresh = type(self).model_validate(record.data)
+        fresh = type(self).model_validate(unpack(record.data))
         for name in type(self).model_fields:
             setattr(self, name, getattr(fresh, name))
         self._version = record.version
@@ -365,7 +368,8 @@ class PlanRecords(_Model):
         changes.update(outbox=outbox, updated_at=time.time())
         # A shallow copy (no validation) is the new state until the commit succeeds.
         new = self.model_copy(update=changes)
-        record = new.model_dump(mode="json")
+        # Each large value once: the goal's data, the result and its copies (_shared_values).
+        record = pack(new.model_dump(mode="json"))
         # The one run-record schema (waygraph.model.record); a state is a node.
         record.update(
             kind=KIND,
@@ -413,6 +417,11 @@ class PlanRecords(_Model):
                 if moved is None:
                     return None
                 change = Change.of(moved)
+                # Before the commit: an answer too large for the bus becomes a failed one.
+                refitted = fit(self._plan(), moved, change.outbox, limit=bus_limit(context.bus))
+                if refitted is not None:
+                    moved, change = refitted, Change.of(refitted)
+                    fit(self._plan(), moved, change.outbox, limit=bus_limit(context.bus))
                 stored = await self._commit(self._version, change.events, moved.run, change.outbox)
                 return change, stored
 
@@ -423,7 +432,12 @@ class PlanRecords(_Model):
                 return False
             change, stored = done
             if change.outbox:
-                published = await self._publish(change.outbox, stored, change.envelopes)
+                try:
+                    published = await self._publish(change.outbox, stored, change.envelopes)
+                except Exception as exc:
+                    # Committed, so not lost: logged with the plan, and tried again.
+                    self._outbox_failed(change.outbox, exc)
+                    raise
                 if published:
                     context.marks.published(stored, published, finished=self.status in FINISHED)
                     context.marks.schedule(context.call, context.store)
@@ -465,11 +479,26 @@ class PlanRecords(_Model):
             raise failed[0]
         return published
 
+    def _outbox_failed(self, entries: Sequence[dict[str, Any]], exc: BaseException) -> None:
+        """Log that ``entries`` did not go out and, while the planner runs, try again later."""
+        context = self.context
+
+        async def resend(plan_id: str) -> int:
+            plan = await type(self).restore(plan_id, context)
+            return await plan.publish_pending()
+
+        context.retries.failed(self.plan_id, entries, exc, resend if context.running else None)
+
     async def _publish_and_mark(self, entries: Sequence[dict[str, Any]]) -> None:
         published: list[str] = []
         try:
             for entry in entries:
                 published += await self._publish([entry])
+        except Exception as exc:
+            self._outbox_failed([e for e in entries if e["id"] not in published], exc)
+            raise
+        else:
+            self.context.retries.sent(self.plan_id)
         finally:
             # Mark what went out even when a later entry failed; the rest stay in
             # the outbox and go out again on the next publish_pending.
@@ -500,7 +529,10 @@ class PlanRecords(_Model):
         records = await context.by_correlation(OUTBOX_PENDING, planner=context.name)
         sent = 0
         for record in records:
-            sent += await cls._from_record(record, context).publish_pending()
+            try:
+                sent += await cls._from_record(record, context).publish_pending()
+            except Exception:  # logged with its plan and tried again; the others go on
+                continue
         return sent
 
     @classmethod

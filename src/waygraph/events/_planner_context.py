@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from waygraph.engine.event_run import PLAN_NAMESPACE
 from waygraph.errors import PlanStateError
 from waygraph.events._outbox_marks import OutboxMarks
+from waygraph.events._outbox_retry import OutboxRetry
 from waygraph.events.envelope import Envelope
 from waygraph.store import MemoryStore, SQLiteStore, Store, StoredRecord
 
@@ -64,6 +65,14 @@ class PlannerContext:
     )
     #: Outbox entries published and not yet marked so in the store.
     marks: OutboxMarks = field(default_factory=OutboxMarks, repr=False)
+    #: Plans whose outbox failed to go out, tried again with backoff.
+    retries: OutboxRetry = field(default_factory=OutboxRetry, repr=False)
+
+    @property
+    def running(self) -> bool:
+        """Whether the planner is started and not closing (it then tries failed outboxes again)."""
+        planner = self.planner
+        return planner is not None and planner._started and not planner._closing
 
     async def flush_marks(self) -> int:
         """Write every published-but-unmarked outbox entry's mark now; how many plans."""

@@ -82,6 +82,16 @@ class Bus(ABC):
     #: CloudEvents ``source`` of the envelopes this bus builds.
     source: str
 
+    @property
+    def max_payload(self) -> int | None:
+        """The largest event this bus carries, in bytes of its CloudEvents JSON (None: no limit).
+
+        ``publish`` refuses a larger one with
+        :class:`~waygraph.errors.PayloadTooLargeError`; planners check what they
+        send against it before they commit it (``docs/services.md``).
+        """
+        return None
+
     @abstractmethod
     async def start(self) -> None:
         """Connect. Calling it again is harmless."""

@@ -49,7 +49,7 @@ from waygraph.engine import events as engine
 # MAX_PROCESSED_IDS: how many processed event ids a plan remembers (kept importable here).
 from waygraph.engine.event_run import MAX_PROCESSED_IDS as MAX_PROCESSED_IDS
 from waygraph.engine.event_run import EventPlan, EventRun, Moved, then
-from waygraph.errors import InputError, PlanFormatError, PlanStateError
+from waygraph.errors import InputError, PayloadTooLargeError, PlanFormatError, PlanStateError
 from waygraph.events._plan_records import PlanRecords, _run_fields
 from waygraph.events._planner_context import (
     KIND,
@@ -492,6 +492,15 @@ class PlanContext(PlanRecords, BaseModel):
             log.warning("plan %s failed: %s", self.plan_id, exc)
             await self.finalize(
                 {"error": str(exc), "field": exc.field, "state": self.current_state},
+                status="failed",
+                error=error_payload(exc),
+            )
+            return True
+        except PayloadTooLargeError as exc:
+            # A request the bus cannot carry (checked before the commit) fails the plan.
+            log.warning("plan %s failed: %s", self.plan_id, exc)
+            await self.finalize(
+                {"error": str(exc), "state": self.current_state},
                 status="failed",
                 error=error_payload(exc),
             )

@@ -12,10 +12,13 @@ Permanent: :class:`PermanentError` (raise it from a handler to say so),
 and pydantic's ``ValidationError``), ``TypeError``, ``LookupError``
 (``KeyError``, ``IndexError``, ``PlanContextNotFoundError``),
 ``AttributeError``, ``NameError`` and ``NotImplementedError``.
-Transient: :class:`TransientError` (even when it is also one of the above)
-and everything else: ``OSError`` and ``TimeoutError`` (connections, the
-bus, ``EventTimeoutError``), ``StoreError``, model errors (``LLMError``),
-``RuntimeError``.
+Transient: :class:`TransientError` and ``StoreError`` (``Conflict``, a store
+past its deadline; even when also one of the above) and everything else:
+``OSError`` and ``TimeoutError`` (connections, the bus,
+``EventTimeoutError``), model errors (``LLMError``), ``RuntimeError``.
+A message larger than the bus carries (``PayloadTooLargeError``, an
+``EventFormatError``) is permanent; its ``error`` object has its ``size``
+and the ``limit``.
 
 Example:
     >>> is_permanent(KeyError("topic")), is_permanent(ConnectionError("reset"))
@@ -32,10 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 from waygraph.errors import (
     Conflict,
+    PayloadTooLargeError,
     PermanentError,
     PlanFormatError,
     PlannerSetupError,
     StateMachineError,
+    StoreError,
     TransientError,
 )
 
@@ -67,7 +72,9 @@ PERMANENT: tuple[type[BaseException], ...] = (
 
 def is_permanent(exc: BaseException) -> bool:
     """True when ``exc`` would fail the same way on every redelivery (see the module doc)."""
-    if isinstance(exc, TransientError | Conflict):
+    # A store that failed or stopped answering (StoreError, Conflict among them)
+    # may answer on the next delivery, whatever else the error says it is.
+    if isinstance(exc, TransientError | StoreError):
         return False
     return isinstance(exc, (PermanentError, *PERMANENT))
 
@@ -80,6 +87,8 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
         payload["state"] = exc.state
     if isinstance(exc, PlanFormatError) and exc.field is not None:
         payload["field"] = exc.field
+    if isinstance(exc, PayloadTooLargeError):
+        payload.update(size=exc.size, limit=exc.limit)
     return payload
 
 

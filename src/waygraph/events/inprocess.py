@@ -31,6 +31,7 @@ import logging
 from dataclasses import dataclass, field
 
 from waygraph.errors import BusClosedError
+from waygraph.events._payload import DEFAULT_MAX_PAYLOAD, check_size
 from waygraph.events.bus import DEFAULT_TOPIC, Bus, Handler
 from waygraph.events.envelope import Envelope, Topic
 
@@ -66,7 +67,10 @@ class InProcessBus(Bus):
     on the ``waygraph.events`` logger and dropped); ``close_timeout`` is how
     long :meth:`close` lets in-flight handlers finish before cancelling them.
     Queue groups take turns (round robin); a redelivery goes to the group's
-    next member.
+    next member. ``max_payload``: the largest event it carries, in bytes of
+    its JSON (default: what a NATS server with its default 1 MiB
+    ``max_payload`` carries; None: no limit), so what works in process fits
+    NATS too.
 
     Example:
         >>> InProcessBus(source="svc", max_deliver=3).max_deliver
@@ -80,9 +84,13 @@ class InProcessBus(Bus):
         *,
         retry_delay: float = 0.01,
         close_timeout: float = 5.0,
+        max_payload: int | None = DEFAULT_MAX_PAYLOAD,
     ) -> None:
         if max_deliver < 1:
             raise ValueError(f"max_deliver must be at least 1 (got {max_deliver})")
+        if max_payload is not None and max_payload < 1:
+            raise ValueError(f"max_payload must be a positive number of bytes (got {max_payload})")
+        self._max_payload = max_payload
         self.source = source
         self.max_deliver = max_deliver
         self.retry_delay = retry_delay
@@ -94,6 +102,10 @@ class InProcessBus(Bus):
 
     def __repr__(self) -> str:
         return f"InProcessBus(source={self.source!r})"
+
+    @property
+    def max_payload(self) -> int | None:
+        return self._max_payload
 
     async def start(self) -> None:
         self._closed = False
@@ -117,6 +129,8 @@ class InProcessBus(Bus):
             raise BusClosedError(f"{self!r} is closed; publish before close() or start() again")
         chosen = Topic(topic or envelope.topic or DEFAULT_TOPIC)
         wire = envelope.to_json()  # fails here, as NATS would, when data is not JSON-ready
+        what = f"event {envelope.id} ({envelope.type})"
+        check_size(wire, limit=self._max_payload, what=what, event_type=envelope.type)
         matching = [s for s in self._subscriptions if s.matches(chosen, envelope.type)]
         groups: dict[str, list[_Subscription]] = {}
         for sub in matching:

@@ -72,6 +72,7 @@ from nats.js.api import (
 
 from waygraph.errors import BusClosedError, ConfigError, EventFormatError, EventTimeoutError
 from waygraph.events._nats_subscription import NatsSubscription
+from waygraph.events._payload import HEADER_ROOM, check_size
 from waygraph.events.bus import DEFAULT_TOPIC, Bus, Handler
 from waygraph.events.envelope import Envelope, Topic
 
@@ -323,6 +324,13 @@ class NatsBus(Bus):
                 await asyncio.wait_for(nc.flush(), 1.0)
             await nc.close()
 
+    @property
+    def max_payload(self) -> int | None:
+        """The server's ``max_payload`` (from its INFO) less room for the headers;
+        None before :meth:`start`."""
+        nc = self._nc
+        return None if nc is None else max(1, nc.max_payload - HEADER_ROOM)
+
     def _jetstream(self) -> JetStreamContext:
         if self._closed or self._js is None:
             raise BusClosedError(f"{self!r} is not started; call start() (or use `async with`)")
@@ -334,6 +342,9 @@ class NatsBus(Bus):
         chosen = Topic(topic or envelope.topic or DEFAULT_TOPIC)
         subject = self.subject(chosen, envelope.type)
         payload = envelope.to_json()
+        # Refused here, naming the event: nats-py's MaxPayloadError names nothing.
+        what = f"event {envelope.id} ({envelope.type})"
+        check_size(payload, limit=self.max_payload, what=what, event_type=envelope.type)
         stream = self.stream_name(chosen)
         await self._ensure_stream(chosen)
 

@@ -289,8 +289,7 @@ class Planner:
                 log.warning("planner %s: recovery failed", self.name, exc_info=True)
 
     async def close(self, timeout: float = 10.0) -> None:
-        """Unsubscribe, let handlers that are running finish (up to ``timeout`` seconds),
-        then close the store and bus the planner opened itself. Idempotent."""
+        """Unsubscribe, let running handlers finish (up to ``timeout`` s), close what it opened."""
         self._closing = True
         if self._recovery is not None:
             self._recovery.cancel()
@@ -304,6 +303,7 @@ class Planner:
         if running:
             await asyncio.wait(running, timeout=timeout)
         self.context.marks.cancel()
+        self.context.retries.cancel()
         try:
             await self.context.flush_marks()
         except Exception:  # left in the outbox: the next start sends them again, deduplicated

@@ -6,7 +6,9 @@ Its return value becomes the response event's data (a dict as it is, None as
 correlation id on the request's ``response_event`` (default: ``x.requested``
 -> ``x.completed``) and ``response_topic`` (default ``action-results``). A
 handler that raises answers with ``x.failed`` and data ``{"error",
-"error_type"}``, so the plan can take its failure branch. Workers of one name
+"error_type"}``, so the plan can take its failure branch; so does a return
+value larger than the bus carries (``error_type`` ``PayloadTooLargeError``,
+with its ``size`` and the ``limit`` in bytes). Workers of one name
 share the requests (a queue group), so running more of them spreads the work.
 
 Response ids are derived from the request id: a request delivered twice (a
@@ -40,7 +42,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from waygraph.errors import EventTimeoutError
+from waygraph.errors import EventTimeoutError, PayloadTooLargeError
 from waygraph.events import activity
 from waygraph.events.envelope import Envelope, Topic
 from waygraph.events.statemachine import failure_event_for, response_event_for
@@ -267,7 +269,14 @@ class Worker:
                     f"failed, answered {task.failure_event}: {activity.describe(exc)}",
                 )
                 return
-            await self._answer(task, task.response_event, _as_data(value))
+            try:
+                await self._answer(task, task.response_event, _as_data(value))
+            except PayloadTooLargeError as exc:
+                # Redelivering cannot make it fit: the plan hears that it failed, and why.
+                log.warning("worker %s: task %s (%s): %s", self.name, task.id, task.event_type, exc)
+                await self._answer(task, task.failure_event, _too_large(exc))
+                activity.handled(who, envelope, f"answer too large, answered {task.failure_event}")
+                return
             activity.handled(who, envelope, f"completed, answered {task.response_event}")
 
         return run
@@ -301,6 +310,16 @@ def _response_topic(request: Envelope) -> Topic:
             request.response_topic,
         )
         return Topic.ACTION_RESULTS
+
+
+def _too_large(exc: PayloadTooLargeError) -> dict[str, Any]:
+    """A failed answer's data for a result the bus cannot carry (its size and the limit)."""
+    return {
+        "error": f"the result of the task {exc}",
+        "error_type": type(exc).__name__,
+        "size": exc.size,
+        "limit": exc.limit,
+    }
 
 
 def _as_data(value: Any) -> dict[str, Any]:

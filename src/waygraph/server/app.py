@@ -24,6 +24,7 @@ from waygraph.navigator import Navigator
 from waygraph.server.api import router as api_router
 from waygraph.server.errors import AsciiJSONResponse, install_handlers
 from waygraph.server.live import open_feed
+from waygraph.server.outbox import router as outbox_router
 from waygraph.server.pages import router as pages_router
 from waygraph.server.pools import Pools
 from waygraph.server.security import DEFAULT_MAX_BODY, Gate
@@ -123,6 +124,7 @@ def create_app(
     app.state.pools = Pools()
     install_handlers(app)
     app.include_router(api_router)
+    app.include_router(outbox_router)
     app.include_router(pages_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     # Inside the gate: a stream is counted only once its request is let in.

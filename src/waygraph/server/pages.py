@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from waygraph.server import html, session_plans, stats_page
+from waygraph.server import html, outbox, session_plans, stats_page
 from waygraph.server.errors import ApiError
 from waygraph.server.models import ID_PATTERN, SEARCH_PATTERN
 from waygraph.server.service import MAX_OFFSET, PAGE_ROWS, Service
@@ -55,6 +55,7 @@ def index(
     body = html.index_page(found, service.plans(), status, q or "") + session_plans.plans_section(
         session_plans.listing(workspace), workspace=workspace
     )
+    body += outbox.section(service.store)  # event plans whose outbox was not sent
     return _render(
         request,
         "Sessions",
