@@ -104,19 +104,23 @@ def test_a_malformed_tool_call_is_asked_again_and_is_never_evidence(tmp_path: Pa
 
 
 def test_the_demo_refuses_calls_that_cannot_run(tmp_path: Path):
-    from waygraph._demo_model import _call_tool
+    from waygraph._demo_model import TOOLS, _call_tool
+    from waygraph.chat import check_call
     from waygraph.demo import Workspace
 
     ws = Workspace(tmp_path)
+    offered = {t["function"]["name"]: t["function"] for t in TOOLS}
     for name, arguments in [
         ("run_command", '{"command": "pytest'),
         ("run_command", '{"command": ""}'),
         ("run_command", "[1, 2]"),
         ("rm_rf", '{"path": "/"}'),
+        ("write_file", '{"path": "../outside.txt", "content": "x"}'),
     ]:
-        _shown, args, result = _call_tool(ws, name, arguments)
+        _shown, args, result = _call_tool(ws, check_call("c1", name, arguments, offered))
         assert args is None, (name, arguments)  # nothing ran: no evidence
-        assert result.exit_code == 2
+        assert result.exit_code in (2, 126), (name, arguments)
+    assert not (tmp_path.parent / "outside.txt").exists()
 
 
 def test_an_empty_command_is_refused_by_every_shell_tool(tmp_path: Path):

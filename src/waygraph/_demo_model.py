@@ -10,7 +10,6 @@ claim, and a question it asks is answered by the demo for the user.
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -20,7 +19,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from waygraph.chat import DEFAULT_MAX_TOKENS, ChatClient, tool_message
+from waygraph.chat import DEFAULT_MAX_TOKENS, ChatClient, ToolRequest, tool_message
 from waygraph.cli.app import plain
 from waygraph.demo import USER_REQUEST, ToolResult, Workspace, _show_turn
 from waygraph.errors import LLMError
@@ -133,7 +132,7 @@ def llm_loop(
                 turns += 1
                 node = guidance.run["current_node"]  # type: ignore[index]
                 attempt = guidance.run["attempts"]  # type: ignore[index]
-                shown, args, result = _call_tool(ws, call.name, call.arguments)
+                shown, args, result = _call_tool(ws, call)
                 if not call.runnable or args is None:
                     # A malformed call ran nothing: the model is asked again, and it is no
                     # evidence (a verification it failed would cost an attempt for nothing).
@@ -183,20 +182,16 @@ def _model_said(
     return guidance
 
 
-def _call_tool(ws: Workspace, name: str, arguments: str) -> tuple[str, Any, ToolResult]:
-    """Run a model's tool call: how it is shown, its arguments, its result. Never raises.
+def _call_tool(ws: Workspace, call: ToolRequest) -> tuple[str, Any, ToolResult]:
+    """Run a model's checked tool call: how it is shown, its arguments, its result. Never raises.
 
-    A call that cannot run (arguments that are not a JSON object, an unknown
-    tool, an empty command, a write outside the workspace) comes back with None
-    arguments: nothing ran.
+    A call that cannot run (``call.runnable`` is False: an unknown tool or
+    arguments that are not a JSON object; an empty command; a write outside
+    the workspace) comes back with None arguments: nothing ran.
     """
-    try:
-        args = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        # Nothing ran: no arguments go along, so no command is taken from the text.
-        return f"{name}(?)", None, ToolResult(f"arguments are not JSON: {arguments[:200]}", 2)
-    if not isinstance(args, dict):
-        return f"{name}(?)", None, ToolResult("arguments must be a JSON object", 2)
+    name, args = call.name, call.args
+    if not call.runnable or args is None:
+        return f"{name}(?)", None, ToolResult(call.problem or "the call cannot run", 2)
     if name == "run_command" and not str(args.get("command") or "").strip():
         return f"{name}(?)", None, ToolResult('bad arguments: expected {"command": "..."}', 2)
     handlers: dict[str, Callable[[], tuple[str, ToolResult]]] = {
