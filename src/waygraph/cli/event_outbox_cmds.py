@@ -12,8 +12,6 @@ import json
 from typing import Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from waygraph.cli.app import console, friendly_errors
 from waygraph.cli.event_cmds import events_app
@@ -72,15 +70,15 @@ def outbox(
     elif not stuck:
         console.print(f"no stuck outboxes in {opened.url}", markup=False, highlight=False)
     else:
-        table = Table(title=f"stuck outboxes in {opened.url}", title_justify="left")
-        for column in ("plan", "planner", "status", "waiting", "unsent"):
-            table.add_column(column, overflow="fold")
+        lines = [f"stuck outboxes in {opened.url}:"]
         for row in stuck:
-            unsent = ", ".join(
-                f"{e['type']} ({e['bytes']} bytes, {e['topic']})" for e in row.entries
+            lines.append(
+                f"{row.plan_id} (planner {row.planner}, {row.status}), "
+                f"unsent for {_waited(row.waiting)}:"
             )
-            cells = (row.plan_id, row.planner, row.status, _waited(row.waiting), unsent)
-            table.add_row(*(Text(cell) for cell in cells))
-        console.print(table, markup=False, highlight=False)
+            lines += [
+                f"  {e['type']} {e['id']}: {e['bytes']} bytes on {e['topic']}" for e in row.entries
+            ]
+        console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
     if stuck:
         raise typer.Exit(1)
