@@ -34,11 +34,16 @@ Stacks:
   ``memory://``: the bound of the NATS target (what the bus and the event
   layer allow, whatever the store), reported, not a target.
 
-Targets (issue 19, target 4), against ceilings measured in the same run
-just before the stack (bench/_ceilings.py): in-process + SQLite reaches 50%
-of SQLite's one-row commits/s / 8; NATS + PostgreSQL, 3 processes, 50% of
-min(PostgreSQL one-row commits/s from 8 connections / 8, JetStream
-acknowledged publishes/s with 8 in flight / 4). The in-process stacks also
+Target (issue 41): NATS + PostgreSQL, 3 processes makes at least 0.85x the
+plans/s of NATS + memory://, 3 processes, measured in the same run, the two
+stacks in the order A B B A, each keeping its faster run; with a budget line
+(what that rate leaves the planner once the other processes, the PostgreSQL
+server among them, took their CPU). Issue 19's brackets, reported as ratios
+and no longer targets, against ceilings measured in the same run just before
+the stack (bench/_ceilings.py): in-process + SQLite against SQLite's one-row
+commits/s / 8; NATS + PostgreSQL, 3 processes against min(PostgreSQL one-row
+commits/s from 8 connections / 8, JetStream acknowledged publishes/s with 8
+in flight / 4). The in-process stacks also
 count the planner's store commits and bus publishes per plan; the 3-process
 stacks report the planner process's CPU per plan during the batch, how
 much of it its main thread (the event loop) used, and the CPU per plan of
@@ -78,7 +83,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _ceilings import jetstream_publishes, postgres_commits, sqlite_commits  # noqa: E402
 from _cpu import Snapshot, pids_named, process_seconds  # noqa: E402
-from _events_reading import set_targets, table  # noqa: E402
+from _events_reading import MEMORY_STACK, POSTGRES_STACK, set_targets, table  # noqa: E402
 from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph.events import (  # noqa: E402
@@ -451,12 +456,27 @@ async def main(plans: int, json_out: bool = False, only: str = "") -> int:
         ]
     if only:
         runs = [(stack, run) for stack, run in runs if stack.startswith(only)]
-    rows = []
+    paired = [r for r in runs if r[0] in (POSTGRES_STACK, MEMORY_STACK)]
+    if len(paired) == 2:
+        # The target's two stacks in the order A B B A: a load that rises or
+        # falls through the run meets both alike; each keeps its faster run.
+        runs = [r for r in runs if r not in paired] + paired + paired[::-1]
+    rows: list[dict[str, Any]] = []
     ceilings: dict[str, float] = {}
     for stack, run in runs:
         ceilings.update(await measure_ceilings(stack, ceilings))
-        rows.append(await run(plans))
+        found = await run(plans)
         print(f"  done: {stack}", file=sys.stderr)
+        earlier = next((r for r in rows if r["stack"] == stack), None)
+        if earlier is None:
+            found["plans_per_s_runs"] = [round(found["plans_per_s"], 1)]
+            rows.append(found)
+            continue
+        found["plans_per_s_runs"] = [*earlier["plans_per_s_runs"], round(found["plans_per_s"], 1)]
+        if found["plans_per_s"] > earlier["plans_per_s"]:
+            rows[rows.index(earlier)] = found
+        else:
+            earlier["plans_per_s_runs"] = found["plans_per_s_runs"]
     for r in rows:
         report.figure(r["stack"], {k: v for k, v in r.items() if k != "stack"})
     report.figure("ceilings", ceilings, "per second")

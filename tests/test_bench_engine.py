@@ -48,10 +48,22 @@ def test_the_raw_sqlite_floor_writes_the_records_and_events_a_run_writes(tmp_pat
     assert events == [e for _, new in writes for e in new]
 
 
+def test_interleaved_rounds_keep_each_works_least_disturbed_round() -> None:
+    times = iter([3.0, 1.0, 2.0, 4.0])  # rounds: a, b, a, b
+    figures = bench.interleaved(
+        {"a": lambda: (next(times), 1), "b": lambda: (next(times), 2)}, rounds=2
+    )
+    assert figures == {"a": 2e6, "b": 0.5e6}
+
+
 def test_json_report_has_figures_and_targets(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rows = {"waygraph engine, linear": 10.0, "LangGraph, no checkpointer, linear": 300.0}
+    rows = {
+        "waygraph engine, linear": 10.0,
+        "LangGraph, no checkpointer, linear": 300.0,
+        "LangGraph, no checkpointer, retry loop": 100.0,
+    }
     for workload in bench.NAV_WORKLOADS:
         rows[f"floor: advance + render, {workload}"] = 50.0
         rows[f"waygraph Navigator.turn, memory://, {workload}"] = 90.0
@@ -60,20 +72,22 @@ def test_json_report_has_figures_and_targets(
         rows[f"bound: Navigator.turn, a store that keeps nothing, {workload}"] = 60.0
         rows[f"bound: advance + render + the run record, {workload}"] = 55.0
     monkeypatch.setattr(bench, "measure", lambda tmp: (rows, ["burr"]))
-    assert bench.main(["--json"]) == 1  # the sqlite ratio, 1.5x, misses 1.3x
+    assert bench.main(["--json"]) == 1  # 100 / 90: LangGraph's retry loop, not 1.5x dearer
     report = json.loads(capsys.readouterr().out)
     assert report["bench"] == "engine" and report["figures"] == rows
     assert report["unmeasured"] == ["burr"]
     by_name = {t["name"]: t for t in report["targets"]}
-    memory = by_name["memory turn <= 2.0x the pure floor (advance + render), linear"]
-    assert (memory["ratio"], memory["needed"], memory["met"]) == (1.8, 2.0, True)
-    sql = by_name["sqlite turn <= 1.3x the raw SQLite floor, retry loop"]
-    assert (sql["ratio"], sql["met"]) == (1.5, False)
-    lg = by_name["memory turn >= 10x cheaper than a LangGraph node, linear"]
+    memory = by_name["memory turn <= 3.5x its pure floor (advance + render), linear"]
+    assert (memory["ratio"], memory["needed"], memory["met"]) == (1.8, 3.5, True)
+    sql = by_name["sqlite turn <= 3.0x the raw SQLite transaction, retry loop"]
+    assert (sql["ratio"], sql["met"]) == (1.5, True)
+    lg = by_name["memory turn >= 1.5x cheaper than a LangGraph node step, linear"]
     assert lg["ratio"] == pytest.approx(3.333, abs=1e-3) and lg["compare"] == ">="
     # The shape every bench script reports in (bench/_report.py).
     assert all({"name", "ratio", "needed", "met", "compare"} <= set(t) for t in report["targets"])
-    assert "sqlite turn <= 1.3x the raw SQLite floor, retry loop" in report["missed"]
+    assert report["missed"] == [
+        "memory turn >= 1.5x cheaper than a LangGraph node step, retry loop"
+    ]
     # Target 1's bounds, as ratios to the pure floor of the same workload.
     bounds = report["bounds"]
     assert bounds["Navigator.turn, a store that keeps nothing / the pure floor, linear"] == 1.2
