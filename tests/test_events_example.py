@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,6 +10,7 @@ from types import ModuleType
 
 import pytest
 
+from tests._scripts import load_script
 from tests.bus_contract import async_test
 from waygraph.events import InProcessBus, Planner, Worker
 
@@ -25,11 +25,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     store = tmp_path_factory.mktemp("research") / "plans.db"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("WAYGRAPH_DATABASE_URL", f"sqlite:///{store}")
-        spec = importlib.util.spec_from_file_location("research_planner_example", EXAMPLE)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        yield module
+        yield load_script(EXAMPLE, "research_planner_example")
 
 
 def test_the_module_exposes_a_planner_a_worker_and_a_factory(example: ModuleType) -> None:

@@ -4,7 +4,6 @@ hand-built StateGraph) whose ChatOpenAI model talks to a local scripted chat ser
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,6 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent, tools_condition
 
+from tests._scripts import load_script
 from tests.adapter_evidence import (
     ANSWER,
     MISLEADING,
@@ -55,11 +55,7 @@ EXAMPLE = ROOT / "examples" / "langgraph_agent.py"
 
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("langgraph_agent", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE, "langgraph_agent")
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ the HTTP request bodies the server received.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from agents import Agent, Runner, RunResult, function_tool, set_tracing_disabled
 from agents.lifecycle import RunHooksBase  # noqa: E402
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel  # noqa: E402
 
+from tests._scripts import load_script  # noqa: E402
 from tests.adapter_evidence import (  # noqa: E402
     ANSWER,
     MISLEADING,
@@ -57,12 +57,7 @@ def no_tracing() -> None:
 
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("openai_agents_agent", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["openai_agents_agent"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE, "openai_agents_agent")
 
 
 @pytest.fixture

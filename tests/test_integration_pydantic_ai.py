@@ -3,7 +3,6 @@ chat model pointed at a local scripted server, guided by waygraph's capability."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -23,6 +22,7 @@ from pydantic_ai.messages import ToolReturn  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
+from tests._scripts import load_script  # noqa: E402
 from tests.adapter_evidence import (  # noqa: E402
     ANSWER,
     MISLEADING,
@@ -48,11 +48,7 @@ EXAMPLE = ROOT / "examples" / "pydantic_ai_agent.py"
 
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("pydantic_ai_agent", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE, "pydantic_ai_agent")
 
 
 @pytest.fixture

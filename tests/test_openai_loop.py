@@ -3,15 +3,14 @@ local HTTP server that speaks the chat-completions protocol with scripted replie
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from openai import OpenAI
 
+from tests._scripts import load_script
 from tests.adapter_evidence import (
     ANSWER,
     QUESTION,
@@ -30,12 +29,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "openai_loop.py"
 
 def load_example() -> ModuleType:
     """examples/openai_loop.py as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("openai_loop", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["openai_loop"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE, "openai_loop")
 
 
 @pytest.fixture(scope="module")

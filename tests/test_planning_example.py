@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests._scripts import load_script
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "planning_agent.py"
 
@@ -13,11 +14,7 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("planning_agent_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLE, "planning_agent_example")
 
 
 def test_scripted_example_runs_the_plan_in_parallel_and_succeeds(capsys):
