@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from waygraph.draw import _attempts_text, _node_label
-from waygraph.model import Node, Plan
+from waygraph.model import NODE_TYPE_SPECS, Node, Plan
 
 __all__ = [
     "FONT_SIZE",
@@ -115,6 +115,13 @@ class Box:
     kind: str = "task"
     lines: list[tuple[str, str]] = field(default_factory=list)  # (css class, text)
 
+    @property
+    def shape(self) -> str:
+        """The outline drawn: its node type's (:data:`waygraph.model.NODE_TYPE_SPECS`),
+        else a box (a missing node, a placeholder)."""
+        spec = NODE_TYPE_SPECS.get(self.kind)
+        return spec.shape if spec is not None else "box"
+
 
 @dataclass(slots=True)
 class Route:
@@ -126,16 +133,16 @@ class Route:
     self_loop: bool = False
 
 
-def _shape_size(kind: str, text_w: float, text_h: float) -> tuple[float, float]:
-    if kind == "decision":
+def _shape_size(shape: str, text_w: float, text_h: float) -> tuple[float, float]:
+    if shape == "diamond":
         return text_w + text_h * 1.2 + 34, text_h + 30
-    if kind in ("escalate", "human"):
+    if shape in ("octagon", "hexagon"):
         return text_w + 44, text_h + 20
-    if kind == "exit":
+    if shape == "double-ellipse":
         return text_w * 1.2 + 34, text_h + 26
-    if kind == "start":
+    if shape == "stadium":
         return text_w + 40, text_h + 16
-    if kind == "checkpoint":
+    if shape == "cylinder":
         return text_w + 30, text_h + 30
     return text_w + 30, text_h + 20
 
@@ -158,7 +165,7 @@ def sized(box: Box) -> Box:
         for cls, text in box.lines
     ]
     text_h = sum(SMALL_LINE_HEIGHT if cls == "small" else LINE_HEIGHT for cls, _ in box.lines)
-    box.width, box.height = _shape_size(box.kind, max(widths, default=0.0), text_h)
+    box.width, box.height = _shape_size(box.shape, max(widths, default=0.0), text_h)
     box.width = max(box.width, 64.0)
     return box
 

@@ -45,7 +45,7 @@ from waygraph._check_predicates import PredicateChecks
 from waygraph._check_routes import ENDS, RouteChecks, names
 from waygraph.engine.choice import is_data_check, ordered_edges
 from waygraph.errors import PlanFormatError
-from waygraph.model import NODE_TYPES, Edge, Node
+from waygraph.model import NODE_TYPE_SPECS, NODE_TYPES, Edge, Node
 from waygraph.suggest import did_you_mean
 
 if TYPE_CHECKING:
@@ -194,17 +194,18 @@ def _chain_problems(library: Library) -> list[Problem]:
 
 # ---------------------------------------------------------------- internals
 
-#: Fields the engine reads only on some node types (defaults: None, or 0 for max_retries).
-_FIELD_USERS: dict[str, tuple[str, ...]] = {
-    "verify": ("task", "decision", "exit"),
-    "max_retries": ("task",),
-    "status": ("exit",),
-    "reason": ("escalate", "exit"),
-    "pace_level": ("escalate",),
-    "next_plan": ("exit",),
-    "next_plan_when": ("exit",),
-    "prompt": ("human",),
-}
+
+#: Fields the engine reads only on some node types (defaults: None, or 0 for
+#: max_retries), and the types that read each: the node type table's ``fields``.
+def _field_users() -> dict[str, tuple[str, ...]]:
+    users: dict[str, tuple[str, ...]] = {}
+    for kind, spec in NODE_TYPE_SPECS.items():
+        for name in spec.fields:
+            users[name] = (*users.get(name, ()), kind)
+    return users
+
+
+_FIELD_USERS = _field_users()
 #: Per node type, the fields of _FIELD_USERS it ignores (checked on every node).
 _IGNORED_FIELDS: dict[str, tuple[str, ...]] = {
     kind: tuple(name for name, users in _FIELD_USERS.items() if kind not in users)

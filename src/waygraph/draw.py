@@ -1,9 +1,10 @@
 """Drawing plans: Mermaid and DOT text, and SVG/PNG through Graphviz.
 
-Node shapes say the node type (Mermaid): start a stadium, task a rectangle,
-decision a rhombus, escalate a flag, exit a double circle, checkpoint a
-cylinder, human a hexagon (with its question; its edges' labels are the
-choices). Failure edges (``on_fail``, ``on_retry``, ``on_exhaust``) are dashed.
+Node shapes say the node type, as the node type table
+(:data:`waygraph.model.NODE_TYPE_SPECS`) gives them (Mermaid): start a
+stadium, task a rectangle, decision a rhombus, escalate a flag, exit a double
+circle, checkpoint a cylinder, human a hexagon (with its question; its edges'
+labels are the choices). Failure edges (``on_fail``, ``on_retry``, ``on_exhaust``) are dashed.
 Linear plans are drawn top-down as their steps.
 
 Given a run record (``state``: ``current_node``, ``visited``, ``path``, as
@@ -44,7 +45,7 @@ from waygraph.errors import (
     PlanFormatError,
     WaygraphError,
 )
-from waygraph.model import Edge, Node, Plan, Verify
+from waygraph.model import NODE_TYPE_SPECS, Edge, Node, Plan, Verify
 from waygraph.verify_types import label
 
 __all__ = [
@@ -66,17 +67,10 @@ GRAPHVIZ_TIMEOUT = 30.0
 
 NodeLook = Literal["done", "failed", "current", "pending"]
 
-#: (opening, closing) brackets of each node type's Mermaid shape.
+#: (opening, closing) brackets of each node type's Mermaid shape (from the
+#: node type table, :data:`waygraph.model.NODE_TYPE_SPECS`).
 MERMAID_SHAPES: dict[str, tuple[str, str]] = {
-    "start": ("([", "])"),
-    "task": ("[", "]"),
-    "decision": ("{", "}"),
-    # A flag: the run is handed to a person. The hexagon is the human node's,
-    # as in DOT (hexagon: human; escalate is DOT's octagon, which Mermaid lacks).
-    "escalate": (">", "]"),
-    "exit": ("(((", ")))"),
-    "checkpoint": ("[(", ")]"),
-    "human": ("{{", "}}"),
+    name: spec.mermaid for name, spec in NODE_TYPE_SPECS.items()
 }
 
 #: Fill, border and text colours of each status, shared by Mermaid and DOT.

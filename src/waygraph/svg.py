@@ -15,9 +15,10 @@ so this module lays a plan out itself, in the Sugiyama style:
    its neighbours (least squares under the no-overlap constraint, solved
    exactly by pool-adjacent-violators), alternating down and up sweeps.
 
-The drawing uses node shapes per type (start a stadium, task a rounded box,
-decision a diamond, escalate an octagon, exit a double ellipse, checkpoint a
-cylinder, human a hexagon showing its question), CSS classes for styling
+The drawing uses node shapes and colours per type, as the node type table
+(:data:`waygraph.model.NODE_TYPE_SPECS`) gives them (start a stadium, task a
+rounded box, decision a diamond, escalate an octagon, exit a double ellipse,
+checkpoint a cylinder, human a hexagon showing its question), CSS classes for styling
 (``node t-<type>``, a status class ``done``/``failed``/``current``/``pending``
 when a run record is given, ``edge`` with ``failure``, ``back`` and
 ``followed``), the attempt count on visited nodes, and a ``<style>`` of its
@@ -68,7 +69,7 @@ from waygraph.draw import (
     node_status,
     predicate_label,
 )
-from waygraph.model import Node, Plan
+from waygraph.model import NODE_TYPE_SPECS, Node, Plan
 
 __all__ = ["HEAT_SCALE", "SVG_CSS", "heat_colour", "to_svg"]
 
@@ -103,6 +104,12 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def _css() -> str:
+    # Each node type's colours are its row of the node type table.
+    types = [
+        f".wg-graph .t-{name} .shape{{fill:{spec.fill};stroke:{spec.stroke}}}"
+        for name, spec in NODE_TYPE_SPECS.items()
+        if spec.fill is not None and spec.stroke is not None
+    ]
     status = []
     for name, (fill, stroke, colour) in STATUS_COLOURS.items():
         status.append(
@@ -113,13 +120,8 @@ def _css() -> str:
         ".wg-graph{font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Roboto,"
         "'Helvetica Neue',Arial,sans-serif}"
         ".wg-graph .shape{fill:#fff;stroke:#868e96;stroke-width:1.3}"
-        ".wg-graph .t-start .shape{fill:#e7f5ff;stroke:#1c7ed6}"
-        ".wg-graph .t-exit .shape{fill:#ebfbee;stroke:#2f9e44}"
-        ".wg-graph .t-escalate .shape{fill:#fff5f5;stroke:#e03131}"
-        ".wg-graph .t-decision .shape{fill:#f8f0fc;stroke:#9c36b5}"
-        ".wg-graph .t-checkpoint .shape{fill:#f3f0ff;stroke:#6741d9}"
-        ".wg-graph .t-human .shape{fill:#e6fcf5;stroke:#0ca678}"
-        ".wg-graph .t-missing .shape{fill:#fff;stroke:#e03131;stroke-dasharray:4 3}"
+        + "".join(types)
+        + ".wg-graph .t-missing .shape{fill:#fff;stroke:#e03131;stroke-dasharray:4 3}"
         + "".join(status)
         + ".wg-graph .current .shape{stroke-width:3}"
         ".wg-graph text{fill:#212529;font-size:13px}"
@@ -158,19 +160,19 @@ def _esc(text: object) -> str:
 
 def _port_y(box: Box, dx: float, bottom: bool) -> float:
     half = box.height / 2
-    if box.kind == "decision":
+    if box.shape == "diamond":
         half *= max(0.0, 1 - 2 * abs(dx) / box.width)
-    elif box.kind == "exit":
+    elif box.shape == "double-ellipse":
         half *= math.sqrt(max(0.0, 1 - (2 * dx / box.width) ** 2))
     return box.y + half if bottom else box.y - half
 
 
 def _polygon_points(box: Box) -> str:
-    """The corners of a human node's hexagon or an escalate node's octagon (as in DOT)."""
+    """The corners of a hexagon (human nodes) or an octagon (escalate nodes), as in DOT."""
     x, y, w, h = box.x, box.y, box.width, box.height
     left, top = x - w / 2, y - h / 2
     cut = 16.0
-    if box.kind == "human":
+    if box.shape == "hexagon":
         corners = [
             (left + cut, top),
             (left + w - cut, top),
@@ -198,24 +200,25 @@ def _polygon_points(box: Box) -> str:
 def _shape(box: Box) -> str:
     x, y, w, h = box.x, box.y, box.width, box.height
     left, top = x - w / 2, y - h / 2
-    if box.kind == "start":
+    shape = box.shape
+    if shape == "stadium":
         return (
             f'<rect class="shape" x="{left:.1f}" y="{top:.1f}" width="{w:.1f}" '
             f'height="{h:.1f}" rx="{h / 2:.1f}"/>'
         )
-    if box.kind == "decision":
+    if shape == "diamond":
         corners = ((x, top), (x + w / 2, y), (x, top + h), (left, y))
         points = " ".join(f"{px:.1f},{py:.1f}" for px, py in corners)
         return f'<polygon class="shape" points="{points}"/>'
-    if box.kind in ("escalate", "human"):
+    if shape in ("octagon", "hexagon"):
         return f'<polygon class="shape" points="{_polygon_points(box)}"/>'
-    if box.kind == "exit":
+    if shape == "double-ellipse":
         return (
             f'<ellipse class="shape" cx="{x:.1f}" cy="{y:.1f}" rx="{w / 2:.1f}" ry="{h / 2:.1f}"/>'
             f'<ellipse class="shape inner" cx="{x:.1f}" cy="{y:.1f}" rx="{w / 2 - 4:.1f}" '
             f'ry="{h / 2 - 4:.1f}"/>'
         )
-    if box.kind == "checkpoint":
+    if shape == "cylinder":
         ry = 6.0
         body = (
             f"M{left:.1f},{top + ry:.1f} A{w / 2:.1f},{ry} 0 0 1 {left + w:.1f},{top + ry:.1f} "

@@ -9,6 +9,8 @@ types as these shapes. ``docs/dot.md`` documents each name.
 
 from __future__ import annotations
 
+from waygraph.model.node_types import NODE_TYPE_SPECS
+
 #: Node type read for each shape (shape names are matched case-insensitively);
 #: the Attractor handler a shape names, when it is not the type's own, is in
 #: :data:`HANDLER_OF_SHAPE`.
@@ -37,16 +39,8 @@ HANDLER_OF_SHAPE: dict[str, str] = {
     "tripleoctagon": "parallel.fan_in",
     "house": "stack.manager_loop",
 }
-#: Shape written for each node type.
-SHAPE_OF_TYPE: dict[str, str] = {
-    "start": "Mdiamond",
-    "task": "box",
-    "decision": "diamond",
-    "escalate": "octagon",
-    "exit": "Msquare",
-    "checkpoint": "cylinder",
-    "human": "hexagon",
-}
+#: Shape written for each node type (its row of the node type table).
+SHAPE_OF_TYPE: dict[str, str] = {name: spec.dot_shape for name, spec in NODE_TYPE_SPECS.items()}
 #: Shape written for each Attractor handler beyond the node type's own.
 SHAPE_OF_HANDLER: dict[str, str] = {h: s for s, h in HANDLER_OF_SHAPE.items()} | {
     "parallel": "component",

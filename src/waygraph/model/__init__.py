@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from waygraph.ids import id_problem
 from waygraph.model._status import FINISHED, NodeOutcome, NodeStatus, RunStatus, node_outcome
+from waygraph.model.node_types import NODE_TYPE_SPECS, NodeTypeSpec
 from waygraph.verify_types import BUILTIN_VERIFY_SPECS, VERIFY_TYPES, VerifySpec
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "CONDITIONS",
     "FINISHED",
     "NODE_TYPES",
+    "NODE_TYPE_SPECS",
     "ON_FAIL_ACTIONS",
     "Condition",
     "Edge",
@@ -41,6 +43,7 @@ __all__ = [
     "NodeOutcome",
     "NodeStatus",
     "NodeType",
+    "NodeTypeSpec",
     "OnFail",
     "Plan",
     "RunStatus",
@@ -55,15 +58,10 @@ Condition = Literal["on_success", "on_fail", "on_retry", "on_exhaust", "always"]
 OnFail = Literal["warn", "block", "skip", "abort"]
 CompareOp = Literal["==", "!=", ">", ">=", "<", "<=", "in", "not in", "contains"]
 
-NODE_TYPES: tuple[str, ...] = (
-    "start",
-    "task",
-    "decision",
-    "escalate",
-    "exit",
-    "checkpoint",
-    "human",
-)
+#: Every node type; each is one row of :data:`NODE_TYPE_SPECS` (what it is, the
+#: fields it uses, how drawings show it). ``NodeType`` spells the same names
+#: for type checkers, and a test holds the two equal.
+NODE_TYPES: tuple[str, ...] = tuple(NODE_TYPE_SPECS)
 CONDITIONS: tuple[str, ...] = ("on_success", "on_fail", "on_retry", "on_exhaust", "always")
 ON_FAIL_ACTIONS: tuple[str, ...] = ("warn", "block", "skip", "abort")
 
