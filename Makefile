@@ -17,8 +17,12 @@ $(BASE_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	touch $(BASE_STAMP)
 
+# The semantic extra's tests run too. torch is pinned to the CPU build this
+# machine keeps on disk (pip's find-links): a bare range would pull a CUDA build
+# of several GB from PyPI.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[semantic]' 'torch==2.13.0'
 	touch $(STAMP) $(BASE_STAMP)
 
 setup: $(STAMP)

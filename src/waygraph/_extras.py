@@ -27,6 +27,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "langgraph": ("langgraph", "langchain_core"),
     "pydantic-ai": ("pydantic_ai",),
     "otel": ("opentelemetry.trace",),
+    "semantic": ("sentence_transformers",),
 }
 
 

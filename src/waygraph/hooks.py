@@ -45,6 +45,7 @@ from typing import Any
 
 from waygraph.errors import ConfigError, WaygraphError
 from waygraph.guidance_style import GuidanceStyle, ToolsSpec
+from waygraph.matching import PlanSelector
 from waygraph.navigator import Guidance, Navigator
 
 __all__ = ["Hooks", "open_navigator"]
@@ -63,15 +64,18 @@ def open_navigator(
     logger: logging.Logger = log,
     tools: ToolsSpec = None,
     guidance: str = "full",
+    matching: str = "phrase",
 ) -> Navigator | None:
     """A Navigator for an agent's hooks, or None (with one warning line) when it cannot open.
 
     Every adapter builds its Navigator here: a library or store that does not
     load leaves the agent running without guidance, unless ``strict``, when
-    the error is raised. ``tools`` and ``guidance`` are the Navigator's (the
-    host's tool names, the guidance style); a bad value of either always
-    raises :class:`~waygraph.errors.ConfigError`: it is the caller's mistake,
-    not a library that failed to load.
+    the error is raised. ``tools``, ``guidance`` and ``matching`` are the
+    Navigator's (the host's tool names, the guidance style, how messages start
+    plans); a bad value of any always raises
+    :class:`~waygraph.errors.ConfigError` (a ``matching`` that needs the
+    ``semantic`` extra, when it is missing, too: ``MissingExtra``): it is the
+    caller's mistake, not a library that failed to load.
 
     Example:
         >>> open_navigator(None, "nosuch://x", None, strict=False) is None
@@ -81,6 +85,7 @@ def open_navigator(
         True
     """
     GuidanceStyle.of(guidance, tools)
+    PlanSelector(matching)
     try:
         return Navigator(
             library,
@@ -89,6 +94,7 @@ def open_navigator(
             strict=strict,
             tools=tools,
             guidance=guidance,
+            matching=matching,
         )
     except WaygraphError as exc:
         if strict:
@@ -102,12 +108,14 @@ class Hooks:
 
     Give a ``navigator`` to share one (and its store connection) between
     conversations, or the Navigator's own arguments (``library``, ``store``,
-    ``workspace``, ``tools``, ``guidance``) to have one built. ``tools``: your
+    ``workspace``, ``tools``, ``guidance``, ``matching``) to have one built. ``tools``: your
     loop's tool names, so the guidance names them and never one your loop
     lacks (a mapping from the plan's tool names to yours, or a list of
     yours); ``guidance``: ``"full"`` or ``"compact"`` (the current step, its
-    check and what failed last, for small contexts). With a shared
-    ``navigator`` they are the Navigator's to set, and passing them here
+    check and what failed last, for small contexts); ``matching``:
+    ``"phrase"`` (triggers, the default), ``"semantic"`` (meaning) or
+    ``"both"`` (triggers, then meaning; needs the ``semantic`` extra). With a
+    shared ``navigator`` they are the Navigator's to set, and passing them here
     raises :class:`~waygraph.errors.ConfigError`. ``session_id`` names the
     conversation in the store, so a restarted process picks up where it
     left off.
@@ -129,6 +137,7 @@ class Hooks:
         strict: bool = False,
         tools: ToolsSpec = None,
         guidance: str = "full",
+        matching: str = "phrase",
     ) -> None:
         self.session_id = session_id
         self.strict = strict
@@ -144,11 +153,12 @@ class Hooks:
                 logger=log,
                 tools=tools,
                 guidance=guidance,
+                matching=matching,
             )
-        elif tools is not None or guidance != "full":
+        elif tools is not None or guidance != "full" or matching != "phrase":
             raise ConfigError(
-                "tools= and guidance= belong to the shared navigator: pass them to "
-                "Navigator(...), not to Hooks(navigator=...)"
+                "tools= and guidance= belong to the shared navigator, as does matching=: "
+                "pass them to Navigator(...), not to Hooks(navigator=...)"
             )
 
     @property

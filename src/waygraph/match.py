@@ -54,11 +54,14 @@ __all__ = [
     "MAX_GAP",
     "Match",
     "Matcher",
+    "admits_plan",
     "distinct_phrases",
     "match",
     "naive_match",
+    "normalise_allowed",
     "normalise_word",
     "phrase_words",
+    "refusals",
 ]
 
 # A substring trigger is filed under one of its slices of _GRAM characters
@@ -91,10 +94,15 @@ class Match:
     domain_matched: bool
     activates: bool
     reason: str | None
+    #: Cosine similarity to the message when matched by meaning (:mod:`waygraph.semantic`).
+    similarity: float | None = None
+    #: ``"phrase"`` (triggers) or ``"semantic"`` (meaning).
+    matched_by: str = "phrase"
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict with the same keys as the fields."""
-        return {
+        """A JSON-ready dict with the same keys as the fields (``similarity`` and
+        ``matched_by`` only for a match by meaning)."""
+        data: dict[str, Any] = {
             "plan_id": self.plan_id,
             "score": self.score,
             "hits": list(self.hits),
@@ -102,6 +110,10 @@ class Match:
             "activates": self.activates,
             "reason": self.reason,
         }
+        if self.similarity is not None:
+            data["similarity"] = self.similarity
+            data["matched_by"] = self.matched_by
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +168,13 @@ def _entry_for(plan: Plan, order: int, phrase: bool) -> tuple[_Entry, list[tuple
     return entry, pairs
 
 
-def _normalise_allowed(allowed_plans: Collection[str] | None) -> frozenset[str] | None:
+def normalise_allowed(allowed_plans: Collection[str] | None) -> frozenset[str] | None:
+    """The allow-list as a set (a bare string is one id), or None for no allow-list.
+
+    Example:
+        >>> sorted(normalise_allowed("bugfix"))
+        ['bugfix']
+    """
     if allowed_plans is None:
         return None
     if isinstance(allowed_plans, str):  # one id passed bare
@@ -164,32 +182,61 @@ def _normalise_allowed(allowed_plans: Collection[str] | None) -> frozenset[str] 
     return frozenset(allowed_plans)
 
 
+def admits_plan(
+    plan_id: str, domains: tuple[str, ...], domain: str | None, allowed: frozenset[str] | None
+) -> tuple[bool, bool]:
+    """``(admitted, domain_matched)``: the domain and allow-list rules, whatever matched.
+
+    Phrase and meaning matching both apply them; :func:`refusals` explains a refusal.
+
+    Example:
+        >>> admits_plan("ship", ("ops",), "git", None)
+        (False, False)
+    """
+    domain_matched = bool(domain) and domain in domains
+    admitted = (allowed is None or plan_id in allowed) and (
+        domain_matched or not domain or not domains
+    )
+    return admitted, domain_matched
+
+
+def refusals(
+    plan_id: str, domains: tuple[str, ...], domain: str | None, allowed: frozenset[str] | None
+) -> str:
+    """Why :func:`admits_plan` keeps a plan out, every failed rule joined by "; " ("" if none).
+
+    Example:
+        >>> refusals("ship", ("ops",), "git", frozenset())
+        "not in the allowed plans; domain 'git' not in ['ops']"
+    """
+    reasons = []
+    if allowed is not None and plan_id not in allowed:
+        reasons.append("not in the allowed plans")
+    if domain and domains and domain not in domains:
+        reasons.append(f"domain {domain!r} not in {list(domains)!r}")
+    return "; ".join(reasons)
+
+
 def _admits(
     entry: _Entry, count: int, domain: str | None, allowed: frozenset[str] | None
 ) -> tuple[bool, bool]:
     """``(activates, domain_matched)`` for a plan with ``count`` distinct trigger hits.
 
-    The activation rule lives here alone; :func:`_reasons` explains a refusal.
+    The activation rule lives here and in :func:`admits_plan`; :func:`_reasons`
+    explains a refusal.
     """
-    domain_matched = bool(domain) and domain in entry.domains
-    activates = (
-        count >= entry.needed
-        and (allowed is None or entry.plan_id in allowed)
-        and (domain_matched or not domain or not entry.domains)
-    )
-    return activates, domain_matched
+    admitted, domain_matched = admits_plan(entry.plan_id, entry.domains, domain, allowed)
+    return admitted and count >= entry.needed, domain_matched
 
 
 def _reasons(entry: _Entry, count: int, domain: str | None, allowed: frozenset[str] | None) -> str:
     """Why a plan did not activate: every failed rule of :func:`_admits`, joined by "; "."""
-    reasons = []
-    if allowed is not None and entry.plan_id not in allowed:
-        reasons.append("not in the allowed plans")
-    if domain and entry.domains and domain not in entry.domains:
-        reasons.append(f"domain {domain!r} not in {list(entry.domains)!r}")
-    if count < entry.needed:
-        reasons.append(_too_few(count, entry.needed))
-    return "; ".join(reasons)
+    reasons = refusals(entry.plan_id, entry.domains, domain, allowed)
+    if count >= entry.needed:
+        return reasons
+    return (
+        f"{reasons}; {_too_few(count, entry.needed)}" if reasons else _too_few(count, entry.needed)
+    )
 
 
 @lru_cache(maxsize=256)
@@ -388,7 +435,7 @@ class Matcher:
             return []
         entries = self._entries
         hits = ((entries[order], indexes) for order, indexes in self._hits(message).items())
-        return _results(hits, domain, _normalise_allowed(allowed_plans), include_misses)
+        return _results(hits, domain, normalise_allowed(allowed_plans), include_misses)
 
     def best(
         self,
@@ -407,7 +454,7 @@ class Matcher:
         """
         if not message:
             return None
-        allowed = _normalise_allowed(allowed_plans)
+        allowed = normalise_allowed(allowed_plans)
         entries = self._entries
         slots = self._slots(message)
         counts = Counter(order for order, _ in slots)
@@ -507,7 +554,7 @@ def naive_match(
         return []
     text = message.lower()
     words = phrase_words(message)
-    allowed = _normalise_allowed(allowed_plans)
+    allowed = normalise_allowed(allowed_plans)
     hits: list[tuple[_Entry, list[int]]] = []
     for order, plan in enumerate(library):
         phrase = library.match_mode_of(plan) == "phrase"

@@ -32,6 +32,8 @@ from waygraph.evidence import command_of
 from waygraph.guidance_style import GuidanceStyle, ToolsSpec
 from waygraph.guided_sessions import CACHE_SESSIONS, GuidedSessions
 from waygraph.library import Library
+from waygraph.match import Match
+from waygraph.matching import PlanSelector
 from waygraph.model import Plan
 from waygraph.people import rejected_answer
 from waygraph.retry import CONFLICT_TIMEOUT
@@ -91,6 +93,11 @@ class Navigator(GuidedSessions):
     ``"compact"`` (the current step, its check and what failed last, within
     120 tokens, for small contexts). A bad value of either raises
     :class:`~waygraph.errors.ConfigError`.
+    ``matching``: how a user message starts a plan: ``"phrase"`` (its
+    triggers, the default), ``"semantic"`` (its meaning) or ``"both"``
+    (triggers first, then meaning); the last two need the ``semantic`` extra
+    (:class:`~waygraph.errors.MissingExtra` without it) and keep plan
+    embeddings next to the store (:mod:`waygraph.matching`, docs/matching.md).
 
     Example:
         >>> nav = Navigator(store="memory://", tools={"code_execution_tool": "run_command"})
@@ -113,9 +120,11 @@ class Navigator(GuidedSessions):
         conflict_timeout: float = CONFLICT_TIMEOUT,
         tools: ToolsSpec = None,
         guidance: str = "full",
+        matching: str = "phrase",
     ) -> None:
         # Checked first: a bad value must leave no store open.
         style = GuidanceStyle.of(guidance, tools)
+        self.selector = PlanSelector(matching, cache_dir=_embedding_dir(store))
         super().__init__(
             library,
             store,
@@ -131,6 +140,32 @@ class Navigator(GuidedSessions):
             confine=confine,
             tools_run_elsewhere=tools_run_elsewhere,
             run_command=self._run_gate if allow_commands else None,
+        )
+        self.selector.warm(self.library)
+
+    @property
+    def matching(self) -> str:
+        """How user messages start plans: ``"phrase"``, ``"semantic"`` or ``"both"``."""
+        return self.selector.mode
+
+    def match(
+        self,
+        message: str,
+        domain: str | None = None,
+        allowed_plans: list[str] | tuple[str, ...] | set[str] | None = None,
+    ) -> list[Match]:
+        """What ``message`` would start, in this Navigator's ``matching`` mode, and why the
+        other plans would not (no run starts).
+
+        Example:
+            >>> nav = Navigator(store="memory://")
+            >>> nav.match("I need to fix a bug in the login module")[0].plan_id
+            'bugfix_workflow'
+        """
+        self.live.refresh()
+        library, matcher = self.library, self.matcher
+        return self.selector.match(
+            library, matcher, message[:MAX_MESSAGE_CHARS], domain, allowed_plans
         )
 
     def turn(
@@ -370,16 +405,24 @@ class Navigator(GuidedSessions):
         turn_no: int,
     ) -> tuple[Plan, engine.Run, list[Mapping[str, Any]], dict[str, Any]] | None:
         allowed = list(allowed_plans) if allowed_plans is not None else None
-        best = self.matcher.best(message, domain or None, allowed)
+        library, matcher = self.library, self.matcher
+        best = self.selector.best(library, matcher, message, domain or None, allowed)
         if best is None:
             return None
-        plan = self.library[best.plan_id]
+        plan = library[best.plan_id]
+        # A start by meaning says so, with its similarity (what `waygraph tune` weighs).
+        meaning = (
+            {"matched_by": best.matched_by, "similarity": best.similarity}
+            if best.similarity is not None
+            else {}
+        )
         run, events = self._begin(
             plan,
             session_id=session_id,
             turn=turn_no,
             triggers=list(best.hits),
             score=best.score,
+            **meaning,
             # What activated the plan: `waygraph tune` weighs triggers against
             # the messages they caught, and the statistics show what activated
             # a run that went nowhere (its start only: a pasted log must not
@@ -388,6 +431,14 @@ class Navigator(GuidedSessions):
         )
         record = self._commit(run, plan, 0, events, new=True)
         return plan, run, events, record
+
+
+def _embedding_dir(store: str | Store | None) -> Path | None:
+    """The folder beside the store where plan embeddings are kept (None: memory only)."""
+    from waygraph._semantic_cache import cache_dir_for
+
+    url = store if isinstance(store, str) else getattr(store, "url", None)
+    return cache_dir_for(url if store is not None else default_store_url())
 
 
 def _refusal(events: list[Mapping[str, Any]]) -> str | None:

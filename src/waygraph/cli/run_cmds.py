@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -41,6 +42,14 @@ def _print_json(data: Any) -> None:
 # ---------------------------------------------------------------- match
 
 
+class Matching(StrEnum):
+    """The values of ``--matching`` (:data:`waygraph.matching.MATCHING_MODES`)."""
+
+    PHRASE = "phrase"
+    SEMANTIC = "semantic"
+    BOTH = "both"
+
+
 @app.command()
 @friendly_errors
 def match(
@@ -49,27 +58,65 @@ def match(
     allow: Annotated[
         list[str] | None, typer.Option("--allow", help="Only these plan ids may activate.")
     ] = None,
-    explain: Annotated[bool, typer.Option(help="Show near misses and why they missed.")] = False,
+    explain: Annotated[
+        bool, typer.Option(help="Show near misses and why they missed (and similarities).")
+    ] = False,
+    semantic: Annotated[
+        bool,
+        typer.Option(
+            "--semantic",
+            help="Match by meaning when no plan's triggers do (--matching both; needs "
+            "pip install 'waygraph[semantic]').",
+        ),
+    ] = False,
+    matching: Annotated[
+        Matching | None,
+        typer.Option(
+            "--matching",
+            help="phrase (triggers, the default), semantic (meaning only) or both.",
+        ),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Store URL, for where plan embeddings are cached (default: the user data folder).",
+            envvar="WAYGRAPH_STORE",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     library: LibraryOption = None,
 ) -> None:
     """Show which plan a user message would activate, and why."""
+    from waygraph._semantic_cache import cache_dir_for
     from waygraph.match import Matcher
+    from waygraph.matching import PlanSelector
+    from waygraph.store import default_store_url
 
+    mode = matching.value if matching is not None else "both" if semantic else "phrase"
+    selector = PlanSelector(mode, cache_dir=cache_dir_for(store or default_store_url()))
     lib = load(library)
-    results = Matcher(lib).match(message, domain or None, allow or None, include_misses=True)
+    results = selector.match(lib, Matcher(lib), message, domain or None, allow or None)
     winner = next((m for m in results if m.activates), None)
     if as_json:
         _print_json(
             {
                 "message": message,
                 "domain": domain,
+                "matching": mode,
                 "activates": winner.plan_id if winner else None,
+                "matched_by": winner.matched_by if winner else None,
                 "matches": [m.to_dict() for m in results],
+                "semantic_off": selector.failure,
             }
         )
         return
-    if winner:
+    if winner and winner.similarity is not None:
+        console.print(
+            f"[green]{plain(winner.plan_id)}[/] activates by meaning "
+            f"(similarity {winner.similarity:.2f})"
+        )
+    elif winner:
         console.print(
             f"[green]{plain(winner.plan_id)}[/] activates (score {plain(winner.score)}; "
             f"triggers: {plain(', '.join(winner.hits))})"
@@ -77,15 +124,32 @@ def match(
     else:
         console.print("No plan activates for this message.")
     if explain and results:
-        table = Table("plan", "score", "triggers hit", "result")
-        for m in results:
-            verdict = "[green]activates[/]" if m.activates else f"[yellow]{m.reason}[/]"
-            if m.activates and m is not winner:
-                verdict = "[green]would activate[/] (lower rank)"
-            table.add_row(m.plan_id, str(m.score), ", ".join(m.hits), verdict)
-        console.print(table)
+        _explain(results, winner)
     elif explain:
         console.print("No trigger of any plan appears in the message.")
+
+
+def _explain(results: list[Any], winner: Any) -> None:
+    """The table of ``waygraph match --explain``: every result and why it missed."""
+    by_meaning = any(m.similarity is not None for m in results)
+    columns = ["plan", "by", "score", "similarity", "triggers hit", "result"]
+    table = Table(
+        *(columns if by_meaning else [c for c in columns if c not in ("by", "similarity")])
+    )
+    for m in results:
+        verdict = "[green]activates[/]" if m.activates else f"[yellow]{plain(m.reason)}[/]"
+        if m.activates and m is not winner:
+            verdict = "[green]would activate[/] (lower rank)"
+        score = "-" if m.similarity is not None else str(m.score)
+        cells = [m.plan_id, m.matched_by, score, _similarity(m), ", ".join(m.hits), verdict]
+        if not by_meaning:
+            cells = [cells[0], cells[2], cells[4], cells[5]]
+        table.add_row(*cells)
+    console.print(table)
+
+
+def _similarity(m: Any) -> str:
+    return "-" if m.similarity is None else f"{m.similarity:.2f}"
 
 
 # ---------------------------------------------------------------- demo

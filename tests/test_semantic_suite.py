@@ -1,0 +1,234 @@
+"""Matching by meaning with the real model (issue 40): the paraphrase suite, the CLI and
+a model that does not load.
+
+Needs the ``semantic`` extra (``make test`` installs it); without it every
+test here is skipped with the reason. The model is loaded once for the
+module, and the tests share one xdist worker so it is loaded once per run.
+The figures the floors below come from are in docs/matching.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from waygraph._match_words import phrase_words
+from waygraph.errors import MissingExtra
+from waygraph.library import Library, load_library
+from waygraph.match import Matcher
+
+pytestmark = [pytest.mark.xdist_group("semantic")]
+
+SUITE = Path(__file__).parent / "data" / "paraphrases.yaml"
+#: Recall and false activations the suite must keep (measured: docs/matching.md).
+#: The issue's goal is 90% recall; all-MiniLM-L6-v2 over the plans' own words
+#: does not reach it (see docs/matching.md), so these floors guard what it does.
+SEMANTIC_RECALL = 0.70
+BOTH_RECALL = 0.75
+FALSE_ACTIVATIONS = 2
+
+
+def suite() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(SUITE.read_text(encoding="utf-8"))
+    return data
+
+
+def jobs() -> list[tuple[str, str, bool]]:
+    return [
+        (entry["message"], plan_id, bool(entry.get("no_trigger_word")))
+        for plan_id, entries in suite()["jobs"].items()
+        for entry in entries
+    ]
+
+
+@pytest.fixture(scope="module")
+def library() -> Library:
+    return load_library()
+
+
+@pytest.fixture(scope="module")
+def matcher(library: Library) -> Any:
+    from waygraph.semantic import SemanticMatcher, check_extra, load_embedder
+
+    try:
+        check_extra()
+    except MissingExtra as exc:
+        pytest.skip(f"matching by meaning needs the semantic extra: {exc}")
+    return SemanticMatcher(library, load_embedder())
+
+
+# ---------------------------------------------------------------- the suite itself
+
+
+def test_the_suite_has_what_the_issue_asks(library: Library):
+    written = jobs()
+    assert len(written) >= 40
+    assert {plan_id for _, plan_id, _ in written} == set(library.ids())
+    assert len(suite()["off_topic"]) >= 30
+    unlike = [(m, p) for m, p, no_word in written if no_word]
+    assert len(unlike) * 2 >= len(written)
+    for message, plan_id in unlike:
+        trigger_words = {w for t in library[plan_id].triggers for w in phrase_words(t)}
+        shared = trigger_words & set(phrase_words(message))
+        assert not shared, f"{message!r} shares {shared} with {plan_id}'s triggers"
+
+
+def test_phrases_alone_miss_every_message_in_other_words(library: Library):
+    phrase = Matcher(library)
+    assert [m for m, _, no_word in jobs() if no_word and phrase.best(m) is not None] == []
+
+
+# ---------------------------------------------------------------- recall
+
+
+@pytest.fixture(scope="module")
+def by_meaning(matcher: Any) -> dict[str, str | None]:
+    """The plan each message of the suite starts by meaning alone (one batch)."""
+    messages = [m for m, _, _ in jobs()] + suite()["off_topic"]
+    found = matcher.match_many(messages)
+    return {m: f[0].plan_id if f else None for m, f in zip(messages, found, strict=True)}
+
+
+def outcomes(
+    by_meaning: dict[str, str | None], library: Library, mode: str, messages: list[str]
+) -> list[str | None]:
+    """The plan each message starts in ``mode`` ("semantic" or "both"), or None."""
+    phrase = Matcher(library)
+    started = []
+    for message in messages:
+        hit = phrase.best(message) if mode == "both" else None
+        started.append(hit.plan_id if hit else by_meaning[message])
+    return started
+
+
+@pytest.mark.parametrize(("mode", "floor"), [("semantic", SEMANTIC_RECALL), ("both", BOTH_RECALL)])
+def test_paraphrases_start_the_right_plan(
+    by_meaning: dict[str, str | None], library: Library, mode: str, floor: float
+):
+    written = jobs()
+    started = outcomes(by_meaning, library, mode, [m for m, _, _ in written])
+    right = [s == plan_id for s, (_, plan_id, _) in zip(started, written, strict=True)]
+    assert sum(right) / len(written) >= floor
+    # Meaning catches messages phrases cannot: half of those sharing no trigger word.
+    unlike = [ok for ok, (_, _, no_word) in zip(right, written, strict=True) if no_word]
+    assert sum(unlike) * 2 >= len(unlike)
+
+
+@pytest.mark.parametrize("mode", ["semantic", "both"])
+def test_off_topic_messages_almost_never_start_a_plan(
+    by_meaning: dict[str, str | None], library: Library, mode: str
+):
+    started = outcomes(by_meaning, library, mode, suite()["off_topic"])
+    assert sum(s is not None for s in started) <= FALSE_ACTIVATIONS
+
+
+def test_the_issues_examples(matcher: Any):
+    found = matcher.best("the nightly container image won't build")
+    assert found is not None and found.plan_id == "docker_build_deploy"
+    assert matcher.best("what's the weather like in Paris tomorrow?") is None
+
+
+# ---------------------------------------------------------------- through the host
+
+
+def test_a_navigator_in_both_mode_starts_a_plan_by_meaning(matcher: Any):
+    from waygraph import Navigator
+
+    nav = Navigator(store="memory://", matching="both")
+    guidance = nav.turn("s", user_message="the nightly container image won't build")
+    assert guidance.run is not None and guidance.run["plan_id"] == "docker_build_deploy"
+    activated = next(e for e in guidance.events if e["type"] == "plan_activated")
+    assert activated["matched_by"] == "semantic"
+    # The phrase default is unchanged: the same message starts nothing.
+    phrase = Navigator(store="memory://")
+    assert phrase.turn("s", user_message="the nightly container image won't build").run is None
+
+
+def test_waygraph_match_semantic_explains_the_similarities(matcher: Any, tmp_path: Path):
+    from waygraph.cli import app
+
+    runner = CliRunner()
+    message = "the nightly container image won't build"
+    store = f"sqlite:///{tmp_path}/w.db"
+    plain = runner.invoke(app, ["match", message, "--store", store])
+    assert plain.exit_code == 0 and "No plan activates" in plain.output
+    shown = runner.invoke(
+        app, ["match", message, "--semantic", "--explain", "--store", store], env={"COLUMNS": "200"}
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "docker_build_deploy activates by meaning (similarity 0." in shown.output
+    assert "not the closest plan" in shown.output
+    data = json.loads(
+        runner.invoke(app, ["match", message, "--matching", "semantic", "--json"]).output
+    )
+    assert (data["activates"], data["matched_by"]) == ("docker_build_deploy", "semantic")
+    assert data["matches"][0]["similarity"] > 0.3
+    # The plan embeddings were kept next to the store.
+    assert list((tmp_path / "waygraph-embeddings").glob("embeddings-*.npz"))
+
+
+@pytest.fixture
+def broken_model(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{not json", encoding="utf-8")
+    old = os.environ.get("WAYGRAPH_EMBEDDING_MODEL")
+    os.environ["WAYGRAPH_EMBEDDING_MODEL"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("WAYGRAPH_EMBEDDING_MODEL", None)
+    else:
+        os.environ["WAYGRAPH_EMBEDDING_MODEL"] = old
+
+
+def test_a_model_that_does_not_load_warns_and_matches_by_phrase(
+    matcher: Any, broken_model: Path, caplog: pytest.LogCaptureFixture
+):
+    from waygraph import Navigator
+
+    with caplog.at_level(logging.WARNING, logger="waygraph.match"):
+        nav = Navigator(store="memory://", matching="semantic")
+        other_words = nav.turn("a", user_message="the nightly container image won't build")
+        by_phrase = nav.turn("b", user_message="I need to fix a bug in the login module")
+    assert other_words.run is None and other_words.error is None
+    assert by_phrase.run is not None and by_phrase.run["plan_id"] == "bugfix_workflow"
+    assert str(broken_model) in (nav.selector.failure or "")
+    assert "matching by meaning is off" in caplog.text
+
+
+BLOCKING_MAIN = """
+import runpy, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "sentence_transformers":
+            raise ImportError(f"No module named {name!r}")
+sys.meta_path.insert(0, Block())
+sys.argv[0] = "waygraph"
+runpy.run_module("waygraph", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("flag", [["--semantic"], ["--matching", "both"]])
+def test_without_the_extra_match_says_so_in_one_line_and_exits_2(flag: list[str], tmp_path: Path):
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKING_MAIN, "match", "ship it", *flag],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "HOME": str(tmp_path), "COLUMNS": "200"},
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    error = done.stderr.strip()
+    assert "\n" not in error and "Traceback" not in error
+    assert "pip install 'waygraph[semantic]'" in error
