@@ -34,7 +34,7 @@ from waygraph.events import (
     StateTransition,
     Worker,
 )
-from waygraph.events._payload import DEFAULT_MAX_PAYLOAD, HEADER_ROOM
+from waygraph.events._payload import DEFAULT_MAX_PAYLOAD, HEADER_ROOM, check_size
 
 GOAL_BYTES = 800_000
 #: The goal's own timeout: the caller must hear back within it.
@@ -194,6 +194,34 @@ async def test_the_in_process_bus_limit_is_natss_default_or_none() -> None:
     async with InProcessBus(max_payload=None) as unbounded:
         assert unbounded.max_payload is None
         await unbounded.publish(unbounded.envelope("big.one", {"text": "u" * (1024 * 1024)}))
+
+
+class UnknownLimitBus(InProcessBus):
+    """Keeps NATS's default limit but does not say so: as a bus whose limit was lowered
+    after the commit, or an answer committed by an earlier version."""
+
+    @property
+    def max_payload(self) -> int | None:
+        return None
+
+    async def publish(self, envelope: Any, topic: Any = None) -> None:
+        payload = envelope.to_json()
+        check_size(payload, limit=DEFAULT_MAX_PAYLOAD, what=f"event {envelope.id}")
+        await super().publish(envelope, topic)
+
+
+@async_test(60)
+async def test_an_answer_refused_when_sent_goes_out_as_a_failed_answer(tmp_path: Any) -> None:
+    bus = UnknownLimitBus(source="test", max_payload=None)
+    stack = Stack("inprocess+sqlite", f"sqlite:///{tmp_path / 'plans.db'}")
+    stack._shared = bus
+    stack._buses.append(bus)
+    async with echo_stack(stack, ECHO) as e:
+        answer = await e.ask({"text": "x" * GOAL_BYTES})
+        assert answer.data["status"] == "failed" and answer.data["result"] is None
+        assert answer.data["error"]["limit"] == DEFAULT_MAX_PAYLOAD
+        plan = await restore_settled(answer.data["plan_id"], e.planner.context)
+        assert plan.outbox == [] and plan.result["results"]["two"]["text"] == "x" * GOAL_BYTES
 
 
 def test_a_plan_loads_its_shared_values_back() -> None:

@@ -29,9 +29,10 @@ from waygraph.engine import events as engine
 from waygraph.engine.event_run import EventPlan, Moved, derived_id, evolve
 from waygraph.errors import PayloadTooLargeError
 from waygraph.events._payload import size_of
+from waygraph.events.envelope import Envelope
 from waygraph.model import RunStatus
 
-__all__ = ["fit", "too_large"]
+__all__ = ["failed_answer", "fit", "too_large"]
 
 _FINISHED_EVENTS = frozenset({"plan_completed", "plan_failed"})
 
@@ -44,6 +45,12 @@ def too_large(exc: PayloadTooLargeError) -> dict[str, Any]:
         "size": exc.size,
         "limit": exc.limit,
     }
+
+
+def _answer_error(exc: PayloadTooLargeError) -> dict[str, Any]:
+    error = too_large(exc)
+    error["message"] += "; the full result is kept with the plan in the store"
+    return error
 
 
 def fit(
@@ -69,9 +76,7 @@ def fit(
         if entry["id"] == answer_id and not refitted:
             what = f"plan {plan.plan_id!r}: the answer to its goal ({kind})"
             error = PayloadTooLargeError(what, size=size, limit=limit, event_type=kind)
-            payload = too_large(error)
-            payload["message"] += "; the full result is kept with the plan in the store"
-            return _answer_failed(plan, moved, wire, payload)
+            return _answer_failed(plan, moved, wire, _answer_error(error))
         raise PayloadTooLargeError(
             f"plan {plan.plan_id!r}, state {moved.run.current_state!r}: the {kind} event",
             size=size,
@@ -79,6 +84,16 @@ def fit(
             event_type=kind,
         )
     return None
+
+
+def failed_answer(plan_id: str, envelope: Envelope, exc: PayloadTooLargeError) -> Envelope | None:
+    """The failed answer to send in place of ``envelope`` when it is ``plan_id``'s answer
+    to its goal and the bus refused it as too large (None for any other event)."""
+    if envelope.id != derived_id(plan_id, "response"):
+        return None
+    error = _answer_error(exc)
+    data = {"plan_id": plan_id, "status": "failed", "result": None, "error": error}
+    return envelope.model_copy(update={"data": data})
 
 
 def _answer_failed(

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Self
 from waygraph import tracing
 from waygraph.engine import events as engine
 from waygraph.engine.event_run import EventPlan, EventRun, Moved
-from waygraph.errors import Conflict, PlanContextNotFoundError
-from waygraph.events._fitting import fit
+from waygraph.errors import Conflict, PayloadTooLargeError, PlanContextNotFoundError
+from waygraph.events._fitting import failed_answer, fit
 from waygraph.events._outbox_marks import OUTBOX_PENDING, mark_stored
 from waygraph.events._payload import bus_limit
 from waygraph.events._planner_context import (
@@ -463,7 +463,16 @@ class PlanRecords(_Model):
             envelope = (envelopes or {}).get(entry["id"])
             if envelope is None:  # an entry read back from the store
                 envelope = Envelope.from_wire(entry["envelope"], entry["topic"])
-            await bus.publish(envelope, entry["topic"])
+            try:
+                await bus.publish(envelope, entry["topic"])
+            except PayloadTooLargeError as exc:
+                # Committed before the limit was known or lowered (or by an older
+                # version): the caller hears a failed answer; the result stays stored.
+                substitute = failed_answer(self.plan_id, envelope, exc)
+                if substitute is None:
+                    raise
+                log.warning("plan %s: %s; sent a failed answer instead", self.plan_id, exc)
+                await bus.publish(substitute, entry["topic"])
             return str(entry["id"])
 
         if len(entries) == 1:
