@@ -99,8 +99,11 @@ class OutboxRetry:
         if self._tasks.get(plan_id) is task:
             del self._tasks[plan_id]
 
-    def cancel(self) -> None:
-        """Stop every waiting try (the planner is closing; its next start sends the rest)."""
+    async def stop(self) -> None:
+        """Stop every waiting try and wait until they have stopped (the planner is
+        closing; its next start sends the rest)."""
         tasks, self._tasks = self._tasks, {}
         for task in tasks.values():
             task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks.values(), return_exceptions=True)

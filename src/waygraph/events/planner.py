@@ -303,7 +303,7 @@ class Planner:
         if running:
             await asyncio.wait(running, timeout=timeout)
         self.context.marks.cancel()
-        self.context.retries.cancel()
+        await self.context.retries.stop()
         try:
             await self.context.flush_marks()
         except Exception:  # left in the outbox: the next start sends them again, deduplicated
