@@ -8,7 +8,6 @@ model shipped by the ``semantic`` extra.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,8 +17,8 @@ import pytest
 
 np = pytest.importorskip("numpy", reason="matching by meaning needs numpy (waygraph[semantic])")
 
+from tests.semantic_helpers import WordModel  # noqa: E402
 from waygraph import semantic  # noqa: E402
-from waygraph._match_words import phrase_words  # noqa: E402
 from waygraph._semantic_cache import CACHE_FOLDER, EmbeddingCache, cache_dir_for  # noqa: E402
 from waygraph.errors import ConfigError  # noqa: E402
 from waygraph.library import Library  # noqa: E402
@@ -28,27 +27,6 @@ from waygraph.matching import PlanSelector, check_matching  # noqa: E402
 from waygraph.model import Plan  # noqa: E402
 from waygraph.navigator import Navigator  # noqa: E402
 from waygraph.semantic import EMBED_CHARS, Embedder, SemanticMatcher, plan_texts  # noqa: E402
-
-DIMS = 256
-#: Words the stand-in model ignores, as a real one gives them little weight.
-STOPWORDS = frozenset("a an the to into of or and please".split())
-
-
-class WordModel:
-    """Each word (stemmed as phrase matching stems it) is a fixed direction: texts that
-    share words are close, texts that share none are orthogonal."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    def encode(self, texts: Sequence[str], **_: Any) -> Any:
-        self.calls.append(list(texts))
-        out = np.zeros((len(texts), DIMS), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in set(phrase_words(text)) - STOPWORDS:
-                out[row, int(hashlib.sha256(word.encode()).hexdigest(), 16) % DIMS] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms == 0, 1, norms)
 
 
 def plan(pid: str, name: str, description: str, *, domains: Sequence[str] = ()) -> Plan:

@@ -218,10 +218,17 @@ runpy.run_module("waygraph", run_name="__main__", alter_sys=True)
 """
 
 
-@pytest.mark.parametrize("flag", [["--semantic"], ["--matching", "both"]])
-def test_without_the_extra_match_says_so_in_one_line_and_exits_2(flag: list[str], tmp_path: Path):
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["match", "ship it", "--semantic"],
+        ["match", "ship it", "--matching", "both"],
+        ["mcp", "--matching", "semantic", "--store", "memory://"],
+    ],
+)
+def test_without_the_extra_a_semantic_mode_is_one_line_and_exit_2(args: list[str], tmp_path: Path):
     done = subprocess.run(
-        [sys.executable, "-c", BLOCKING_MAIN, "match", "ship it", *flag],
+        [sys.executable, "-c", BLOCKING_MAIN, *args],
         capture_output=True,
         text=True,
         timeout=120,

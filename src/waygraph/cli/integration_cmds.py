@@ -124,6 +124,14 @@ def mcp(
             "(default: the current folder).",
         ),
     ] = None,
+    matching: Annotated[
+        str,
+        typer.Option(
+            "--matching",
+            help="How a user message starts a plan: phrase (its triggers), semantic (its "
+            "meaning; pip install 'waygraph[semantic]') or both.",
+        ),
+    ] = "phrase",
 ) -> None:
     """Serve waygraph over the Model Context Protocol on stdio (for any MCP client).
 
@@ -137,4 +145,13 @@ def mcp(
         raise ConfigError(f"--workspace {workspace}: no such folder")
     # Before the store is opened (and created): without mcp nothing is written.
     require("mcp", purpose="waygraph mcp")
-    serve(library=library, store=store, allow_commands=allow_commands, workspace=workspace)
+    from waygraph.matching import PlanSelector
+
+    PlanSelector(matching)  # a bad mode or a missing extra: one line, before serving
+    serve(
+        library=library,
+        store=store,
+        allow_commands=allow_commands,
+        workspace=workspace,
+        matching=matching,
+    )

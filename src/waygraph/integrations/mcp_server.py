@@ -228,6 +228,7 @@ def build_server(
     workspace: str | os.PathLike[str] | None = None,
     tools: ToolsSpec = None,
     guidance: str = "full",
+    matching: str = "phrase",
 ) -> Any:
     """An ``mcp`` server (``MCPServer``; ``FastMCP`` before mcp 2) for ``navigator``.
 
@@ -235,7 +236,9 @@ def build_server(
     ``workspace`` is the folder relative ``file_exists`` paths and command
     gates resolve against (default: the server's working folder); ``tools``
     (the client's tool names) and ``guidance`` (``"full"`` or ``"compact"``)
-    word the guidance as :class:`~waygraph.Navigator` does.
+    word the guidance as :class:`~waygraph.Navigator` does; ``matching``
+    (``"phrase"``, ``"semantic"`` or ``"both"``) is how ``user_message`` and
+    ``match_plans`` pick a plan (docs/matching.md).
 
     Raises a :class:`~waygraph.errors.WaygraphError` when the library or the
     store does not load.
@@ -252,6 +255,7 @@ def build_server(
             workspace=workspace,
             tools=tools,
             guidance=guidance,
+            matching=matching,
         )
     )
 
@@ -260,7 +264,6 @@ def build_server(
     from waygraph import __version__
     from waygraph.draw import to_mermaid
     from waygraph.formats.json_library import plan_to_data
-    from waygraph.match import Matcher
 
     if "version" in inspect.signature(MCPServer).parameters:
         server = MCPServer(name="waygraph", instructions=INSTRUCTIONS, version=__version__)
@@ -324,11 +327,16 @@ def build_server(
     def match_plans(
         message: str, domain: str | None = None, allowed_plans: list[str] | None = None
     ) -> dict[str, Any]:
-        """Which plan `message` would activate (none is started), and why others would not."""
-        results = Matcher(nav.library).match(message, domain or None, allowed_plans)
+        """Which plan `message` would activate (none is started), and why others would not.
+
+        Matched as `user_message` matches: by triggers, by meaning, or both (the
+        server's matching); a match by meaning has `similarity` and `matched_by`.
+        """
+        results = nav.match(message, domain or None, allowed_plans)
         winner = next((m for m in results if m.activates), None)
         return {
             "activates": winner.plan_id if winner else None,
+            "matching": nav.matching,
             "matches": [m.to_dict() for m in results],
         }
 
@@ -489,11 +497,14 @@ def serve(
     *,
     allow_commands: bool = False,
     workspace: str | os.PathLike[str] | None = None,
+    matching: str = "phrase",
 ) -> None:
     """Run the MCP server on stdio until the client disconnects.
 
     The library and store are opened first, so a broken one raises a
     :class:`~waygraph.errors.WaygraphError` before anything is served.
     """
-    server = build_server(library, store, allow_commands=allow_commands, workspace=workspace)
+    server = build_server(
+        library, store, allow_commands=allow_commands, workspace=workspace, matching=matching
+    )
     server.run("stdio")

@@ -75,7 +75,9 @@ class RunFacts:
     ``message``: the user message that activated the plan (recorded since
     ``plan_activated`` events carry it; None for older runs and runs started
     by id). ``triggers``: the triggers that hit it. ``started_by``:
-    ``message`` or ``id``. ``end_node``: where the run was when it stopped
+    ``message`` or ``id``. ``matched_by``: how the message started it,
+    ``phrase`` (its triggers) or ``semantic`` (its meaning, with
+    ``similarity``). ``end_node``: where the run was when it stopped
     (or is now). ``verified``: how many verdicts the run got at all.
     """
 
@@ -87,6 +89,8 @@ class RunFacts:
     started_by: str = "message"
     message: str | None = None
     triggers: tuple[str, ...] = ()
+    matched_by: str = "phrase"
+    similarity: float | None = None
     completed: tuple[str, ...] = ()
     visits: tuple[Visit, ...] = ()
     end_node: str | None = None
@@ -153,6 +157,7 @@ def run_facts(
     message: str | None = None
     triggers: tuple[str, ...] = ()
     started_by = "message"
+    matched_by, similarity = "phrase", None
     verified = 0
     for event in events:
         kind = event.get("type")
@@ -163,6 +168,11 @@ def run_facts(
             triggers = tuple(str(t) for t in event.get("triggers") or ())
             if event.get("started_by") == "id":
                 started_by = "id"
+            if event.get("matched_by") == "semantic":
+                matched_by = "semantic"
+                raw_similarity = event.get("similarity")
+                if isinstance(raw_similarity, int | float) and not isinstance(raw_similarity, bool):
+                    similarity = float(raw_similarity)
         elif kind == "node_entered" and "attempt" in event:
             if event.get("exhausted"):
                 # Back through a failure edge with no attempts left: the same visit ends.
@@ -191,6 +201,8 @@ def run_facts(
         started_by=started_by,
         message=message,
         triggers=triggers,
+        matched_by=matched_by,
+        similarity=similarity,
         completed=tuple(str(n) for n in completed),
         visits=tuple(visits),
         end_node=end if isinstance(end := record.get("current_node"), str) else None,

@@ -39,6 +39,9 @@ default :data:`MIN_RUNS`; the shares are module constants):
   at most :data:`MAX_LOST_SHARE` of the good runs.
 - ``lower-trigger-threshold`` and ``add-trigger``: see
   :mod:`waygraph.learning.tune_triggers`.
+- ``raise-semantic-threshold`` and ``lower-semantic-threshold``: the
+  library's threshold for starting plans by meaning (``_meta``); see
+  :mod:`waygraph.learning.tune_semantic`.
 
 Example:
     >>> from waygraph.library import load_library
@@ -88,6 +91,8 @@ MAX_LOST_SHARE = 0.1
 EXAMPLES = 5
 
 ProposalKind = Literal[
+    "raise-semantic-threshold",
+    "lower-semantic-threshold",
     "raise-trigger-threshold",
     "lower-trigger-threshold",
     "add-trigger",
@@ -295,7 +300,10 @@ def _escalation_proposal(
 
 
 def _threshold_proposal(plan: Plan, runs: Sequence[RunFacts], min_runs: int) -> Proposal | None:
-    activations = [r for r in runs if r.started_by == "message" and r.finished]
+    # Runs started by meaning hit no trigger: the semantic threshold answers for them.
+    activations = [
+        r for r in runs if r.started_by == "message" and r.matched_by == "phrase" and r.finished
+    ]
     if len(activations) < min_runs:
         return None
     false = [r for r in activations if r.false_activation]
@@ -361,6 +369,7 @@ def tune(
     proposals out, in library order.
     """
     from waygraph.learning.samples import store_samples
+    from waygraph.learning.tune_semantic import semantic_proposals
     from waygraph.learning.tune_triggers import trigger_proposals
 
     if min_runs < 1:
@@ -388,6 +397,8 @@ def tune(
                     found.append(stuck)
     raised_plans = {p.plan for p in found if p.kind == "raise-trigger-threshold"}
     found.extend(trigger_proposals(library, by_plan, samples, skip=raised_plans))
+    found.extend(semantic_proposals(library, by_plan, samples, min_runs, store_url=store.url))
+    # Library-wide proposals (plan "_meta") first, then each plan's in library order.
     order = {plan_id: i for i, plan_id in enumerate(library.ids())}
-    found.sort(key=lambda p: (order[p.plan], KINDS.index(p.kind), p.node or ""))
+    found.sort(key=lambda p: (order.get(p.plan, -1), KINDS.index(p.kind), p.node or ""))
     return found

@@ -5,7 +5,8 @@ the one given is not changed. :func:`write_library` writes a library as one
 YAML (or, for a ``.json`` name, JSON) library file, whatever it was loaded
 from: a library made of a directory of plan files becomes one file holding
 every plan, in library order, so the copy can be reviewed (diffed) and
-loaded as it is. Lowering a node's retries to 0 also turns its
+loaded as it is. A semantic threshold proposal sets the library's
+``_meta.semantic_threshold``. Lowering a node's retries to 0 also turns its
 ``on_exhaust`` edges into ``on_fail`` (same route; ``check`` warns about the
 first). It refuses to write over any file the library was loaded
 from, into the library's own directory (the copy would join the library),
@@ -63,6 +64,16 @@ def _int(proposal: Proposal, low: int) -> int:
             f"{low} as its proposed value, not {value!r}"
         )
     return value
+
+
+def _threshold(proposal: Proposal) -> float:
+    """A semantic threshold proposal's value: a similarity from -1 to 1."""
+    value = proposal.proposed
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -1 <= value <= 1:
+        raise InputError(
+            f"{proposal.kind} needs a similarity from -1 to 1 as its proposed value, not {value!r}"
+        )
+    return float(value)
 
 
 def _exhaust_to_fail(data: dict[str, Any], node_id: str) -> None:
@@ -133,12 +144,16 @@ def apply_proposals(library: Library, proposals: Sequence[Proposal]) -> Library:
     ``waygraph check``.
     """
     plans = {plan.id: plan for plan in library}
+    meta = dict(library.meta)
     for proposal in proposals:
+        if proposal.kind.endswith("-semantic-threshold"):
+            meta["semantic_threshold"] = _threshold(proposal)
+            continue
         plan = plans.get(proposal.plan)
         if plan is None:
             raise InputError(f"{proposal.kind}: no plan {proposal.plan!r} in the library")
         plans[plan.id] = _applied(plan, proposal)
-    tuned = Library(list(plans.values()), meta=library.meta)
+    tuned = Library(list(plans.values()), meta=meta)
     errors = [p for p in tuned.check() if p.level == "error"]
     if errors:
         raise InputError(f"the tuned library fails waygraph check: {errors[0]}")

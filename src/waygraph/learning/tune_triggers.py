@@ -38,7 +38,14 @@ from waygraph.library import Library
 from waygraph.match import Matcher
 from waygraph.model import Plan
 
-__all__ = ["KIND_SHARE", "MIN_SAMPLES", "plan_words", "trigger_proposals"]
+__all__ = [
+    "KIND_SHARE",
+    "MIN_SAMPLES",
+    "kind_share",
+    "plan_words",
+    "sample_run_id",
+    "trigger_proposals",
+]
 
 #: Runs (of a plan's kind, without a plan) a trigger proposal needs.
 MIN_SAMPLES = 3
@@ -68,13 +75,25 @@ def plan_words(plan: Plan, messages: Sequence[str] = ()) -> frozenset[str]:
     return frozenset(found)
 
 
-def _run_id(sample: Sample) -> str:
-    """``source:run``, once (a session sample's run id starts with its source already)."""
+def sample_run_id(sample: Sample) -> str:
+    """``source:run``, once (a session sample's run id starts with its source already).
+
+    Example:
+        >>> sample_run_id(Sample("dag", "r1", "fix the login bug", ()))
+        'dag:r1'
+    """
     prefix = f"{sample.source}:"
     return sample.run if sample.run.startswith(prefix) else prefix + sample.run
 
 
-def _kind_share(sample: Sample, vocabulary: frozenset[str]) -> float:
+def kind_share(sample: Sample, vocabulary: frozenset[str]) -> float:
+    """The share of a run's words (goal and steps) that are in ``vocabulary``.
+
+    Example:
+        >>> round(kind_share(Sample("dag", "r1", "fix the login bug", ()),
+        ...                  frozenset({"bug", "login"})), 2)
+        0.67
+    """
     mine = signature(sample)
     return len(mine & vocabulary) / len(mine) if mine else 0.0
 
@@ -112,11 +131,13 @@ def _lower(
         hit = next((m for m in matcher.match(sample.goal) if m.plan_id == plan.id), None)
         if hit is None or len(set(hit.hits)) != plan.trigger_threshold - 1:
             continue
-        if _kind_share(sample, vocabulary) >= KIND_SHARE:
+        if kind_share(sample, vocabulary) >= KIND_SHARE:
             near.append(sample)
     if len(near) < MIN_SAMPLES:
         return None
-    activations = [r for r in runs if r.started_by == "message" and r.finished]
+    activations = [
+        r for r in runs if r.started_by == "message" and r.matched_by == "phrase" and r.finished
+    ]
     false = [r for r in activations if r.false_activation]
     if activations and len(false) > MAX_FALSE_SHARE * len(activations):
         return None
@@ -135,7 +156,7 @@ def _lower(
                 "false_activations": len(false),
                 "taken_from_other_plans": 0,
             },
-            runs=[_run_id(s) for s in near[:EXAMPLES]],
+            runs=[sample_run_id(s) for s in near[:EXAMPLES]],
             messages=[s.goal for s in near[:EXAMPLES]],
         ),
         reason=(
@@ -152,7 +173,7 @@ def _add(
     started: Sequence[tuple[str, str]],
 ) -> Proposal | None:
     scored = [
-        (statistics.fmean(_kind_share(s, vocabularies[p.id]) for s in group), -i, p)
+        (statistics.fmean(kind_share(s, vocabularies[p.id]) for s in group), -i, p)
         for i, p in enumerate(library)
     ]
     share, _, plan = max(scored, key=lambda item: item[:2])
@@ -180,7 +201,7 @@ def _add(
                 "taken_from_other_plans": 0,
             },
             shares={"words_of_plan": round(share, 3)},
-            runs=[_run_id(s) for s in group[:EXAMPLES]],
+            runs=[sample_run_id(s) for s in group[:EXAMPLES]],
             messages=goals[:EXAMPLES],
         ),
         reason=(

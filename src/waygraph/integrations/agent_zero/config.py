@@ -19,8 +19,13 @@ the host keeps working when it is mounted into a container at ``/a0``::
       "exit_codes": true,                   // real exit codes of terminal commands
       "allow_commands": false,              // plans' command gates may run
       "confine": false,                     // file checks stay inside the workspace
-      "tools_run_elsewhere": false          // tools run on another machine
+      "tools_run_elsewhere": false,         // tools run on another machine
+      "matching": "phrase"                  // "semantic" or "both": plans start by meaning
     }
+
+``matching`` other than ``"phrase"`` needs ``pip install 'waygraph[semantic]'``
+in Agent-Zero's Python (docs/matching.md); plan embeddings are kept in
+``usr/waygraph/waygraph-embeddings/`` beside the default store.
 
 Example:
     >>> from pathlib import Path
@@ -39,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from waygraph.errors import ConfigError
+from waygraph.matching import MATCHING_MODES
 
 __all__ = [
     "COMPAT_EXTRAS_KEY",
@@ -77,6 +83,8 @@ class AgentZeroConfig:
     allow_commands: bool = False
     confine: bool = False
     tools_run_elsewhere: bool = False
+    #: How a user message starts a plan: "phrase", "semantic" or "both".
+    matching: str = "phrase"
 
     def to_data(self) -> dict[str, Any]:
         """The settings as the JSON object the config file holds (with its format tag)."""
@@ -120,6 +128,12 @@ class AgentZeroConfig:
         replies = data.get("reply_tools", list(defaults["reply_tools"]))
         if not isinstance(replies, list) or not all(isinstance(t, str) and t for t in replies):
             raise ConfigError(f"{file}: field 'reply_tools' must be a list of tool names")
+        matching = data.get("matching", "phrase")
+        if matching not in MATCHING_MODES:
+            raise ConfigError(
+                f"{file}: field 'matching' must be one of "
+                f"{', '.join(repr(m) for m in MATCHING_MODES)} (got {matching!r})"
+            )
         key = data.get("extras_key", DEFAULT_EXTRAS_KEY)
         if not isinstance(key, str) or not key.strip():
             raise ConfigError(f"{file}: field 'extras_key' must be a non-empty string")
@@ -130,6 +144,7 @@ class AgentZeroConfig:
             workspace=data.get("workspace"),
             extras_key=key,
             reply_tools=tuple(replies),
+            matching=matching,
             **flags,
         )
 

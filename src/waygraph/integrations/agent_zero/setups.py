@@ -257,6 +257,7 @@ def _build(config_path: Path, stamp: tuple[int, int]) -> HookSetup:
         allow_commands=config.allow_commands,
         confine=config.confine,
         tools_run_elsewhere=config.tools_run_elsewhere,
+        matching=config.matching,
     )
     return HookSetup(
         root=root, key=str(config_path), config=config, navigator=navigator, stamp=stamp
