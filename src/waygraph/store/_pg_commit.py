@@ -19,9 +19,13 @@ What each part does is what the separate statements did:
   row's current one);
 - correlation rows: the ones no longer wanted are deleted and the new ones
   inserted (rows kept are not rewritten);
-- events: numbered from the record's new ``last_seq`` backwards;
+- events: numbered from the record's new ``last_seq`` backwards, sent as
+  one JSON array of the JSON texts the store encoded (``json`` keeps each
+  element's text as it is);
 - the session pointer, when asked for;
-- the ``NOTIFY``, delivered at commit and only if the record was written,
+- the ``NOTIFY``, its payload JSON ``{"key": ..., "session": ...}`` (``{}``
+  past NOTIFY's 8000 bytes) made by the server and only when it is sent,
+  delivered at commit and only if the record was written,
   and only while someone listens (a live row in ``listeners``, see
   :meth:`PostgresStore.listen`) unless the store notifies always: every
   notifying commit takes PostgreSQL's one lock on the notification queue
@@ -40,19 +44,18 @@ Example:
     >>> c = normalise_commit("k", {}, 0, [{"e": 1}], kind="guided", session=None,
     ...                      status=None, plan=None, correlation_ids=[], make_current=False)
     >>> call, values = commit_call(c, 1.5, "waygraph", always=False)
-    >>> call.startswith("EXECUTE waygraph_create("), ['{"e":1}'] in values
+    >>> call.startswith("EXECUTE waygraph_create("), '[{"e":1}]' in values
     (True, True)
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from waygraph.store.base import Commit
 
-__all__ = ["CREATE", "PREPARES", "UPDATE", "commit_call", "notice"]
+__all__ = ["CREATE", "PREPARES", "UPDATE", "commit_call"]
 
 # Every part after the record's write: each reads w, so none runs when w is empty.
 # `latest <> 0` (the flag is 0 or 1), not `= 1`: the generic plan of the
@@ -73,8 +76,8 @@ _REST = """, cleared AS (
     ON CONFLICT DO NOTHING
 ), appended AS (
     INSERT INTO events (key, seq, data)
-    SELECT %(key)s::text, w.last_seq - %(n)s::bigint + e.i, e.d::json
-    FROM w, unnest(%(events)s::text[]) WITH ORDINALITY AS e(d, i)
+    SELECT %(key)s::text, w.last_seq - %(n)s::bigint + e.i, e.d
+    FROM w, json_array_elements(%(events)s::json) WITH ORDINALITY AS e(d, i)
 ), pointed AS (
     INSERT INTO session_pointers (session, key)
     SELECT %(session)s::text, %(key)s::text FROM w WHERE %(current)s::boolean
@@ -85,7 +88,11 @@ SELECT w.version,
         SELECT 1 FROM listeners l, pg_stat_get_activity(l.pid) a
         WHERE l.channel = %(channel)s::text
           AND (a.backend_start IS NULL OR a.backend_start = l.started)
-    ) THEN pg_notify(%(channel)s::text, %(notice)s::text) END
+    ) THEN pg_notify(%(channel)s::text, (
+        SELECT CASE WHEN octet_length(t) < 7900 THEN t ELSE '{}' END FROM format(
+            '{"key": %s, "session": %s}', to_json(%(key)s::text),
+            COALESCE(to_json(%(session)s::text)::text, 'null')) AS t
+    )) END
 FROM w"""
 
 # The record data is our own JSON text stored as `json` (not `jsonb`), so
@@ -175,27 +182,16 @@ def commit_call(c: Commit, now: float, channel: str, *, always: bool) -> tuple[s
         "ids": list(c.correlation_ids),
         "n": len(c.events),
         "now": now,
-        "events": list(c.events),
+        # The events are JSON text already: one JSON array of them, not a
+        # text[] whose every element psycopg would escape again.
+        "events": f"[{','.join(c.events)}]",
         # A new record has no correlation rows to replace.
         "replace": c.expected_version != 0,
         "current": c.make_current and c.session is not None,
         "channel": channel,
         "always": always,
-        "notice": notice(c.key, c.session),
         "expected": c.expected_version,
     }
     name = "waygraph_create" if c.expected_version == 0 else "waygraph_update"
     names = _STATEMENTS[name][1]
     return f"EXECUTE {name}({', '.join(['%s'] * len(names))})", [values[n] for n in names]
-
-
-def notice(key: str, session: str | None) -> str:
-    """A commit's NOTIFY payload: JSON ``{"key", "session"}``, ``{}`` when too long.
-
-    Example:
-        >>> notice("k", None)
-        '{"key": "k", "session": null}'
-    """
-    payload = json.dumps({"key": key, "session": session})
-    # NOTIFY payloads stop at 8000 bytes; an empty notice means "something changed".
-    return payload if len(payload.encode()) < 7900 else "{}"
