@@ -95,3 +95,15 @@ def test_the_async_navigator_takes_matching():
     guidance = asyncio.run(nav.turn("s", user_message=MESSAGE))
     assert guidance.run is not None and guidance.run["plan_id"] == "docker_build_deploy"
     assert isinstance(nav.sync, Navigator) and nav.sync.matching == "semantic"
+
+
+def test_the_framework_adapters_take_matching():
+    pytest.importorskip("langgraph", reason="the LangGraph adapter needs the langgraph extra")
+    pytest.importorskip("pydantic_ai", reason="the Pydantic AI adapter needs its extra")
+    from waygraph.integrations.langgraph import LangGraphHooks
+    from waygraph.integrations.pydantic_ai import waygraph_capability
+
+    hooks = LangGraphHooks(store="memory://", matching="both")
+    assert hooks.navigator is not None and hooks.navigator.matching == "both"
+    capability: Any = waygraph_capability(store="memory://", matching="semantic")
+    assert capability.navigator.matching == "semantic"

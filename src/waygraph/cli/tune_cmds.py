@@ -102,8 +102,10 @@ def tune(
 
     Raises or lowers trigger_threshold, adds triggers from goals that ran
     without a plan, raises max_retries where the last attempt often succeeds,
-    lowers it where extra attempts never help, and adds an escalation edge
-    where runs get stuck. With --write FILE the library, with the proposals
+    lowers it where extra attempts never help, adds an escalation edge
+    where runs get stuck, and raises or lowers the library's threshold for
+    starting plans by meaning (_meta.semantic_threshold) when runs were started
+    that way. With --write FILE the library, with the proposals
     applied (or only those named by --only), is written to FILE as a copy.
     """
     from waygraph.learning.samples import session_samples, store_samples

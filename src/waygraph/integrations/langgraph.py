@@ -114,7 +114,8 @@ class LangGraphHooks:
 
     Give a ``navigator`` to share one, or the Navigator's own arguments
     (``library``, ``store``, ``workspace``, ``tools``: the agent's tool names,
-    ``guidance``: ``"full"`` or ``"compact"``; see :class:`Navigator`).
+    ``guidance``: ``"full"`` or ``"compact"``, ``matching``: ``"phrase"``,
+    ``"semantic"`` or ``"both"``; see :class:`Navigator`).
     ``session_id`` names the conversation when a run's config has no
     ``thread_id``. ``exit_code_of`` reads a tool's exit code from its
     ``ToolMessage`` (default: the ``artifact`` when it is an int or has an
@@ -144,6 +145,7 @@ class LangGraphHooks:
         guidance_at: Literal["end", "start"] = "end",
         tools: ToolsSpec = None,
         guidance: str = "full",
+        matching: str = "phrase",
     ) -> None:
         check_langgraph()
         if guidance_at not in ("end", "start"):
@@ -155,7 +157,14 @@ class LangGraphHooks:
         self.navigator = navigator
         if navigator is None:
             self.navigator = open_navigator(
-                library, store, workspace, strict=strict, logger=log, tools=tools, guidance=guidance
+                library,
+                store,
+                workspace,
+                strict=strict,
+                logger=log,
+                tools=tools,
+                guidance=guidance,
+                matching=matching,
             )
         self._lock = threading.Lock()
         self._hooks: OrderedDict[str, Hooks] = OrderedDict()

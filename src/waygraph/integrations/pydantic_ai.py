@@ -113,6 +113,7 @@ def waygraph_capability(
     strict: bool = False,
     tools: ToolsSpec = None,
     guidance: str = "full",
+    matching: str = "phrase",
 ) -> AbstractCapability[Any]:
     """A Pydantic AI capability that guides the agent's runs through waygraph plans.
 
@@ -124,7 +125,8 @@ def waygraph_capability(
     Navigator (and its store); otherwise one is built from ``library``,
     ``store`` and ``workspace``, with ``tools`` (the agent's tool names, a
     list or a mapping from the plan's names; see :class:`~waygraph.Navigator`)
-    and ``guidance`` (``"full"`` or ``"compact"``). ``exit_code`` reads a
+    and ``guidance`` (``"full"`` or ``"compact"``), and ``matching``
+    (``"phrase"``, ``"semantic"`` or ``"both"``: docs/matching.md). ``exit_code`` reads a
     tool result's exit code (default :func:`exit_code_of`).
 
     Checks the installed Pydantic AI first
@@ -144,7 +146,14 @@ def waygraph_capability(
     cls = _capability_class()
     if navigator is None:
         navigator = open_navigator(
-            library, store, workspace, strict=strict, logger=log, tools=tools, guidance=guidance
+            library,
+            store,
+            workspace,
+            strict=strict,
+            logger=log,
+            tools=tools,
+            guidance=guidance,
+            matching=matching,
         )
     return cls(navigator=navigator, session=session, exit_code=exit_code, strict=strict)
 
