@@ -28,10 +28,12 @@ from waygraph.errors import PayloadTooLargeError
 from waygraph.events import (
     Bus,
     InProcessBus,
+    PlanContext,
     Planner,
     StateAction,
     StateConfig,
     StateTransition,
+    Topic,
     Worker,
 )
 from waygraph.events._payload import DEFAULT_MAX_PAYLOAD, HEADER_ROOM, check_size
@@ -222,6 +224,33 @@ async def test_an_answer_refused_when_sent_goes_out_as_a_failed_answer(tmp_path:
         assert answer.data["error"]["limit"] == DEFAULT_MAX_PAYLOAD
         plan = await restore_settled(answer.data["plan_id"], e.planner.context)
         assert plan.outbox == [] and plan.result["results"]["two"]["text"] == "x" * GOAL_BYTES
+
+
+@async_test(60)
+async def test_a_failure_whose_answer_is_too_large_keeps_its_own_error_as_the_cause(
+    tmp_path: Any,
+) -> None:
+    bus = InProcessBus(source="test")
+    planner = Planner("cause-planner", bus=bus, store=f"sqlite:///{tmp_path / 'plans.db'}")
+    answers: list[Any] = []
+
+    async def collect(event: Any) -> None:
+        answers.append(event)
+
+    await bus.subscribe(Topic.ACTION_RESULTS, "echo.goal.completed", collect)
+    goal = bus.envelope("echo.goal", {"text": "t"}, correlation_id="c1")
+    plan = await PlanContext.create_from_goal(goal, state_machine=ECHO, context=planner.context)
+    own = {"type": "PermanentError", "message": "no such customer"}
+    assert await plan.finalize({"dump": "d" * (2 * 1024 * 1024)}, status="failed", error=own)
+    await bus.drain()
+    [answer] = answers
+    assert answer.data["error"]["type"] == "PayloadTooLargeError"
+    assert answer.data["error"]["cause"] == own
+    stored = await PlanContext.restore(plan.plan_id, planner.context)
+    assert stored.status == "failed" and stored.result["dump"] == "d" * (2 * 1024 * 1024)
+    assert stored.error == answer.data["error"]
+    await planner.close()
+    await bus.close()
 
 
 def test_a_plan_loads_its_shared_values_back() -> None:

@@ -59,10 +59,11 @@ def fit(
     entries: Sequence[Mapping[str, Any]],
     *,
     limit: int | None,
+    refit: bool = True,
 ) -> Moved | None:
     """None when every outbox entry of ``moved`` (``entries``, in the wire form) fits
-    ``limit`` bytes; ``moved`` with a failed answer in place of an answer that does not;
-    PayloadTooLargeError for any other entry that does not (or a failed answer too large)."""
+    ``limit`` bytes; ``moved`` with a failed answer in place of an answer that does not
+    (with ``refit``); PayloadTooLargeError for any other entry that does not."""
     if limit is None or plan is None:
         return None
     answer_id = derived_id(plan.plan_id, "response")
@@ -72,8 +73,7 @@ def fit(
         if size <= limit:
             continue
         kind = wire.get("type")
-        refitted = moved.run.error is not None and moved.run.error.get("limit") == limit
-        if entry["id"] == answer_id and not refitted:
+        if entry["id"] == answer_id and refit:
             what = f"plan {plan.plan_id!r}: the answer to its goal ({kind})"
             error = PayloadTooLargeError(what, size=size, limit=limit, event_type=kind)
             return _answer_failed(plan, moved, wire, _answer_error(error))
@@ -103,6 +103,8 @@ def _answer_failed(
     result stays in the run (``result`` and ``results["final"]``)."""
     run = moved.run
     full = run.result
+    if run.error is not None:
+        error["cause"] = dict(run.error)  # why the plan failed, kept with the answer's error
     before = evolve(
         run,
         status=RunStatus.RUNNING,

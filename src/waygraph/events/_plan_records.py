@@ -418,10 +418,11 @@ class PlanRecords(_Model):
                     return None
                 change = Change.of(moved)
                 # Before the commit: an answer too large for the bus becomes a failed one.
-                refitted = fit(self._plan(), moved, change.outbox, limit=bus_limit(context.bus))
+                limit = bus_limit(context.bus)
+                refitted = fit(self._plan(), moved, change.outbox, limit=limit)
                 if refitted is not None:
                     moved, change = refitted, Change.of(refitted)
-                    fit(self._plan(), moved, change.outbox, limit=bus_limit(context.bus))
+                    fit(self._plan(), moved, change.outbox, limit=limit, refit=False)
                 stored = await self._commit(self._version, change.events, moved.run, change.outbox)
                 return change, stored
 
