@@ -171,3 +171,34 @@ def test_a_type_allowed_by_name_only_fails_until_it_has_a_judge():
         unregister("signed_off")
     with pytest.raises(ValueError, match="unknown verify type 'signed_off'"):
         Verify(type="signed_off")
+
+
+def test_a_type_only_people_pass_takes_their_words_only_and_asks_for_them():
+    signed_off = VerifySpec(
+        "signed_off",
+        judge=lambda verify, obs, ctx: "signed" in obs.output.lower(),
+        sources=frozenset({"human"}),
+        ask=lambda verify: "ask the user to sign the release off, then wait",
+        describe=lambda verify: "a person signs the release off",
+    )
+    VERIFY_TYPES.add(signed_off)
+    try:
+        verify = Verify(type="signed_off")
+        tool = evaluate(verify, Observation(output="signed", source="tool"))
+        assert (tool.outcome, tool.reason) == (
+            "unknown",
+            "ask the user to sign the release off, then wait",
+        )
+        assert evaluate(verify, Observation(output="signed", source="model")).outcome == "unknown"
+        assert evaluate(verify, Observation(output="Signed.", source="human")).outcome == "success"
+        plan = (
+            Graph.builder()
+            .task("release", action="Release", verify={"type": "signed_off"})
+            .exit("done")
+            .chain("start", "release", "done")
+            .plan("release", triggers=["release it"], trigger_threshold=1)
+        )
+        text = Navigator(Library([plan]), store="memory://").turn("s", user_message="release it")
+        assert "Ask the user: ask the user to sign the release off, then wait." in (text.text or "")
+    finally:
+        VERIFY_TYPES.remove("signed_off")

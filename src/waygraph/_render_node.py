@@ -22,8 +22,9 @@ from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick
 from waygraph.engine.choice import ordered_edges
 from waygraph.guidance_style import FULL, GuidanceStyle, HostTools
 from waygraph.model import Node, Plan
-from waygraph.people import choice_labels, human_lines, manual_check, manual_request
+from waygraph.people import choice_labels, human_lines
 from waygraph.verify import describe
+from waygraph.verify_types import person_request
 
 __all__ = ["ARROW", "attempt_text", "cached_block", "hint_line", "node_block", "target"]
 
@@ -116,9 +117,10 @@ def node_block(plan: Plan, run: Run, node: Node, style: GuidanceStyle = FULL) ->
         lines.append(hint_line(node.tool_hint))
     lines.append(f"Verify: {describe(node.verify)}")
     lines += settings_lines(node) + exit_status_line(plan, node)
-    manual = manual_check(node)
-    if manual is not None:
-        lines.append(f"Ask the user: {manual_request(manual.value)}.")
+    # A check only a person passes (manual): its spec says what to ask.
+    request = person_request(node.verify)
+    if request is not None:
+        lines.append(f"Ask the user: {request}.")
     elif node.verify is not None and node.verify.command_matches and node.tool_hint:
         lines.append(f"Only the step's own command counts (for example: {node.tool_hint}).")
     attempts = run.attempts(node.id)

@@ -37,7 +37,7 @@ Example:
 
 from __future__ import annotations
 
-from waygraph.verify_types._judge import VERIFY_TYPES, describe, evaluate, label
+from waygraph.verify_types._judge import VERIFY_TYPES, describe, evaluate, label, person_request
 from waygraph.verify_types._spec import (
     Report,
     Verifier,
@@ -66,6 +66,7 @@ __all__ = [
     "docs_table",
     "evaluate",
     "label",
+    "person_request",
 ]
 
 #: The verify types waygraph ships, in the order the docs and the schema list them.

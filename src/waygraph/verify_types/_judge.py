@@ -144,6 +144,26 @@ def _command_bound(pattern: str, command: str | None) -> Verdict | None:
 # ---------------------------------------------------------------- words and labels
 
 
+def person_request(verify: Verify | None) -> str | None:
+    """What the model must ask the user for a check in ``verify`` that only a person
+    passes (its spec's ``ask``: for ``manual``, ask and then wait), else None.
+
+    Example:
+        >>> from waygraph.model import Verify
+        >>> person_request(Verify(type="all", checks=(Verify(type="exit_code_zero"),
+        ...                Verify(type="manual", value="SHIP"))))
+        "a person must confirm this step: ask the user to reply 'SHIP' if they approve, ..."
+    """
+    for check in verify.walk() if verify is not None else ():
+        spec = _SPECS.get(check.type)
+        if spec is not None and spec.ask is not None and spec.sources == _PEOPLE:
+            return spec.ask(check)
+    return None
+
+
+_PEOPLE = frozenset({"human"})
+
+
 def describe(verify: Verify | None) -> str:
     """What a check looks for, in words for the model.
 
