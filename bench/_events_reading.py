@@ -138,6 +138,18 @@ def goal_lines(report: Report, by_stack: dict[str, dict[str, Any]]) -> list[str]
     server = cpu.get("PostgreSQL server", float("nan"))
     others = {k: v for k, v in cpu.items() if k not in ("planner", "machine")}
     b = budget(GOAL * memory["plans_per_s"], os.cpu_count() or 1, sum(others.values()))
+    # The same run's CPU a plan, which a busy machine inflates on both sides
+    # alike where it shares out wall time unevenly: the ratio one planner's
+    # event loop allows (its CPU a plan on memory:// over on PostgreSQL),
+    # and the one the stacks' processes together allow when the CPUs are
+    # the bound.
+    loop_bound = base["planner"] / cpu["planner"]
+    ours = ("planner", "worker", "client", "NATS server", "PostgreSQL server")
+    machine_bound = sum(base.get(k, 0.0) for k in ours) / sum(cpu.get(k, 0.0) for k in ours)
+    report.extra["goal_bounds"] = {
+        "planner CPU a plan, memory:// / PostgreSQL": round(loop_bound, 3),
+        "the stacks' CPU a plan, memory:// / PostgreSQL": round(machine_bound, 3),
+    }
     report.extra["goal_budget"] = {
         "plans_per_s": round(b.plans_per_s, 1),
         "allowed_ms": round(b.allowed_ms, 3),
@@ -156,6 +168,11 @@ def goal_lines(report: Report, by_stack: dict[str, dict[str, Any]]) -> list[str]
         f"{base.get('PostgreSQL server', 0.0):.2f} in the memory:// run); one event loop may "
         f"use {b.one_cpu_ms:.2f}: that leaves the planner {b.planner_ms:.2f}, where it took "
         f"{cpu['planner']:.2f} ({base['planner']:.2f} on memory://)"
+    )
+    lines.append(
+        f"goal bounds from CPU a plan: one planner's event loop allows {loop_bound:.2f} x the "
+        f"memory:// rate (planner {base['planner']:.2f} / {cpu['planner']:.2f} ms); the "
+        f"stacks' processes together, when the CPUs are the bound, {machine_bound:.2f} x"
     )
     return lines
 

@@ -43,6 +43,11 @@ def test_the_goal_is_the_postgresql_stack_over_the_memory_stack_with_its_budget(
     assert goal["postgres_server_ms"] == 1.0 and goal["postgres_server_ms_memory_stack"] == 0.1
     assert goal["planner_budget_ms"] == pytest.approx(min(allowed - 2.0, 1e3 / 340), abs=1e-3)
     assert "the PostgreSQL server 1.00, against 0.10 in the memory:// run" in text
+    # On CPU alone: the planner's loop 1.5 / 3.0; every process 2.6 / 5.0.
+    assert report.extra["goal_bounds"] == {
+        "planner CPU a plan, memory:// / PostgreSQL": 0.5,
+        "the stacks' CPU a plan, memory:// / PostgreSQL": 0.52,
+    }
 
 
 def test_a_slower_postgresql_stack_misses_the_goal() -> None:
