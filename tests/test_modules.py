@@ -87,16 +87,16 @@ def test_every_kind_of_run_speaks_run_status():
     # One status vocabulary: each kind's statuses are RunStatus values.
     from typing import get_args
 
+    from waygraph.engine import session_plan_run
     from waygraph.events.context import PlanStatus
     from waygraph.model import FINISHED, RunStatus
     from waygraph.pipelines.checkpoint import PipelineStatus
-    from waygraph.sessions import _rules
 
     values = {s.value for s in RunStatus}
     assert set(get_args(PlanStatus)) <= values
     assert set(get_args(PipelineStatus)) <= values
-    assert set(_rules.PLAN_STATUSES) <= values
-    assert _rules.FINISHED is FINISHED
+    assert set(session_plan_run.PLAN_STATUSES) <= values
+    assert session_plan_run.FINISHED is FINISHED
 
 
 def test_every_name_the_architecture_page_gives_exists():

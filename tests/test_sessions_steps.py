@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.session_helpers import S, on_disk, start, statuses
-from waygraph.sessions import (
-    SessionPlanner,
-    _rules,
-)
+from waygraph.engine import session_plan as rules
+from waygraph.sessions import SessionPlanner
 
 # ---------------------------------------------------------------- creation
 
@@ -312,12 +310,13 @@ def test_a_reply_without_tool_calls_completes_the_plan(planner: SessionPlanner):
 
 
 def test_rules_never_change_the_plan_they_are_given():
-    plan = _rules.new_plan("s", "goal", now="t0", plan_id="plan_1")
-    plan = _rules.apply_reply(plan, "[Step] A\n[Step] B\nworking", 1, now="t1")
-    frozen = json.dumps(plan, sort_keys=True)
-    after = _rules.apply_reply(plan, "A finished [done]", 1, now="t2")
-    _rules.pause(after, now="t3")
-    _rules.fail(after, "x", now="t3")
-    _rules.reopen(after, now="t3")
-    assert json.dumps(plan, sort_keys=True) == frozen
-    assert after["steps"][0]["status"] == "completed"
+    # The rules live in the engine and take the frozen plan (issue 38 item 3).
+    plan = rules.new_plan("s", "goal", now="t0", plan_id="plan_1")
+    plan = rules.apply_reply(plan, "[Step] A\n[Step] B\nworking", 1, now="t1")
+    frozen = json.dumps(plan.to_dict(), sort_keys=True)
+    after = rules.apply_reply(plan, "A finished [done]", 1, now="t2")
+    rules.pause(after, now="t3")
+    rules.fail(after, "x", now="t3")
+    rules.reopen(after, now="t3")
+    assert json.dumps(plan.to_dict(), sort_keys=True) == frozen
+    assert after.steps[0].status == "completed"

@@ -6,7 +6,11 @@ a new :class:`Run` (the input is never modified) plus the events it produced.
 are ready, which are skipped) over an immutable ``DagRun``, and
 :mod:`waygraph.engine.events` those of an event-driven plan (routing, and
 the state machine's transitions over an immutable
-:class:`~waygraph.engine.event_run.EventRun`), as pure functions too.
+:class:`~waygraph.engine.event_run.EventRun`), and
+:mod:`waygraph.engine.session_plan` those of a session plan the model
+declares itself (document 001) over an immutable
+:class:`~waygraph.engine.session_plan_run.SessionPlanRun`, as pure
+functions too.
 Verifications that need I/O run in the driver; the engine receives a
 ``judge`` callable that answers "does the latest observation satisfy this
 predicate?" for the current node's ``verify`` and decision ``when`` edges.
@@ -84,7 +88,14 @@ Example:
 
 from __future__ import annotations
 
-from waygraph.engine import dag, event_run, events
+from waygraph.engine import (
+    dag,
+    event_run,
+    events,
+    session_plan,
+    session_plan_run,
+    session_plan_text,
+)
 from waygraph.engine.choice import first_edge, pick_edge
 from waygraph.engine.guided import (
     abort,
@@ -141,6 +152,9 @@ __all__ = [
     "observe",
     "pick_edge",
     "rewind",
+    "session_plan",
+    "session_plan_run",
+    "session_plan_text",
     "start",
     "to_record",
 ]

@@ -7,6 +7,13 @@ pauses the plan when the host's loop hits its iteration limit, and hands the
 progress back when the user says "continue". Independent of the guided
 Navigator. See docs/sessions.md.
 
+The rules live in the engine, pure: :mod:`waygraph.engine.session_plan`
+(the transitions over a frozen
+:class:`~waygraph.engine.session_plan_run.SessionPlanRun`, plan.json's
+value) and :mod:`waygraph.engine.session_plan_text` (what the rules read in
+messages and replies, re-exported here); this package does the file work,
+the store records and the texts.
+
 Example:
     >>> import tempfile
     >>> from waygraph.sessions import SessionPlanner
@@ -18,6 +25,13 @@ Example:
     - Current step: Export posts (1/2)
 """
 
+from waygraph.engine.session_plan_text import (
+    detect_language,
+    detect_step_completion,
+    extract_step_declarations,
+    is_continue_intent,
+    is_correction,
+)
 from waygraph.sessions._files import list_session_plans, load_session_plan, read_plan_file
 from waygraph.sessions._graph import session_view, to_plan
 from waygraph.sessions._planner import SessionPlanner
@@ -28,13 +42,6 @@ from waygraph.sessions._render import (
     render_summary,
     resume_message,
     step_instructions,
-)
-from waygraph.sessions._rules import (
-    detect_language,
-    detect_step_completion,
-    extract_step_declarations,
-    is_continue_intent,
-    is_correction,
 )
 
 __all__ = [

@@ -14,8 +14,9 @@ than its folder's belongs to the session it names: waygraph's own folders
 differ from the id when two ids share a safe name, so the id in the file wins,
 and a session that finds another's plan in its folder uses the hashed one.
 
-Reads tell four cases apart: no file, a corrupt file (not JSON or not a
-plan), a refused file (not a regular file, or over the JSON budget: a model
+Reads tell four cases apart: no file, a corrupt file (not JSON, or not a
+plan as :meth:`~waygraph.engine.session_plan_run.SessionPlanRun.from_dict`
+checks it), a refused file (not a regular file, or over the JSON budget: a model
 can leave a FIFO or a link there), and an I/O failure (raised as
 :class:`OSError`, so the caller can degrade instead of overwriting a file it
 merely could not read). Every read goes through
@@ -43,9 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from waygraph.engine.session_plan_run import SessionPlanRun
 from waygraph.errors import CorruptPlan, StoreError
 from waygraph.safe_files import RefusedFile, read_regular_file
-from waygraph.sessions._rules import PLAN_STATUSES, STEP_STATUSES, steps_done
 
 __all__ = [
     "PLAN_FILE",
@@ -87,7 +88,7 @@ class Slot:
 
     session_id: str
     folder: Path
-    plan: dict[str, Any] | None
+    plan: SessionPlanRun | None
     corrupt: bool = False
     problem: str = ""
     refused: bool = False
@@ -114,45 +115,7 @@ def safe_name(session_id: str) -> str:
     return safe
 
 
-def _validate(data: Any) -> dict[str, Any]:
-    # Checks what the rules rely on; anything else a person added is kept.
-    if not isinstance(data, dict):
-        raise CorruptPlan("not a JSON object")
-    for key in ("id", "session_id", "goal"):
-        if not isinstance(data.get(key), str):
-            raise CorruptPlan(f"field {key!r} is missing or not a string")
-    if data.get("status") not in PLAN_STATUSES:
-        raise CorruptPlan(f"field 'status' is not one of {', '.join(PLAN_STATUSES)}")
-    for key in ("current_step_index", "iteration_count"):
-        value = data.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise CorruptPlan(f"field {key!r} is not a whole number")
-    steps = data.get("steps")
-    if not isinstance(steps, list):
-        raise CorruptPlan("field 'steps' is not a list")
-    for i, step in enumerate(steps):
-        if not (
-            isinstance(step, dict)
-            and isinstance(step.get("id"), str)
-            and isinstance(step.get("description"), str)
-            and step.get("status") in STEP_STATUSES
-        ):
-            raise CorruptPlan(f"step {i} needs a string id and description and a valid status")
-        step.setdefault("iterations", 0)
-        step.setdefault("completed_by", None)
-    # Files written by hand or by older versions may lack the bookkeeping fields.
-    data.setdefault("resumed_at_iteration", 0)
-    data.setdefault("failure_reason", None)
-    # Only "user" means anything; a hand-edited value must not leave a plan
-    # waiting on someone who never answers.
-    if data.get("awaiting") != "user":
-        data["awaiting"] = None
-    if not isinstance(data.get("question"), str):
-        data["question"] = None
-    return data
-
-
-def _peek(path: Path) -> tuple[str, dict[str, Any] | None, str]:
+def _peek(path: Path) -> tuple[str, SessionPlanRun | None, str]:
     """(state, plan, why) for one plan file; I/O errors other than absence raise."""
     try:
         raw = read_regular_file(path)
@@ -165,9 +128,12 @@ def _peek(path: Path) -> tuple[str, dict[str, Any] | None, str]:
         if isinstance(data, dict) and "session_id" not in data:
             # Document 001's plan.json names no session: its folder is the session.
             data["session_id"] = path.parent.name
-        return _OK, _validate(data), ""
+        return _OK, SessionPlanRun.from_dict(data), ""
     except (UnicodeDecodeError, json.JSONDecodeError, CorruptPlan) as exc:
         return _CORRUPT, None, str(exc)
+    except RecursionError:
+        # JSON nested deeper than Python's stack: no plan is shaped like that.
+        return _CORRUPT, None, "nested too deeply to be a plan"
 
 
 def _refuse_linked(*folders: Path) -> None:
@@ -206,12 +172,12 @@ def locate(workspace: str | os.PathLike[str], session_id: str) -> Slot:
         if folder.is_dir():
             clean_stale_temps(folder)
     own_state, own_plan, own_why = _peek(own / PLAN_FILE)
-    if own_plan is not None and own_plan["session_id"] == session_id:
+    if own_plan is not None and own_plan.session_id == session_id:
         return Slot(session_id, own, own_plan)
     # Look at the hashed folder before trusting a corrupt file in the safe
     # folder: a session displaced there earlier must keep finding its plan.
     hashed_state, hashed_plan, hashed_why = _peek(hashed / PLAN_FILE)
-    if hashed_plan is not None and hashed_plan["session_id"] == session_id:
+    if hashed_plan is not None and hashed_plan.session_id == session_id:
         return Slot(session_id, hashed, hashed_plan)
     if hashed_state in _UNUSABLE:
         return _slot(session_id, hashed, hashed_state, hashed_why)
@@ -243,10 +209,10 @@ def _free_name(path: Path) -> Path:
 
 def save(
     slot: Slot,
-    plan: dict[str, Any],
+    plan: SessionPlanRun,
     *,
     stamp: str,
-    archive: dict[str, Any] | None = None,
+    archive: SessionPlanRun | None = None,
 ) -> None:
     """Write ``plan`` as the slot's plan.json atomically.
 
@@ -270,9 +236,9 @@ def save(
         os.rename(slot.path, aside)
         log.warning("moved corrupt session plan %s aside to %s", slot.path, aside.name)
     elif archive is not None and slot.path.exists():
-        keep = _free_name(slot.folder / f"plan-{archive['id']}.json")
+        keep = _free_name(slot.folder / f"plan-{archive.id}.json")
         _write_atomically(keep, read_regular_file(slot.path))
-    text = json.dumps(plan, ensure_ascii=False, indent=2) + "\n"
+    text = json.dumps(plan.to_dict(), ensure_ascii=False, indent=2) + "\n"
     _write_atomically(slot.path, text.encode("utf-8"))
 
 
@@ -319,22 +285,23 @@ def clean_stale_temps(folder: Path) -> int:
 # ---------------------------------------------------------------- for the CLI
 
 
-def _summary(plan: dict[str, Any], path: Path, *, archived: bool) -> dict[str, Any]:
-    steps = plan["steps"]
-    index = plan["current_step_index"]
+def _summary(plan: SessionPlanRun, path: Path, *, archived: bool) -> dict[str, Any]:
+    steps = plan.steps
+    index = plan.current_step_index
+    # The step it points at, running or not (a paused or failed plan's too).
     current = steps[index] if 0 <= index < len(steps) else None
     return {
-        "session_id": plan["session_id"],
+        "session_id": plan.session_id,
         "folder": path.parent.name,
-        "plan_id": plan["id"],
-        "goal": plan["goal"],
-        "status": plan["status"],
-        "steps_done": steps_done(plan),
+        "plan_id": plan.id,
+        "goal": plan.goal,
+        "status": plan.status,
+        "steps_done": plan.steps_done,
         "steps_total": len(steps),
-        "current_step": current["description"] if current else None,
-        "iteration_count": plan["iteration_count"],
-        "awaiting": plan["awaiting"],
-        "updated_at": plan.get("updated_at"),
+        "current_step": current.description if current else None,
+        "iteration_count": plan.iteration_count,
+        "awaiting": plan.awaiting,
+        "updated_at": plan.updated_at,
         "path": str(path),
         "archived": archived,
     }
@@ -402,7 +369,7 @@ def read_plan_file(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         True
     """
     _, plan, _ = _peek(Path(path))
-    return plan
+    return None if plan is None else plan.to_dict()
 
 
 def load_session_plan(workspace: str | os.PathLike[str], session_id: str) -> dict[str, Any] | None:
@@ -427,10 +394,10 @@ def load_session_plan(workspace: str | os.PathLike[str], session_id: str) -> dic
             _refuse_linked(folder)
             state, plan, why = _peek(folder / PLAN_FILE)
             if plan is not None:
-                return plan
+                return plan.to_dict()
             slot = _slot(session_id, folder, state, why)
     except OSError as exc:
         raise StoreError(f"cannot read the session plan of {session_id!r}: {exc}") from exc
     if slot.refused:
         raise StoreError(f"cannot read the session plan of {session_id!r}: {slot.problem}")
-    return slot.plan
+    return None if slot.plan is None else slot.plan.to_dict()

@@ -1,14 +1,15 @@
-"""``SessionPlanner``: the hooks an agent loop calls, around the pure rules.
+"""``SessionPlanner``: the hooks an agent loop calls, around the engine's pure rules.
 
-Each hook loads the session's plan.json, applies one rule from
-:mod:`waygraph.sessions._rules`, and writes the result atomically. A read or
+Each hook loads the session's plan.json as a frozen
+:class:`~waygraph.engine.session_plan_run.SessionPlanRun`, applies one
+transition of :mod:`waygraph.engine.session_plan`, and writes the new value
+atomically. A read or
 write failure is logged on ``waygraph.sessions`` and the hook carries on as if
 the session had no plan: the host agent never crashes because of a plan file.
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import threading
@@ -19,9 +20,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from waygraph.engine import session_plan as rules
+from waygraph.engine.session_plan import SessionPlanRun
+from waygraph.engine.session_plan_text import (
+    detect_language,
+    goal_from_reply,
+    is_continue_intent,
+    is_correction,
+)
 from waygraph.errors import ConfigError
 from waygraph.questions import asks_user as _asks_user
-from waygraph.sessions import _files, _render, _rules
+from waygraph.sessions import _files, _render
 from waygraph.sessions._records import SessionRecords
 from waygraph.store import Store, open_store
 
@@ -258,7 +267,8 @@ class SessionPlanner:
             plan = self._read(str(session_id), "context")
             if plan is None:
                 return None
-            return _render.context_block(plan, self._user_language(str(session_id), plan))
+            language = self._user_language(str(session_id), plan)
+            return _render.context_block(plan.to_dict(), language)
 
     def plan(self, session_id: str) -> dict[str, Any] | None:
         """plan.json of the session as a dict (a copy), or None before the plan exists.
@@ -269,7 +279,8 @@ class SessionPlanner:
             True
         """
         with self._lock:
-            return copy.deepcopy(self._read(str(session_id), "plan"))
+            plan = self._read(str(session_id), "plan")
+            return None if plan is None else plan.to_dict()
 
     # ------------------------------------------------------------ rules applied
 
@@ -278,39 +289,43 @@ class SessionPlanner:
         plan = slot.plan
         if plan is None:
             return text
-        status = plan["status"]
+        status = plan.status
         language = self._user_language(session_id, plan)
-        if plan.get("awaiting") == _rules.AWAITING_USER and status in ("running", "pending"):
+        if plan.waiting_on_user and status in ("running", "pending"):
             return self._answer(slot, plan, text, language, now)
-        if _rules.is_correction(text) and status in ("running", "pending", "paused", "completed"):
-            reopened = _rules.reopen(plan, now=_iso(now))
+        if is_correction(text) and status in ("running", "pending", "paused", "completed"):
+            reopened = rules.reopen(plan, now=_iso(now))
             if reopened is not None:
                 self._save(slot, reopened, now)
                 if status in ("paused", "completed"):
                     return self._resume_message(plan, reopened, text, language)
                 return text
         if status == "paused":
-            if not _rules.is_continue_intent(text):
+            if not is_continue_intent(text):
                 return text
-            resumed = _rules.resume(plan, now=_iso(now))
+            resumed = rules.resume(plan, now=_iso(now))
             self._save(slot, resumed, now)
             return self._resume_message(plan, resumed, text, language)
-        if status in _rules.FINISHED:
+        if plan.finished:
             # The next tool-calling reply starts a fresh plan for this message.
             self._memory.put(self._memory.fresh, session_id, True)
         return text
 
     def _answer(
-        self, slot: _files.Slot, plan: dict[str, Any], text: str, language: str, now: datetime
+        self, slot: _files.Slot, plan: SessionPlanRun, text: str, language: str, now: datetime
     ) -> str:
         # The user answering is someone at the keyboard again: the plan goes
         # on with a fresh budget, as after "continue".
-        answered = _rules.resume(plan, now=_iso(now))
-        if _rules.is_correction(text):
-            answered = _rules.reopen(answered, now=_iso(now)) or answered
+        answered = rules.resume(plan, now=_iso(now))
+        if is_correction(text):
+            answered = rules.reopen(answered, now=_iso(now)) or answered
         self._save(slot, answered, now)
-        shown = dict(answered, question=plan.get("question"))
-        shown["resumed_at_iteration"] = plan.get("resumed_at_iteration", 0)
+        # The message shows the question answered and the stretch that ended.
+        shown = dict(
+            answered.to_dict(),
+            question=plan.question,
+            resumed_at_iteration=plan.resumed_at_iteration,
+        )
         return _render.answer_message(shown, text, language, self.max_iterations)
 
     def _after_model_reply(
@@ -319,30 +334,27 @@ class SessionPlanner:
         slot = self._locate(session_id)
         plan = slot.plan
         archive = None
-        if plan is None or (
-            plan["status"] in _rules.FINISHED and self._memory.fresh.get(session_id)
-        ):
+        if plan is None or (plan.finished and self._memory.fresh.get(session_id)):
             if calls == 0:
                 # Before any plan, a question ("How can I help?") is small
                 # talk: the user's next message is the request, the goal.
                 return
             archive = plan
-            plan = _rules.new_plan(
+            plan = rules.new_plan(
                 session_id,
                 self._goal(session_id, text),
                 now=_iso(now),
                 plan_id=f"plan_{uuid.uuid4().hex[:12]}",
             )
-        elif plan["status"] not in ("running", "pending"):
+        elif plan.status not in ("running", "pending"):
             # Paused plans wait for "continue"; finished ones for a new message.
             return
-        plan = _rules.apply_reply(plan, text, calls, now=_iso(now), asks_user=asks)
-        used = plan["iteration_count"] - plan["resumed_at_iteration"]
+        plan = rules.apply_reply(plan, text, calls, now=_iso(now), asks_user=asks)
         # A plan waiting on the user's answer is not paused: the answer, not
         # "continue", is what carries it on, and it brings a fresh budget.
-        waiting = plan.get("awaiting") == _rules.AWAITING_USER
-        if plan["status"] == "running" and used >= self.max_iterations and not waiting:
-            plan = self._stop(plan, now)
+        spent = plan.stretch_iterations >= self.max_iterations
+        if plan.status == "running" and spent and not plan.waiting_on_user:
+            plan = rules.at_limit(plan, now=_iso(now), unattended=self.unattended)
         self._save(slot, plan, now, archive=archive)
         self._memory.fresh.pop(session_id, None)
 
@@ -352,41 +364,35 @@ class SessionPlanner:
         language = self._user_language(session_id, plan)
         if plan is None:
             return _render.limit_message(None, language)
-        waiting = plan.get("awaiting") == _rules.AWAITING_USER
-        if waiting and plan["status"] in ("running", "pending") and not self.unattended:
-            return _render.waiting_message(plan, language)
-        if plan["status"] in ("running", "pending"):
-            plan = self._stop(plan, now)
+        if plan.waiting_on_user and plan.status in ("running", "pending") and not self.unattended:
+            return _render.waiting_message(plan.to_dict(), language)
+        if plan.status in ("running", "pending"):
+            plan = rules.at_limit(plan, now=_iso(now), unattended=self.unattended)
             try:
                 self._save(slot, plan, now)
             except OSError as exc:
                 # The user still needs to hear why the agent stopped.
                 self._degrade("on_iteration_limit", session_id, exc)
-        if plan["status"] == "paused":
-            return _render.limit_message(plan, language)
-        return _render.finished_message(plan, language)
+        if plan.status == "paused":
+            return _render.limit_message(plan.to_dict(), language)
+        return _render.finished_message(plan.to_dict(), language)
 
     def _resume_message(
-        self, before: dict[str, Any], after: dict[str, Any], text: str, language: str
+        self, before: SessionPlanRun, after: SessionPlanRun, text: str, language: str
     ) -> str:
         # The summary counts the iterations of the stretch that just ended;
         # resuming has already reset that count in ``after``.
-        shown = dict(after, resumed_at_iteration=before.get("resumed_at_iteration", 0))
+        shown = dict(after.to_dict(), resumed_at_iteration=before.resumed_at_iteration)
         return _render.resume_message(shown, text, language, self.max_iterations)
-
-    def _stop(self, plan: dict[str, Any], now: datetime) -> dict[str, Any]:
-        if self.unattended:
-            return _rules.fail(plan, "iteration limit reached", now=_iso(now))
-        return _rules.pause(plan, now=_iso(now))
 
     # ------------------------------------------------------------ memory
 
     def _remember(self, session_id: str, text: str) -> None:
-        language = _rules.detect_language(text)
+        language = detect_language(text)
         if language is not None:
             self._memory.put(self._memory.language, session_id, language)
         # "continue" and "not done yet" are not goals; keep the real request.
-        if text.strip() and not (_rules.is_continue_intent(text) or _rules.is_correction(text)):
+        if text.strip() and not (is_continue_intent(text) or is_correction(text)):
             self._memory.put(self._memory.goal, session_id, text.strip())
 
     def _goal(self, session_id: str, reply: str) -> str:
@@ -395,12 +401,12 @@ class SessionPlanner:
             return remembered
         # No user message seen in this process (a restart, or a host that only
         # reports replies): the reply itself says what it is doing.
-        return _rules.goal_from_reply(reply)
+        return goal_from_reply(reply)
 
-    def _user_language(self, session_id: str, plan: dict[str, Any] | None) -> str:
+    def _user_language(self, session_id: str, plan: SessionPlanRun | None) -> str:
         if self.language is not None:
             return self.language
-        from_goal = _rules.detect_language(plan["goal"]) if plan else None
+        from_goal = detect_language(plan.goal) if plan else None
         return from_goal or self._memory.language.get(session_id) or "en"
 
     # ------------------------------------------------------------ files
@@ -417,7 +423,7 @@ class SessionPlanner:
             )
         return slot
 
-    def _read(self, session_id: str, hook: str) -> dict[str, Any] | None:
+    def _read(self, session_id: str, hook: str) -> SessionPlanRun | None:
         try:
             return self._locate(session_id).plan
         except OSError as exc:
@@ -427,15 +433,15 @@ class SessionPlanner:
     def _save(
         self,
         slot: _files.Slot,
-        plan: dict[str, Any],
+        plan: SessionPlanRun,
         now: datetime,
-        archive: dict[str, Any] | None = None,
+        archive: SessionPlanRun | None = None,
     ) -> None:
         stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
         _files.save(slot, plan, stamp=stamp, archive=archive)
         self._warned.discard(slot.path)
         if self.records is not None:
-            self.records.write(plan)
+            self.records.write(plan.to_dict())
 
     def _degrade(self, hook: str, session_id: str, exc: BaseException) -> None:
         if isinstance(exc, OSError):

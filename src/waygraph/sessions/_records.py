@@ -42,11 +42,12 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from waygraph.engine.session_plan_text import detect_language
 from waygraph.errors import StoreError
 from waygraph.model import node_outcome
 from waygraph.model.record import RunKind
 from waygraph.retry import retry_conflicts
-from waygraph.sessions import _render, _rules
+from waygraph.sessions import _render
 from waygraph.sessions._graph import declared_steps
 from waygraph.store import Store
 
@@ -95,7 +96,7 @@ def to_record(plan: Mapping[str, Any]) -> dict[str, Any]:
 
 def context(record: Mapping[str, Any]) -> str | None:
     """The plan block the model is given now, in the goal's language (None once finished)."""
-    language = _rules.detect_language(str(record.get("goal") or "")) or "en"
+    language = detect_language(str(record.get("goal") or "")) or "en"
     return _render.context_block(dict(record), language)
 
 

@@ -20,9 +20,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
-
-from waygraph.sessions._rules import current_step, steps_done
 
 __all__ = [
     "answer_message",
@@ -236,6 +235,26 @@ _TEXT: dict[str, _Texts] = {
         "answer_wrapper": "[继续任务] {summary}\n\n你向用户提问: {question}\n用户回答: {message}",
     },
 }
+
+
+def current_step(plan: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The running step a plan.json (or a session record) points at, or None.
+
+    The texts read plans as dicts, since records and hand-made dicts are
+    rendered too; the rule is :attr:`SessionPlanRun.current_step
+    <waygraph.engine.session_plan_run.SessionPlanRun.current_step>`'s, read leniently.
+    """
+    index = plan.get("current_step_index", 0)
+    steps: list[dict[str, Any]] = plan.get("steps", [])
+    if 0 <= index < len(steps) and steps[index].get("status") == "running":
+        step: dict[str, Any] = steps[index]
+        return step
+    return None
+
+
+def steps_done(plan: Mapping[str, Any]) -> int:
+    """How many steps of a plan.json (or a session record) are completed."""
+    return sum(1 for s in plan.get("steps", []) if s.get("status") == "completed")
 
 
 def _t(language: str) -> _Texts:
