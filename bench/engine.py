@@ -19,6 +19,7 @@ import gc
 import itertools
 import json
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -47,22 +48,23 @@ SIZE = 100
 
 def interleaved(
     works: dict[str, Callable[[], tuple[float, int]]], rounds: int = ROUNDS
-) -> dict[str, float]:
-    """Microseconds per unit of each work: the least of ``rounds`` rounds, run in turn.
+) -> dict[str, list[float]]:
+    """Microseconds per unit of each work in each of ``rounds`` rounds, run in turn.
 
     Each round runs every work once, one after another, so a busy stretch
     of a shared machine falls on all of them alike rather than on whichever
-    was being measured then; and each figure is its least disturbed round
-    (the machine's noise only ever adds time), so a guard's ratio compares
-    two figures measured minutes apart at most, under the same load.
+    was being measured then; a work's figure is its least disturbed round
+    (the machine's noise only ever adds time), and a guard's ratio the
+    median of its two sides' ratios round by round (:func:`targets_of`),
+    each pair measured one right after the other.
     """
-    best: dict[str, float] = {}
+    samples: dict[str, list[float]] = {name: [] for name in works}
     for _ in range(rounds):
         for name, fn in works.items():
             gc.collect()
             seconds, units = fn()
-            best[name] = min(best.get(name, float("inf")), seconds / units * 1e6)
-    return best
+            samples[name].append(seconds / units * 1e6)
+    return samples
 
 
 # ---------------------------------------------------------------- waygraph workloads
@@ -389,12 +391,27 @@ def burr_linear() -> Callable[[], tuple[float, int]]:
 # ---------------------------------------------------------------- report
 
 
-def measure(tmp: Path) -> tuple[dict[str, float], list[str]]:
-    """Every figure of this script, µs per transition, and the peers not installed.
+def measure(tmp: Path) -> tuple[dict[str, float], list[str], dict[str, list[float]]]:
+    """Every figure of this script (µs per transition), the peers not installed, the samples.
 
-    Every figure a guard compares is measured in the same rounds
-    (:func:`interleaved`).
+    Every figure is measured in the same rounds (:func:`interleaved`), the
+    two sides of each guard one right after the other.
     """
+    missing = []
+    peers: dict[str, Callable[[], tuple[float, int]]] = {}
+    try:
+        for name, work in langgraph_workloads().items():
+            peers[f"LangGraph, no checkpointer, {name}"] = work
+    except ImportError:
+        missing.append("langgraph (pip install '.[bench]')")
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(tmp / "langgraph.db", check_same_thread=False)
+        for name, work in langgraph_workloads(SqliteSaver(conn)).items():
+            peers[f"LangGraph, SqliteSaver, {name}"] = work
+    except ImportError:
+        missing.append("langgraph-checkpoint-sqlite (pip install '.[bench]')")
     works: dict[str, Callable[[], tuple[float, int]]] = {
         "waygraph engine, linear": lambda: engine_linear(10 * SIZE),
         "waygraph engine, retry loop": lambda: engine_bugfix(10 * SIZE),
@@ -404,6 +421,9 @@ def measure(tmp: Path) -> tuple[dict[str, float], list[str]]:
         works[f"waygraph Navigator.turn, memory://, {workload}"] = navigator_run(
             "memory://", workload, SIZE
         )
+        if f"LangGraph, no checkpointer, {workload}" in peers:
+            name = f"LangGraph, no checkpointer, {workload}"
+            works[name] = peers[name]
         # What stands in the way of target 1: a turn whose store costs
         # nothing, and the pure floor plus the record a turn hands back.
         works[f"bound: Navigator.turn, a store that keeps nothing, {workload}"] = navigator_run(
@@ -418,29 +438,19 @@ def measure(tmp: Path) -> tuple[dict[str, float], list[str]]:
         works[f"waygraph Navigator.turn, sqlite (NORMAL), {workload}"] = navigator_run(
             f"sqlite:///{tmp / f'normal-{len(works)}.db'}", workload, SIZE
         )
+        if f"LangGraph, SqliteSaver, {workload}" in peers:
+            name = f"LangGraph, SqliteSaver, {workload}"
+            works[name] = peers[name]
     works["waygraph Navigator.turn, sqlite (FULL), linear"] = navigator_run(
         f"sqlite:///{tmp / 'full.db'}?synchronous=full", sessions=SIZE // 3
     )
-    missing = []
-    try:
-        for name, work in langgraph_workloads().items():
-            works[f"LangGraph, no checkpointer, {name}"] = work
-    except ImportError:
-        missing.append("langgraph (pip install '.[bench]')")
-    try:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        conn = sqlite3.connect(tmp / "langgraph.db", check_same_thread=False)
-        for name, work in langgraph_workloads(SqliteSaver(conn)).items():
-            works[f"LangGraph, SqliteSaver, {name}"] = work
-    except ImportError:
-        missing.append("langgraph-checkpoint-sqlite (pip install '.[bench]')")
     try:
         burr = burr_linear()
         works["Burr, linear"] = lambda: burr(SIZE)
     except ImportError:
         missing.append("burr (pip install '.[bench]')")
-    rows = interleaved(works)
+    samples = interleaved(works)
+    rows = {name: min(values) for name, values in samples.items()}
     for workload in NAV_WORKLOADS:
         # Not measured: what a durable turn cannot go below, the transaction
         # plus the turn's own work (docs/benchmarks.md, "what stands in the way").
@@ -448,7 +458,7 @@ def measure(tmp: Path) -> tuple[dict[str, float], list[str]]:
             rows[f"floor: raw SQLite transaction (NORMAL), {workload}"]
             + rows[f"floor: advance + render, {workload}"]
         )
-    return rows, missing
+    return rows, missing, samples
 
 
 #: The guards of issue 41: issue 19's guided-turn targets restated at the
@@ -471,20 +481,33 @@ _GUARD_ROWS = {
 }
 
 
-def targets_of(rows: dict[str, float]) -> list[tuple[str, float, float, bool]]:
+def targets_of(
+    rows: dict[str, float], samples: dict[str, list[float]] | None = None
+) -> list[tuple[str, float, float, bool]]:
     """(name, ratio, needed, met) for every guard whose figures were measured.
 
     A ``<=`` guard is a cost ratio to a floor (at most ``needed``); every
     other is how many times cheaper waygraph is than a peer (at least).
+    With ``samples`` (:func:`interleaved`), a ratio is the median of the
+    rounds' ratios; without, the ratio of the figures.
     """
+    samples = samples or {}
     found: list[tuple[str, float, float, bool]] = []
     for workload in NAV_WORKLOADS:
         for name, turn_row, other_row, compare, needed in GUARDS:
-            turn = rows[_GUARD_ROWS[turn_row].format(workload)]
-            other = rows.get(_GUARD_ROWS[other_row].format(workload))
-            if not other:
+            turn_name = _GUARD_ROWS[turn_row].format(workload)
+            other_name = _GUARD_ROWS[other_row].format(workload)
+            if not rows.get(other_name):
                 continue  # a peer not installed
-            ratio = turn / other if compare == "<=" else other / turn
+            pairs = list(
+                zip(
+                    samples.get(turn_name) or [rows[turn_name]],
+                    samples.get(other_name) or [rows[other_name]],
+                    strict=False,
+                )
+            )
+            ratios = [t / o if compare == "<=" else o / t for t, o in pairs]
+            ratio = statistics.median(ratios)
             met = ratio <= needed if compare == "<=" else ratio >= needed
             found.append((f"{name}, {workload}", ratio, needed, met))
     return found
@@ -532,10 +555,10 @@ def main(argv: list[str] | None = None) -> int:
     add_json_flag(parser)
     report = Report("engine", json_out=parser.parse_args(argv).json)
     tmp = Path(tempfile.mkdtemp(prefix="waygraph-bench-"))
-    rows, missing = measure(tmp)
+    rows, missing, samples = measure(tmp)
     for name, us in rows.items():
         report.figure(name, us, "µs per transition")
-    targets = targets_of(rows)
+    targets = targets_of(rows, samples)
     for name, ratio, needed, _met in targets:
         report.target(name, ratio, needed, compare="<=" if "<=" in name else ">=")
     report.extra["unmeasured"] = missing

@@ -48,12 +48,22 @@ def test_the_raw_sqlite_floor_writes_the_records_and_events_a_run_writes(tmp_pat
     assert events == [e for _, new in writes for e in new]
 
 
-def test_interleaved_rounds_keep_each_works_least_disturbed_round() -> None:
+def test_interleaved_rounds_run_every_work_once_a_round_in_turn() -> None:
     times = iter([3.0, 1.0, 2.0, 4.0])  # rounds: a, b, a, b
-    figures = bench.interleaved(
+    samples = bench.interleaved(
         {"a": lambda: (next(times), 1), "b": lambda: (next(times), 2)}, rounds=2
     )
-    assert figures == {"a": 2e6, "b": 0.5e6}
+    assert samples == {"a": [3e6, 2e6], "b": [0.5e6, 2e6]}
+
+
+def test_a_guard_is_the_median_of_its_rounds_ratios_not_of_its_best_figures() -> None:
+    floor, turn = "floor: advance + render, linear", "waygraph Navigator.turn, memory://, linear"
+    rows = {floor: 10.0, turn: 20.0, "waygraph Navigator.turn, sqlite (NORMAL), linear": 1.0}
+    rows |= {"floor: raw SQLite transaction (NORMAL), linear": 1.0}
+    # A busy moment doubled both sides of round 2 alike; round 3's floor ran alone in one.
+    samples = {floor: [10.0, 20.0, 40.0], turn: [30.0, 60.0, 40.0]}
+    guards = {name: ratio for name, ratio, _, _ in bench.targets_of(rows, samples)}
+    assert guards["memory turn <= 3.5x its pure floor (advance + render), linear"] == 3.0
 
 
 def test_json_report_has_figures_and_targets(
@@ -71,7 +81,7 @@ def test_json_report_has_figures_and_targets(
         rows[f"waygraph Navigator.turn, sqlite (NORMAL), {workload}"] = 300.0
         rows[f"bound: Navigator.turn, a store that keeps nothing, {workload}"] = 60.0
         rows[f"bound: advance + render + the run record, {workload}"] = 55.0
-    monkeypatch.setattr(bench, "measure", lambda tmp: (rows, ["burr"]))
+    monkeypatch.setattr(bench, "measure", lambda tmp: (rows, ["burr"], {}))
     assert bench.main(["--json"]) == 1  # 100 / 90: LangGraph's retry loop, not 1.5x dearer
     report = json.loads(capsys.readouterr().out)
     assert report["bench"] == "engine" and report["figures"] == rows
