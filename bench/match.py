@@ -23,6 +23,12 @@ plus a result per plan hit, so it grows with that count); ``Matcher.best``
 their ratio (the target); and, for context, a plain scan whose triggers were
 normalised in advance, to show how much of the gain is the index itself
 rather than not re-normalising triggers.
+
+Matching by meaning (``waygraph[semantic]``, issue 40) is measured after
+that by ``bench/_match_semantic.py``: recall and false activations on the
+paraphrase suite for phrase, semantic and both, and the cost per message at
+10 and 1,000 plans. ``--semantic-only`` runs that part alone,
+``--no-semantic`` skips it.
 """
 
 from __future__ import annotations
@@ -246,7 +252,22 @@ def measure(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_json_flag(parser)
-    report = Report("match", json_out=parser.parse_args(argv).json)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--semantic-only", action="store_true", help="only matching by meaning")
+    which.add_argument("--no-semantic", action="store_true", help="skip matching by meaning")
+    args = parser.parse_args(argv)
+    report = Report("match", json_out=args.json)
+    if not args.semantic_only:
+        phrase_bench(report)
+    if not args.no_semantic:
+        import _match_semantic
+
+        _match_semantic.run(report)
+    return report.finish()
+
+
+def phrase_bench(report: Report) -> None:
+    """The index against the plain scan, in both trigger modes (the module docstring)."""
     words = vocabulary(random.Random(20240611))
     # Zipf-like: the commonest word is in ~1 trigger in 60, most words in a handful.
     weights = [1 / (rank + 10) ** 0.9 for rank in range(len(words))]
@@ -283,7 +304,6 @@ def main(argv: list[str] | None = None) -> int:
             )
         for problem in problems:
             print(problem)
-    return report.finish()
 
 
 if __name__ == "__main__":

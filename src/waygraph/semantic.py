@@ -32,12 +32,14 @@ Example (with the extra installed)::
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
 import re
+import sys
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +83,8 @@ DEFAULT_MARGIN = 0.02
 EMBED_CHARS = 2_000
 #: Task nodes, in graph order, whose name and action describe a plan.
 STEPS_EMBEDDED = 2
+#: Batches of at most this many texts (a message) are embedded on one thread.
+FEW_TEXTS = 8
 #: A plan's similarity is the mean of its this many closest texts (1 measured best
 #: on the paraphrase suite: a plan is close when one of its texts says the job).
 TOP_TEXTS = 1
@@ -183,7 +187,7 @@ class Embedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         cut = [t[:EMBED_CHARS] for t in texts]
-        with self._lock:
+        with self._lock, _one_thread(len(cut) <= FEW_TEXTS):
             vectors = self.model.encode(
                 cut,
                 batch_size=64,
@@ -192,6 +196,26 @@ class Embedder:
                 show_progress_bar=False,
             )
         return np.asarray(vectors, dtype=np.float32)
+
+
+@contextlib.contextmanager
+def _one_thread(wanted: bool) -> Iterator[None]:
+    """torch on one thread for the duration (when ``wanted``), then as it was.
+
+    A message is one short sentence: a second thread saves nothing, and on a
+    busy machine torch's waiting threads cost ten times the work (measured:
+    25 ms of CPU per message on one thread, 310 ms on two; docs/matching.md).
+    """
+    torch = sys.modules.get("torch")
+    if not wanted or torch is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _model_path() -> tuple[Path, str]:
