@@ -239,3 +239,19 @@ def test_hooks_pass_matching_on_and_refuse_it_with_a_shared_navigator(word_model
     assert hooks.on_user_message("unpack the archive").run["plan_id"] == "restore"  # type: ignore[index]
     with pytest.raises(ConfigError, match="matching="):
         Hooks("s", navigator=Navigator(store="memory://"), matching="both")
+
+
+def test_the_phrase_default_loads_no_model_and_no_numpy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, waygraph\n"
+        "nav = waygraph.Navigator(store='memory://')\n"
+        "nav.turn('s', user_message='the nightly container image will not build')\n"
+        "print(sorted(m for m in ('numpy', 'torch', 'sentence_transformers') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "[]"
