@@ -40,6 +40,7 @@ MEANS: dict[str, type[BaseException] | tuple[type[BaseException], ...] | None] =
     "PatternTimeout": TimeoutError,
     "CommandFailed": RuntimeError,
     "EventFormatError": ValueError,
+    "PayloadTooLargeError": ValueError,
     "PlanStateError": RuntimeError,
     "EventTimeoutError": TimeoutError,
     "BusClosedError": RuntimeError,
