@@ -23,7 +23,7 @@ class AsyncNavigator:
 
     It runs the same core in a worker thread (``asyncio.to_thread``), so there
     is one implementation, not two; ``sync`` is that Navigator. It takes the
-    Navigator's arguments, ``tools=`` and ``guidance=`` among them.
+    Navigator's arguments, ``tools=``, ``guidance=`` and ``matching=`` among them.
 
     Example:
         >>> import asyncio
