@@ -6,7 +6,10 @@ transitions over the frozen value of :mod:`waygraph.engine.session_plan_run`:
 progress, completion, failure, a question to the user), :func:`pause`,
 :func:`resume`, :func:`reopen` and :func:`fail`; :func:`at_limit` pauses a
 plan at the host's iteration limit (fails it when nobody will say
-"continue"). No I/O and no clock: callers pass ``now`` (an ISO 8601 string)
+"continue"). The planner's hooks are one rule each: :func:`hear` (a user
+message: the answer to the model's question, a correction, "continue"),
+:func:`take_reply` (a model reply: start a plan, record it, pause at the
+budget) and :func:`at_limit`. No I/O and no clock: callers pass ``now`` (an ISO 8601 string)
 and ids; the plan given is never changed. The words the rules read
 (continue intents, corrections, markers) are in
 :mod:`waygraph.engine.session_plan_text`. ``waygraph.sessions.SessionPlanner``
@@ -27,6 +30,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Literal, NamedTuple
+
 from waygraph.engine.session_plan_run import (
     AWAITING_USER,
     FINISHED,
@@ -43,6 +49,8 @@ from waygraph.engine.session_plan_text import (
     extract_step_declarations,
     failure_report,
     has_done_marker,
+    is_continue_intent,
+    is_correction,
     progress_report,
     prose,
     same_step,
@@ -56,16 +64,19 @@ __all__ = [
     "LIMIT_REASON",
     "PLAN_STATUSES",
     "STEP_STATUSES",
+    "Heard",
     "SessionPlanRun",
     "SessionStep",
     "StepProgress",
     "apply_reply",
     "at_limit",
     "fail",
+    "hear",
     "new_plan",
     "pause",
     "reopen",
     "resume",
+    "take_reply",
 ]
 
 #: The failure reason of an unattended plan stopped at the iteration limit.
@@ -189,10 +200,12 @@ def pause(plan: SessionPlanRun, *, now: str) -> SessionPlanRun:
 
 
 def at_limit(plan: SessionPlanRun, *, now: str, unattended: bool) -> SessionPlanRun:
-    """The plan stopped at the host's iteration limit: paused, or failed when ``unattended``.
+    """The host's loop stopped at its iteration limit: a running plan pauses.
 
-    Nobody will say "continue" to an unattended plan, so it fails with
-    :data:`LIMIT_REASON` instead of promising a resume.
+    Nobody will say "continue" to an ``unattended`` plan, so it fails with
+    :data:`LIMIT_REASON` instead of promising a resume. A plan waiting on
+    the user's answer keeps waiting (the answer, not "continue", carries it
+    on), unless unattended. A paused or finished plan is returned as given.
 
     Example:
         >>> plan = new_plan("s", "g", now="t0", plan_id="p")
@@ -200,8 +213,12 @@ def at_limit(plan: SessionPlanRun, *, now: str, unattended: bool) -> SessionPlan
         ...     plan, now="t1", unattended=True).failure_reason
         ('paused', 'iteration limit reached')
     """
+    if plan.status not in ("running", "pending"):
+        return plan
     if unattended:
         return fail(plan, LIMIT_REASON, now=now)
+    if plan.waiting_on_user:
+        return plan
     return pause(plan, now=now)
 
 
@@ -258,6 +275,106 @@ def reopen(plan: SessionPlanRun, *, now: str) -> SessionPlanRun | None:
     if plan.status != "running":
         plan = resume(plan, now=now)
     return evolve(plan, updated_at=now)
+
+
+# ---------------------------------------------------------------- the hooks' rules
+
+
+class Heard(NamedTuple):
+    """What a user message did (:func:`hear`): the plan after it, and how the
+    message goes on to the model.
+
+    ``handed``: ``"answer"``, it answers the model's question (the plan goes
+    on with a fresh budget; give it with the summary and the question);
+    ``"resume"``, a paused (or, corrected, completed) plan runs again (give
+    it with the progress summary); ``"reopened"``, a correction reopened a
+    step of a running plan (the message passes unchanged); ``"finished"``,
+    the plan is over (the next tool-calling reply starts a new one for this
+    message); ``"unchanged"``, nothing happened (``plan`` is the one given).
+    """
+
+    plan: SessionPlanRun
+    handed: Literal["answer", "resume", "reopened", "finished", "unchanged"]
+
+
+def hear(plan: SessionPlanRun, text: str, *, now: str) -> Heard:
+    """The user's message ``text`` on ``plan`` (see :class:`Heard`).
+
+    Document 001's resume rule: a continue intent resumes a paused plan; any
+    other message leaves it paused. On a plan waiting on the user, the
+    message is the answer: the plan resumes (and a correction in it reopens
+    the step completed last). Elsewhere a correction ("not done yet")
+    reopens the step completed last, running a paused or completed plan again.
+
+    Example:
+        >>> plan = pause(new_plan("s", "g", now="t0", plan_id="p"), now="t1")
+        >>> hear(plan, "continue", now="t2").handed, hear(plan, "hello", now="t2").handed
+        ('resume', 'unchanged')
+    """
+    status = plan.status
+    if plan.waiting_on_user and status in ("running", "pending"):
+        # The user answering is someone at the keyboard again: the plan goes
+        # on with a fresh budget, as after "continue".
+        answered = resume(plan, now=now)
+        if is_correction(text):
+            answered = reopen(answered, now=now) or answered
+        return Heard(answered, "answer")
+    if is_correction(text) and status in ("running", "pending", "paused", "completed"):
+        reopened = reopen(plan, now=now)
+        if reopened is not None:
+            return Heard(reopened, "resume" if status in ("paused", "completed") else "reopened")
+    if status == "paused" and is_continue_intent(text):
+        return Heard(resume(plan, now=now), "resume")
+    return Heard(plan, "finished" if plan.finished else "unchanged")
+
+
+def take_reply(
+    plan: SessionPlanRun | None,
+    text: str,
+    tool_calls: int,
+    *,
+    now: str,
+    asks_user: bool,
+    max_iterations: int,
+    unattended: bool,
+    fresh: bool,
+    start: Callable[[], SessionPlanRun],
+) -> SessionPlanRun | None:
+    """A model reply in a session with ``plan`` (None: none yet): the plan to
+    write, or None when the reply changes nothing.
+
+    The first reply that calls a tool starts a plan (``start`` makes it: the
+    driver picks its id and goal), and so does one after a finished plan
+    once the user wrote again (``fresh``); a reply without tool calls starts
+    none. A paused plan waits for "continue" and a finished one for a new
+    message: their replies are not recorded. The reply is recorded
+    (:func:`apply_reply`), and a running plan that has now used
+    ``max_iterations`` replies since it started or resumed stops there
+    (:func:`at_limit`), unless it waits on the user's answer, which brings a
+    fresh budget.
+
+    Example:
+        >>> begin = lambda: new_plan("s", "Ship it", now="t0", plan_id="p")
+        >>> rules = dict(now="t1", asks_user=False, max_iterations=1, unattended=False,
+        ...              fresh=False, start=begin)
+        >>> take_reply(None, "Hi! How can I help?", 0, **rules) is None
+        True
+        >>> take_reply(None, "[Step] Build", 1, **rules).status
+        'paused'
+    """
+    if plan is None or (plan.finished and fresh):
+        if tool_calls <= 0:
+            # Before any plan, a question ("How can I help?") is small talk:
+            # the user's next message is the request, the goal.
+            return None
+        plan = start()
+    elif plan.status not in ("running", "pending"):
+        return None
+    plan = apply_reply(plan, text, tool_calls, now=now, asks_user=asks_user)
+    spent = plan.stretch_iterations >= max_iterations
+    if plan.status == "running" and spent and not plan.waiting_on_user:
+        plan = at_limit(plan, now=now, unattended=unattended)
+    return plan
 
 
 # ---------------------------------------------------------------- steps

@@ -1,9 +1,12 @@
 """``SessionPlanner``: the hooks an agent loop calls, around the engine's pure rules.
 
 Each hook loads the session's plan.json as a frozen
-:class:`~waygraph.engine.session_plan_run.SessionPlanRun`, applies one
-transition of :mod:`waygraph.engine.session_plan`, and writes the new value
-atomically. A read or
+:class:`~waygraph.engine.session_plan_run.SessionPlanRun`, applies its rule
+from :mod:`waygraph.engine.session_plan` (:func:`~waygraph.engine.session_plan.hear`,
+:func:`~waygraph.engine.session_plan.take_reply`,
+:func:`~waygraph.engine.session_plan.at_limit`), and writes the new value
+atomically; what it keeps itself is I/O: the files, the store records, the
+texts, and per-session memory (the last user message, its language). A read or
 write failure is logged on ``waygraph.sessions`` and the hook carries on as if
 the session had no plan: the host agent never crashes because of a plan file.
 """
@@ -289,72 +292,54 @@ class SessionPlanner:
         plan = slot.plan
         if plan is None:
             return text
-        status = plan.status
         language = self._user_language(session_id, plan)
-        if plan.waiting_on_user and status in ("running", "pending"):
-            return self._answer(slot, plan, text, language, now)
-        if is_correction(text) and status in ("running", "pending", "paused", "completed"):
-            reopened = rules.reopen(plan, now=_iso(now))
-            if reopened is not None:
-                self._save(slot, reopened, now)
-                if status in ("paused", "completed"):
-                    return self._resume_message(plan, reopened, text, language)
-                return text
-        if status == "paused":
-            if not is_continue_intent(text):
-                return text
-            resumed = rules.resume(plan, now=_iso(now))
-            self._save(slot, resumed, now)
-            return self._resume_message(plan, resumed, text, language)
-        if plan.finished:
+        heard = rules.hear(plan, text, now=_iso(now))
+        if heard.plan is not plan:
+            self._save(slot, heard.plan, now)
+        if heard.handed == "answer":
+            # The message shows the question answered and the stretch that ended.
+            shown = dict(
+                heard.plan.to_dict(),
+                question=plan.question,
+                resumed_at_iteration=plan.resumed_at_iteration,
+            )
+            return _render.answer_message(shown, text, language, self.max_iterations)
+        if heard.handed == "resume":
+            # The summary counts the iterations of the stretch that just ended;
+            # resuming has already reset that count.
+            shown = dict(heard.plan.to_dict(), resumed_at_iteration=plan.resumed_at_iteration)
+            return _render.resume_message(shown, text, language, self.max_iterations)
+        if heard.handed == "finished":
             # The next tool-calling reply starts a fresh plan for this message.
             self._memory.put(self._memory.fresh, session_id, True)
         return text
-
-    def _answer(
-        self, slot: _files.Slot, plan: SessionPlanRun, text: str, language: str, now: datetime
-    ) -> str:
-        # The user answering is someone at the keyboard again: the plan goes
-        # on with a fresh budget, as after "continue".
-        answered = rules.resume(plan, now=_iso(now))
-        if is_correction(text):
-            answered = rules.reopen(answered, now=_iso(now)) or answered
-        self._save(slot, answered, now)
-        # The message shows the question answered and the stretch that ended.
-        shown = dict(
-            answered.to_dict(),
-            question=plan.question,
-            resumed_at_iteration=plan.resumed_at_iteration,
-        )
-        return _render.answer_message(shown, text, language, self.max_iterations)
 
     def _after_model_reply(
         self, session_id: str, text: str, calls: int, asks: bool, now: datetime
     ) -> None:
         slot = self._locate(session_id)
-        plan = slot.plan
-        archive = None
-        if plan is None or (plan.finished and self._memory.fresh.get(session_id)):
-            if calls == 0:
-                # Before any plan, a question ("How can I help?") is small
-                # talk: the user's next message is the request, the goal.
-                return
-            archive = plan
-            plan = rules.new_plan(
-                session_id,
-                self._goal(session_id, text),
-                now=_iso(now),
-                plan_id=f"plan_{uuid.uuid4().hex[:12]}",
-            )
-        elif plan.status not in ("running", "pending"):
-            # Paused plans wait for "continue"; finished ones for a new message.
+        before = slot.plan
+
+        def start() -> SessionPlanRun:
+            goal = self._goal(session_id, text)
+            plan_id = f"plan_{uuid.uuid4().hex[:12]}"
+            return rules.new_plan(session_id, goal, now=_iso(now), plan_id=plan_id)
+
+        plan = rules.take_reply(
+            before,
+            text,
+            calls,
+            now=_iso(now),
+            asks_user=asks,
+            max_iterations=self.max_iterations,
+            unattended=self.unattended,
+            fresh=bool(self._memory.fresh.get(session_id)),
+            start=start,
+        )
+        if plan is None:
             return
-        plan = rules.apply_reply(plan, text, calls, now=_iso(now), asks_user=asks)
-        # A plan waiting on the user's answer is not paused: the answer, not
-        # "continue", is what carries it on, and it brings a fresh budget.
-        spent = plan.stretch_iterations >= self.max_iterations
-        if plan.status == "running" and spent and not plan.waiting_on_user:
-            plan = rules.at_limit(plan, now=_iso(now), unattended=self.unattended)
+        # A new plan keeps the finished one it replaces as plan-<id>.json.
+        archive = before if before is not None and before.id != plan.id else None
         self._save(slot, plan, now, archive=archive)
         self._memory.fresh.pop(session_id, None)
 
@@ -364,26 +349,18 @@ class SessionPlanner:
         language = self._user_language(session_id, plan)
         if plan is None:
             return _render.limit_message(None, language)
-        if plan.waiting_on_user and plan.status in ("running", "pending") and not self.unattended:
-            return _render.waiting_message(plan.to_dict(), language)
-        if plan.status in ("running", "pending"):
-            plan = rules.at_limit(plan, now=_iso(now), unattended=self.unattended)
+        stopped = rules.at_limit(plan, now=_iso(now), unattended=self.unattended)
+        if stopped is not plan:
             try:
-                self._save(slot, plan, now)
+                self._save(slot, stopped, now)
             except OSError as exc:
                 # The user still needs to hear why the agent stopped.
                 self._degrade("on_iteration_limit", session_id, exc)
-        if plan.status == "paused":
-            return _render.limit_message(plan.to_dict(), language)
-        return _render.finished_message(plan.to_dict(), language)
-
-    def _resume_message(
-        self, before: SessionPlanRun, after: SessionPlanRun, text: str, language: str
-    ) -> str:
-        # The summary counts the iterations of the stretch that just ended;
-        # resuming has already reset that count in ``after``.
-        shown = dict(after.to_dict(), resumed_at_iteration=before.resumed_at_iteration)
-        return _render.resume_message(shown, text, language, self.max_iterations)
+        if stopped.waiting_on_user and stopped.status in ("running", "pending"):
+            return _render.waiting_message(stopped.to_dict(), language)
+        if stopped.status == "paused":
+            return _render.limit_message(stopped.to_dict(), language)
+        return _render.finished_message(stopped.to_dict(), language)
 
     # ------------------------------------------------------------ memory
 
