@@ -196,35 +196,39 @@ class SessionStep:
             ...
             waygraph.errors.CorruptPlan: step 0 needs a string id and description and a valid status
         """
+        get = data.get if isinstance(data, Mapping) else None
         if not (
-            isinstance(data, Mapping)
-            and isinstance(data.get("id"), str)
-            and isinstance(data.get("description"), str)
-            and data.get("status") in STEP_STATUSES
+            get is not None
+            and type(get("id")) is str
+            and type(get("description")) is str
+            and get("status") in STEP_STATUSES
         ):
             raise CorruptPlan(f"step {index} needs a string id and description and a valid status")
         where = f"step {index} ({data['id']})"
         for key in ("result", "started_at", "completed_at", "completed_by"):
-            _text_or_null(data, key, where)
-        iterations = data.get("iterations", 0)
+            _text_or_null(get(key), key, where)
+        iterations = get("iterations", 0)
         if not _whole(iterations):
             raise CorruptPlan(f"{where}: field 'iterations' is not a whole number")
-        implicit = data.get("implicit", False)
-        if not isinstance(implicit, bool):
+        implicit = get("implicit", False)
+        if type(implicit) is not bool:
             raise CorruptPlan(f"{where}: field 'implicit' is not true or false")
-        return cls(
+        # Plans are read far more often than built: a checked step is made
+        # whole here instead of in __post_init__.
+        return _made(
+            cls,
             id=data["id"],
             description=data["description"],
             status=data["status"],
-            result=data.get("result"),
-            started_at=data.get("started_at"),
-            completed_at=data.get("completed_at"),
+            result=get("result"),
+            started_at=get("started_at"),
+            completed_at=get("completed_at"),
             iterations=iterations,
-            completed_by=data.get("completed_by"),
-            progress=_progress(data.get("progress"), where),
+            completed_by=get("completed_by"),
+            progress=_progress(get("progress"), where),
             implicit=implicit,
-            extra={k: v for k, v in data.items() if k not in _STEP_FIELDS},
-            layout=tuple(str(k) for k in data),
+            extra=_extra(data, _STEP_FIELDS),
+            layout=_read_layout(data, _STEP_REQUIRED),
         )
 
 
@@ -337,9 +341,10 @@ class SessionPlanRun:
         if not _whole(data.get("resumed_at_iteration", 0)):
             raise CorruptPlan("field 'resumed_at_iteration' is not a whole number")
         for key in ("created_at", "updated_at", "failure_reason"):
-            _text_or_null(data, key, "")
+            _text_or_null(data.get(key), key, "")
         question = data.get("question")
-        return cls(
+        return _made(
+            cls,
             id=data["id"],
             session_id=data["session_id"],
             goal=data["goal"],
@@ -355,8 +360,8 @@ class SessionPlanRun:
             # plan waiting on someone who never answers.
             awaiting=AWAITING_USER if data.get("awaiting") == AWAITING_USER else None,
             question=question if isinstance(question, str) else None,
-            extra={k: v for k, v in data.items() if k not in _PLAN_FIELDS},
-            layout=tuple(str(k) for k in data),
+            extra=_extra(data, _PLAN_FIELDS),
+            layout=_read_layout(data, _PLAN_REQUIRED),
         )
 
 
@@ -397,9 +402,30 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _text_or_null(data: Mapping[str, Any], key: str, where: str) -> None:
-    value = data.get(key)
-    if value is not None and not isinstance(value, str):
+def _made(cls: type[_Value], **values: Any) -> _Value:
+    """A value of ``cls`` from fields from_dict checked and made whole (no __post_init__)."""
+    new = object.__new__(cls)
+    for name, value in values.items():
+        object.__setattr__(new, name, value)
+    return new
+
+
+def _extra(data: Mapping[str, Any], fields: frozenset[str]) -> Mapping[str, Any]:
+    if data.keys() <= fields:
+        return _EMPTY
+    extra: Mapping[str, Any] = frozen({k: v for k, v in data.items() if k not in fields})
+    return extra
+
+
+def _read_layout(data: Mapping[str, Any], required: tuple[str, ...]) -> tuple[str, ...]:
+    # Older files lack some bookkeeping keys: they go at the end, in order.
+    layout = tuple(data)
+    missing = tuple(k for k in required if k not in data)
+    return layout + missing if missing else layout
+
+
+def _text_or_null(value: Any, key: str, where: str) -> None:
+    if value is not None and type(value) is not str:
         prefix = f"{where}: " if where else ""
         raise CorruptPlan(f"{prefix}field {key!r} is not text or null")
 
