@@ -113,4 +113,4 @@ def test_the_fixture_holds_both_revisions_and_the_replaced_step():
     checkpoints = [e for e in fixture["events"] if e["type"] == "run_checkpoint"]
     last = checkpoints[-1]["state"]
     assert [r["strategy"] for r in last["revisions"]] == ["skip_and_continue", "replan_remaining"]
-    assert last["initial_plan"] is not None and sorted(last["replaced"]) == ["f"]
+    assert last["initial_plan"] is not None and sorted(last["replaced"]) == ["b", "c", "f", "g"]
