@@ -79,8 +79,10 @@ class VerifySpec:
       event data (``compare``, ``truthy`` and the logic around them).
     - ``runs_once``: judging it runs something (a command): one judge asks it
       once per observation.
-    - ``summary``, ``passes_when`` and ``example``: its line in the JSON
-      Schema and its row in the docs' verify table.
+    - ``summary``: what it passes on, in one line (``model.BUILTIN_VERIFY_TYPES``);
+      ``passes_when`` (else the summary) and ``example``: its row in the
+      docs' verify table (:func:`waygraph.verify_types.docs_table`). Its
+      name is in the JSON Schema's enum of verify types.
 
     Example:
         >>> from waygraph.model import Verify
