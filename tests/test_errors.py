@@ -42,6 +42,7 @@ MEANS: dict[str, type[BaseException] | tuple[type[BaseException], ...] | None] =
     "EventFormatError": ValueError,
     "PayloadTooLargeError": ValueError,
     "PlanStateError": RuntimeError,
+    "ReadOnlyFieldError": AttributeError,
     "EventTimeoutError": TimeoutError,
     "BusClosedError": RuntimeError,
     "ApiError": None,

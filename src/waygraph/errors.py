@@ -31,6 +31,7 @@ keeps working for callers who do not know waygraph::
     ├── EventTimeoutError (TimeoutError)  no response event arrived in time
     ├── BusClosedError (RuntimeError)     the bus was closed
     ├── ApiError                          an HTTP route answers with an error status
+    ├── ReadOnlyFieldError (AttributeError) a field of a façade over a frozen run was assigned
     └── PlanningError                     anything the planning agent raises
         ├── InvalidPlanError (ValueError)   a plan failed validation (``.problems``)
         ├── PlanParseError (ValueError)     a model reply holds no usable JSON
@@ -92,6 +93,7 @@ __all__ = [
     "PlanSyntaxError",
     "PlannerSetupError",
     "PlanningError",
+    "ReadOnlyFieldError",
     "RefusedFile",
     "RunHeldError",
     "RunNotFoundError",
@@ -344,6 +346,15 @@ class PayloadTooLargeError(EventFormatError):
 
 class PlanStateError(WaygraphError, RuntimeError):
     """A plan context was asked to do something its current state does not allow."""
+
+
+class ReadOnlyFieldError(WaygraphError, AttributeError):
+    """A field of a run façade was assigned; the message names the method that changes it.
+
+    A ``PlanContext`` changes only through an engine transition and a store
+    commit (``execute_next``, ``finalize``, ``pause``, ``resume``, ...), so
+    the object never holds what the store does not.
+    """
 
 
 class EventTimeoutError(WaygraphError, TimeoutError):

@@ -18,25 +18,24 @@ from waygraph.errors import (
     PlanRejectedError,
     WaygraphError,
 )
-from waygraph.planning._approval import ConsoleApproval
-from waygraph.planning._dryrun import dry_run_result, report_without_plan, simulate_plan
-from waygraph.planning._editing import editable, settled
+from waygraph.planning._approval import ConsoleApproval, approve
+from waygraph.planning._editing import offer_to_hook
 from waygraph.planning._executor import PlanRun
 from waygraph.planning._journal import Journal, load_run, new_run_id, restore
-from waygraph.planning._lease import refusal
-from waygraph.planning._llm import LLM, planning_llm_for
+from waygraph.planning._lease import lost_race, may_resume
+from waygraph.planning._llm import LLM, close_clients, planning_llm_for
 from waygraph.planning._models import (
     Plan,
     PlanExecutionResult,
     PlanExecutionState,
-    PlanProblem,
     RevisionStrategy,
     RevisionTrigger,
 )
+from waygraph.planning._not_run import dry_run, not_run
 from waygraph.planning._pattern import PlanningPattern
 from waygraph.planning._planner import PlanGenerator
 from waygraph.planning._revising import RevisionRequest
-from waygraph.planning._runtime import Hook, Meter, RunCallbacks, call_hook
+from waygraph.planning._runtime import Hook, Meter, RunCallbacks, RunSetup
 from waygraph.planning._tools import Tool, ToolRegistry
 from waygraph.store import Store, default_store_url, open_store
 
@@ -197,36 +196,11 @@ class PlanningAgent:
         return await self._generate(goal, context, Meter())
 
     async def _generate(self, goal: str, context: str | None, meter: Meter) -> Plan:
-        plan = await self._planner.generate(goal, context, meter)
-        self._plan = plan
-        if self.hooks.on_plan_generated is not None:
-            # A copy the callback may change in place (plan.steps.append(...)).
-            offered = editable(plan)
-            try:
-                changed = await call_hook(
-                    self.hooks.on_plan_generated, "on_plan_generated", plan=offered, goal=goal
-                )
-            except Exception as exc:
-                log.exception("on_plan_generated failed")
-                raise PlanRejectedError(f"plan not run: on_plan_generated raised {exc!r}") from exc
-            edited = changed if isinstance(changed, Plan) else offered
-            plan = self._plan = self._settle(plan, edited, meter)
+        plan = self._plan = await self._planner.generate(goal, context, meter)
+        hook = self.hooks.on_plan_generated
+        if hook is not None:
+            plan = self._plan = await offer_to_hook(hook, self._planner, plan, goal, meter)
         return plan
-
-    def _settle(self, plan: Plan, changed: Plan, meter: Meter) -> Plan:
-        """The plan ``on_plan_generated`` left, validated again; InvalidPlanError when bad."""
-        blame = PlanProblem("changed_by_callback", "on_plan_generated made the plan invalid")
-        try:
-            changed = settled(changed)
-        except ValueError as exc:
-            raise InvalidPlanError([blame, PlanProblem("malformed", str(exc))], plan=plan) from exc
-        if changed == plan:
-            return plan
-        changed = self._planner.normalize(changed)
-        problems = self._planner.validate(changed, meter)
-        if problems:
-            raise InvalidPlanError([blame, *problems], plan=changed)
-        return changed
 
     async def revise_plan(self, feedback: str, *, plan: Plan | None = None) -> Plan:
         """Ask the planning model to revise ``plan`` (default: the current one) given
@@ -287,7 +261,7 @@ class PlanningAgent:
             if self.pattern.dry_run:
                 # Nothing will run, so there is nothing to approve: report and stop.
                 return await self._execute(plan, goal, meter, clock)
-            verdict = await self._approve(plan, goal)
+            verdict = await approve(self.hooks.on_plan_approved, plan, goal)
             if isinstance(verdict, str):
                 return self._not_run(plan, verdict, meter, clock)
             return await self._execute(verdict, goal, meter, clock, run_id)
@@ -323,10 +297,7 @@ class PlanningAgent:
             return await self.execute(goal, context=context)
         finally:
             # The event loop ends with this call: release the HTTP clients bound to it.
-            for llm in {id(self.llm): self.llm, id(self.planning_llm): self.planning_llm}.values():
-                aclose = getattr(llm, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            await close_clients(self.llm, self.planning_llm)
 
     def _enter(self) -> None:
         if self._busy:
@@ -334,27 +305,6 @@ class PlanningAgent:
                 "this agent is already running a plan; create one PlanningAgent per concurrent run"
             )
         self._busy = True
-
-    async def _approve(self, plan: Plan, goal: str) -> Plan | str:
-        """The plan to run, or why it must not run."""
-        hook = self.hooks.on_plan_approved
-        if hook is None:
-            return plan
-        try:
-            verdict = await call_hook(hook, "on_plan_approved", plan=plan, goal=goal)
-        except PlanRejectedError as exc:
-            return str(exc)
-        except Exception as exc:
-            log.exception("on_plan_approved failed")
-            return f"plan not run: on_plan_approved raised {exc!r}"
-        if verdict is False:
-            return "plan rejected by on_plan_approved"
-        if isinstance(verdict, Plan):
-            return verdict
-        if verdict is not True:
-            # Fail closed: a callback that forgot to answer has not approved anything.
-            return f"plan not run: on_plan_approved returned {verdict!r}, not True, False or a plan"
-        return plan
 
     async def _execute(
         self, plan: Plan, goal: str, meter: Meter, clock: float, run_id: str | None = None
@@ -364,30 +314,31 @@ class PlanningAgent:
         problems = self._planner.validate(plan, meter)
         if self.pattern.dry_run:
             # Every way into a run passes here, so a dry run never starts a step.
-            return self._dry_run(plan, goal, meter, clock, problems)
+            return dry_run(plan, goal, self.pattern, self.tools, meter, clock, problems)
         if problems:
             return self._not_run(plan, str(InvalidPlanError(problems)), meter, clock, problems)
-        run = self._new_run(plan, goal, meter)
         if not self.keeps_runs:
-            return await self._drive(run, None, meter, clock)
+            return await self._drive(self._new_run(plan, goal, meter), meter, clock)
         journal = Journal(self.store, run_id or new_run_id())
+        run = self._new_run(plan, goal, meter, journal)
         try:
             await journal.begin(run)
         except (WaygraphError, OSError) as exc:
             # Nothing has run: say so rather than run steps no one could resume.
             return self._not_run(plan, f"the run could not be saved: {exc}", meter, clock)
-        return await self._drive(run, journal, meter, clock)
+        return await self._drive(run, meter, clock)
 
-    def _new_run(self, plan: Plan, goal: str, meter: Meter) -> PlanRun:
-        return PlanRun(
-            plan, goal, planner=self._planner, llm=self.llm, hooks=self.hooks, meter=meter, calls={}
-        )
+    def _setup(self, meter: Meter) -> RunSetup:
+        return RunSetup(self._planner, self.llm, self.hooks, meter, calls={})
 
-    async def _drive(
-        self, run: PlanRun, journal: Journal | None, meter: Meter, clock: float
-    ) -> PlanExecutionResult:
-        """Run ``run`` to its end, committing it through ``journal`` (None: kept nowhere)."""
-        run.journal = journal
+    def _new_run(
+        self, plan: Plan, goal: str, meter: Meter, journal: Journal | None = None
+    ) -> PlanRun:
+        return PlanRun.of(plan, goal, self._setup(meter), journal=journal)
+
+    async def _drive(self, run: PlanRun, meter: Meter, clock: float) -> PlanExecutionResult:
+        """Run ``run`` to its end, committing it through its journal (None: kept nowhere)."""
+        journal = run.journal
         self._run = run
         self.run_id = journal.run_id if journal is not None else None
         try:
@@ -450,73 +401,29 @@ class PlanningAgent:
         clock, meter = time.perf_counter(), Meter()
         try:
             saved = load_run(self.store, run_id)
-            plan = Plan.model_validate(saved.state["plan"])
-            run = self._new_run(plan, saved.state["goal"], meter)
             interrupted = saved.interrupted()
-            failed = restore(run, saved)
-            journal = Journal(self.store, run_id, session=saved.session, version=saved.version)
+            state, failed = restore(saved)
             if saved.ended:
                 # Nothing to do and nothing to write: rebuild the stored result.
-                run.journal = None
+                run = PlanRun(state, self._setup(meter))
                 result = await run.run()
                 self._state, self._plan, self.run_id = run.snapshot(), run.plan, run_id
                 return result.model_copy(update={"run_id": run_id})
-            held = saved.lease
-            if held is not None and held.live() and not takeover:
-                raise PlanningError(refusal(run_id, held))
-            if held is not None and held.live():
-                log.warning("run %s: taking over the lease of %s", run_id, held.describe())
+            may_resume(run_id, saved.lease, takeover=takeover)
+            journal = Journal(self.store, run_id, session=saved.session, version=saved.version)
+            run = PlanRun(state, self._setup(meter), journal=journal)
             rerun = [sid for sid, status in run.status.items() if status == "pending"]
             try:
                 await journal.begin(
-                    run, resumed=True, rerun=rerun, interrupted=interrupted, previous=held
+                    run, resumed=True, rerun=rerun, interrupted=interrupted, previous=saved.lease
                 )
             except Conflict:
                 # Lost the race for the lease: name the winner when its lease is there.
-                winner = load_run(self.store, run_id).lease
-                if winner is not None and winner.live():
-                    raise PlanningError(refusal(run_id, winner)) from None
-                raise PlanningError(
-                    f"run {run_id!r} changed while it was being resumed: another process "
-                    "is resuming it; resume a run in one place at a time"
-                ) from None
-            for step_id in failed:
-                # Decide about failures the crashed run committed but had not acted on.
-                mismatch = (run.results[step_id].error or "").startswith("the output does not")
-                trigger = (
-                    RevisionTrigger.OUTPUT_MISMATCH if mismatch else RevisionTrigger.STEP_FAILED
-                )
-                run._on_failure(step_id, trigger)
-            return await self._drive(run, journal, meter, clock)
+                raise lost_race(run_id, load_run(self.store, run_id).lease) from None
+            run.handle_lost_failures(failed)
+            return await self._drive(run, meter, clock)
         finally:
             self._busy = False
-
-    def _dry_run(
-        self,
-        plan: Plan | None,
-        goal: str,
-        meter: Meter,
-        clock: float,
-        problems: Iterable[PlanProblem],
-        why: str | None = None,
-    ) -> PlanExecutionResult:
-        """A dry run's result: the report on ``plan`` with the problems already found."""
-        spent = meter.root.total.total_tokens
-        if plan is None:
-            # Planning failed before any plan existed: the report says why.
-            found = list(problems) or [PlanProblem("no_plan", why or "no plan was made")]
-            report = report_without_plan(goal, self.pattern, found, tokens_spent=spent)
-        else:
-            report = simulate_plan(
-                plan, self.tools, self.pattern, tokens_spent=spent, problems=problems
-            )
-        return dry_run_result(
-            report,
-            plan=plan,
-            token_usage=meter.total,
-            execution_time=time.perf_counter() - clock,
-            why=why if plan is None else None,
-        )
 
     def _not_run(
         self,
@@ -528,18 +435,4 @@ class PlanningAgent:
         *,
         goal: str | None = None,
     ) -> PlanExecutionResult:
-        if self.pattern.dry_run and goal is not None:
-            problems = list(problems)
-            if plan is not None and not problems:
-                # Rejected by on_plan_generated: the reason is the problem to report.
-                problems = [PlanProblem("rejected", why)]
-            return self._dry_run(plan, goal, meter, clock, problems, why)
-        return PlanExecutionResult(
-            success=False,
-            plan=plan,
-            final_plan=plan,
-            final_output=why,
-            token_usage=meter.total,
-            execution_time=time.perf_counter() - clock,
-            problems=tuple(problems),
-        )
+        return not_run(plan, why, self.pattern, self.tools, meter, clock, problems, goal=goal)

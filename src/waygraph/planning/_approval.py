@@ -21,15 +21,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
 from waygraph.errors import PlanRejectedError
 from waygraph.planning._models import Plan, PlanStep, RevisionDecision, RevisionStrategy
+from waygraph.planning._runtime import Hook, call_hook
 from waygraph.planning._validate import structural_problems
 
-__all__ = ["ConsoleApproval"]
+__all__ = ["ConsoleApproval", "approve"]
+
+log = logging.getLogger("waygraph.planning")
 
 HELP = """Commands:
   a, approve                 run the plan as shown
@@ -278,3 +282,24 @@ def _set_dependencies(plan: Plan, rest: str) -> Plan:
     if unknown:
         raise ValueError(f"unknown step {unknown[0]!r}; steps: {', '.join(plan.step_ids)}")
     return _replace(plan, step.model_copy(update={"dependencies": deps}))
+
+
+async def approve(hook: Hook | None, plan: Plan, goal: str) -> Plan | str:
+    """The plan ``on_plan_approved`` (``hook``) lets run, or why it must not run."""
+    if hook is None:
+        return plan
+    try:
+        verdict = await call_hook(hook, "on_plan_approved", plan=plan, goal=goal)
+    except PlanRejectedError as exc:
+        return str(exc)
+    except Exception as exc:
+        log.exception("on_plan_approved failed")
+        return f"plan not run: on_plan_approved raised {exc!r}"
+    if verdict is False:
+        return "plan rejected by on_plan_approved"
+    if isinstance(verdict, Plan):
+        return verdict
+    if verdict is not True:
+        # Fail closed: a callback that forgot to answer has not approved anything.
+        return f"plan not run: on_plan_approved returned {verdict!r}, not True, False or a plan"
+    return plan

@@ -18,13 +18,22 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from waygraph.planning._models import Plan, PlanStep
+from waygraph.errors import InvalidPlanError, PlanRejectedError
+from waygraph.planning._models import Plan, PlanProblem, PlanStep
+from waygraph.planning._runtime import Hook, call_hook
 
-__all__ = ["editable", "settled"]
+if TYPE_CHECKING:
+    from waygraph.planning._planner import PlanGenerator
+    from waygraph.planning._runtime import Meter
+
+__all__ = ["editable", "offer_to_hook", "settle_edit", "settled"]
+
+log = logging.getLogger("waygraph.planning")
 
 
 def _fields(model: BaseModel) -> dict[str, Any]:
@@ -46,3 +55,38 @@ def settled(plan: Plan) -> Plan:
     data = _fields(plan)
     data["steps"] = [_fields(s) if isinstance(s, PlanStep) else s for s in plan.steps]
     return Plan.model_validate(data)
+
+
+def settle_edit(planner: PlanGenerator, plan: Plan, changed: Plan, meter: Meter) -> Plan:
+    """The plan ``on_plan_generated`` left (``changed``), validated again (InvalidPlanError)."""
+    blame = PlanProblem("changed_by_callback", "on_plan_generated made the plan invalid")
+    try:
+        changed = settled(changed)
+    except ValueError as exc:
+        raise InvalidPlanError([blame, PlanProblem("malformed", str(exc))], plan=plan) from exc
+    if changed == plan:
+        return plan
+    changed = planner.normalize(changed)
+    problems = planner.validate(changed, meter)
+    if problems:
+        raise InvalidPlanError([blame, *problems], plan=changed)
+    return changed
+
+
+async def offer_to_hook(
+    hook: Hook, planner: PlanGenerator, plan: Plan, goal: str, meter: Meter
+) -> Plan:
+    """Offer ``plan`` to ``on_plan_generated`` (``hook``): the plan it left, validated again.
+
+    Raises :class:`PlanRejectedError` when the callback raised, and
+    :class:`InvalidPlanError` when it made the plan invalid.
+    """
+    # A copy the callback may change in place (plan.steps.append(...)).
+    offered = editable(plan)
+    try:
+        changed = await call_hook(hook, "on_plan_generated", plan=offered, goal=goal)
+    except Exception as exc:
+        log.exception("on_plan_generated failed")
+        raise PlanRejectedError(f"plan not run: on_plan_generated raised {exc!r}") from exc
+    edited = changed if isinstance(changed, Plan) else offered
+    return settle_edit(planner, plan, edited, meter)

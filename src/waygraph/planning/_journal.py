@@ -53,6 +53,7 @@ from waygraph.planning._models import (
     StepStatus,
     _now,
 )
+from waygraph.planning._run_state import RunState
 from waygraph.store import MemoryStore, Store, StoredRecord
 
 if TYPE_CHECKING:
@@ -122,26 +123,26 @@ def _result_data(result: StepResult) -> dict[str, Any]:
     return data
 
 
-def _state_data(run: PlanRun) -> dict[str, Any]:
-    """Everything a resume needs to rebuild ``run`` (between step events)."""
+def _state_data(state: RunState) -> dict[str, Any]:
+    """Everything a resume needs to rebuild the run ``state`` is (between step events)."""
     return {
-        "goal": run.goal,
+        "goal": state.goal,
         # None: the run still follows the plan it started with (stored once).
         "initial_plan": None
-        if run.initial_plan is run.plan
-        else run.initial_plan.model_dump(mode="json"),
-        "plan": run.plan.model_dump(mode="json"),
-        "status": {sid: str(status) for sid, status in run.status.items()},
-        "results": {sid: _result_data(r) for sid, r in run.results.items()},
-        "replaced": {sid: _result_data(r) for sid, r in run.replaced.items()},
-        "by_strategy": sorted(run.by_strategy),
-        "revisions": [r.model_dump(mode="json") for r in run.revisions],
-        "revision_attempts": run.revision_attempts,
-        "applied_revisions": run.applied_revisions,
-        "sub_revisions": run.sub_revisions,
-        "budget_flagged": run.budget_flagged,
-        "stop_reason": run.stop_reason,
-        "started_at": run.started_at.isoformat(),
+        if state.initial_plan is state.plan
+        else state.initial_plan.model_dump(mode="json"),
+        "plan": state.plan.model_dump(mode="json"),
+        "status": {sid: str(status) for sid, status in state.status.items()},
+        "results": {sid: _result_data(r) for sid, r in state.results.items()},
+        "replaced": {sid: _result_data(r) for sid, r in state.replaced.items()},
+        "by_strategy": sorted(state.waived),
+        "revisions": [r.model_dump(mode="json") for r in state.revisions],
+        "revision_attempts": state.revision_attempts,
+        "applied_revisions": state.applied_revisions,
+        "sub_revisions": state.sub_revisions,
+        "budget_flagged": state.budget_flagged,
+        "stop_reason": state.stop_reason,
+        "started_at": state.started_at.isoformat(),
     }
 
 
@@ -248,29 +249,22 @@ def _result(data: Mapping[str, Any]) -> StepResult:
     return StepResult.model_validate({k: v for k, v in data.items() if k != "durable"})
 
 
-def restore(run: PlanRun, saved: SavedRun) -> list[str]:
-    """Put ``saved`` into a fresh ``run``; return the failed steps whose handling was lost.
+def restore(saved: SavedRun) -> tuple[RunState, list[str]]:
+    """The run ``saved`` holds, as a frozen state; and the failed steps whose handling was lost.
 
-    ``run`` was built with ``saved``'s plan. Steps that were running are
-    pending again; a failure committed after the last checkpoint is handed
-    back so the caller can decide about it as the crashed run would have.
+    Steps that were running are pending again; a failure committed after the
+    last checkpoint is handed back so the caller can decide about it as the
+    crashed run would have.
     """
     state = saved.state
-    if state.get("initial_plan") is not None:
-        run.initial_plan = Plan.model_validate(state["initial_plan"])
+    plan = Plan.model_validate(state["plan"])
+    initial = state.get("initial_plan")
     statuses = {sid: StepStatus(s) for sid, s in state["status"].items()}
-    run.results = {sid: _result(r) for sid, r in state["results"].items()}
+    results = {sid: _result(r) for sid, r in state["results"].items()}
     for sid, data in state["results"].items():
         if data.get("durable") is False:  # its output was not stored: the step runs again
             statuses[sid] = StepStatus.PENDING
-            del run.results[sid]
-    run.replaced = {sid: _result(r) for sid, r in state["replaced"].items()}
-    run.revisions = [PlanRevision.model_validate(r) for r in state["revisions"]]
-    run.revision_attempts = state["revision_attempts"]
-    run.applied_revisions = state["applied_revisions"]
-    run.sub_revisions = state["sub_revisions"]
-    run.budget_flagged = state["budget_flagged"]
-    run.started_at = datetime.fromisoformat(state["started_at"])
+            del results[sid]
     failed: list[str] = []
     for event in saved.finished:
         data = event["result"]
@@ -279,20 +273,34 @@ def restore(run: PlanRun, saved: SavedRun) -> list[str]:
             continue
         result = _result(data)
         statuses[sid] = result.status
-        run.results[sid] = result
+        results[sid] = result
         if result.status == StepStatus.FAILED:
             failed.append(sid)
+    outputs: dict[str, Any] = {}
     for sid, status in statuses.items():
         if status == StepStatus.RUNNING:
             statuses[sid] = StepStatus.PENDING
-            run.results.pop(sid, None)
-        elif status == StepStatus.COMPLETED and sid in run.results:
-            run.outputs[sid] = run.results[sid].output
-    run.state = DagRun(
-        statuses, waived=frozenset(state["by_strategy"]), stop_reason=state["stop_reason"]
+            results.pop(sid, None)
+        elif status == StepStatus.COMPLETED and sid in results:
+            outputs[sid] = results[sid].output
+    restored = RunState(
+        goal=state["goal"],
+        initial_plan=plan if initial is None else Plan.model_validate(initial),
+        plan=plan,
+        dag=DagRun(
+            statuses, waived=frozenset(state["by_strategy"]), stop_reason=state["stop_reason"]
+        ),
+        started_at=datetime.fromisoformat(state["started_at"]),
+        results=results,
+        outputs=outputs,
+        replaced={sid: _result(r) for sid, r in state["replaced"].items()},
+        revisions=tuple(PlanRevision.model_validate(r) for r in state["revisions"]),
+        revision_attempts=state["revision_attempts"],
+        applied_revisions=state["applied_revisions"],
+        sub_revisions=state["sub_revisions"],
+        budget_flagged=state["budget_flagged"],
     )
-    run._rescan()
-    return failed
+    return restored, failed
 
 
 class Journal:
@@ -359,7 +367,7 @@ class Journal:
         """
         self._interrupted = list(interrupted or [])
         self._run = run
-        self._plan_id = _slug(run.initial_plan.goal or run.goal)
+        self._plan_id = _slug(run.state.initial_plan.goal or run.goal)
         self._path = [
             sid
             for sid, status in run.status.items()
@@ -374,7 +382,7 @@ class Journal:
             ]
             events += [
                 {"type": "plan_resumed", "rerun": rerun or [], "interrupted": self._interrupted},
-                {"type": "run_checkpoint", "state": _state_data(run)},
+                {"type": "run_checkpoint", "state": _state_data(run.state)},
             ]
         else:
             events = [
@@ -382,7 +390,7 @@ class Journal:
                     "type": "plan_started",
                     "goal": run.goal,
                     "steps": len(run.plan.steps),
-                    "state": _state_data(run),
+                    "state": _state_data(run.state),
                 }
             ]
         self.version = await asyncio.to_thread(self._commit, self._record(), events)
@@ -418,14 +426,14 @@ class Journal:
     def checkpoint(self) -> None:
         """The run changed beyond one step (a revision): save its whole state."""
         assert self._run is not None
-        self._pending.append({"type": "run_checkpoint", "state": _state_data(self._run)})
+        self._pending.append({"type": "run_checkpoint", "state": _state_data(self._run.state)})
         self._wake.set()
 
     # ------------------------------------------------------------ writing
 
     def _record(self) -> dict[str, Any]:
-        run = self._run
-        assert run is not None
+        assert self._run is not None
+        run = self._run.state
         # The one run-record schema: each node's outcome, as guided runs say it,
         # beside its status (this runs once per commit, over every step).
         visited = {
@@ -442,12 +450,12 @@ class Journal:
             "plan_id": self._plan_id,
             "goal": run.goal,
             "status": self._status,
-            "current_node": list(run.running),
+            "current_node": list(self._run.running),
             "visited": visited,
             "path": list(self._path),
             "total_nodes": len(visited),
             "completed_nodes": list(run.status.values()).count(StepStatus.COMPLETED),
-            "revisions": run.applied_revisions + run.sub_revisions,
+            "revisions": run.revision_count,
             "lease": self.lease.data() if self.lease is not None else None,
             **extra,
             **self._final,
@@ -498,7 +506,7 @@ class Journal:
                     log.error("run %s could not be saved: %s", self.run_id, exc)
                     self.error = exc
                     if self._run is not None:
-                        self._run._stop(f"the run could not be saved to {self.store.url}: {exc}")
+                        self._run.stop(f"the run could not be saved to {self.store.url}: {exc}")
                         self._run._wake.set()
             if self._closing:
                 return

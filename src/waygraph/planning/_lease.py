@@ -15,6 +15,7 @@ its owner was a process of this machine that is gone.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import socket
@@ -24,7 +25,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["LEASE_SECONDS", "RENEW", "Lease", "refusal"]
+from waygraph.errors import PlanningError
+
+__all__ = ["LEASE_SECONDS", "RENEW", "Lease", "lost_race", "may_resume", "refusal"]
+
+log = logging.getLogger("waygraph.planning")
 
 #: Seconds a lease lasts without renewal: how long a run whose process was
 #: killed on another machine stays refused (``--takeover`` skips the wait).
@@ -151,4 +156,24 @@ def refusal(run_id: str, lease: Lease) -> str:
         "its steps. Wait for it to end (or for its lease to expire if it was killed), or, "
         "if that process is gone, take the run over: waygraph plan --resume "
         f"{run_id} --takeover (resume(..., takeover=True))"
+    )
+
+
+def may_resume(run_id: str, held: Lease | None, *, takeover: bool) -> None:
+    """Refuse (:class:`PlanningError`) to resume ``run_id`` while ``held`` is live, unless
+    ``takeover``, which is logged."""
+    if held is None or not held.live():
+        return
+    if not takeover:
+        raise PlanningError(refusal(run_id, held))
+    log.warning("run %s: taking over the lease of %s", run_id, held.describe())
+
+
+def lost_race(run_id: str, winner: Lease | None) -> PlanningError:
+    """The error for a resume that lost the race for ``run_id`` to ``winner``'s (as stored now)."""
+    if winner is not None and winner.live():
+        return PlanningError(refusal(run_id, winner))
+    return PlanningError(
+        f"run {run_id!r} changed while it was being resumed: another process "
+        "is resuming it; resume a run in one place at a time"
     )

@@ -35,7 +35,7 @@ from waygraph.chat import STRUCTURED_OUTPUT_MODES, endpoint, refused, server_err
 from waygraph.errors import ConfigError, LLMError
 from waygraph.planning._models import TokenUsage
 
-__all__ = ["LLM", "LLMResponse", "Message", "OpenAILLM"]
+__all__ = ["LLM", "LLMResponse", "Message", "OpenAILLM", "close_clients"]
 
 log = logging.getLogger("waygraph.planning")
 
@@ -307,3 +307,11 @@ def _running_loop() -> Any:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+async def close_clients(*llms: LLM | None) -> None:
+    """Release the HTTP clients of ``llms`` (each once; models without ``aclose`` are skipped)."""
+    for llm in {id(llm): llm for llm in llms}.values():
+        aclose = getattr(llm, "aclose", None)
+        if aclose is not None:
+            await aclose()

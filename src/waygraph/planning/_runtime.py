@@ -1,16 +1,23 @@
-"""Small runtime pieces shared by the planner and the scheduler: token meters and hooks."""
+"""Small runtime pieces shared by the planner and the scheduler: meters, hooks, a run's setup."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from waygraph import callbacks
 from waygraph.planning._models import TokenUsage
 
-__all__ = ["Hook", "Meter", "RunCallbacks"]
+if TYPE_CHECKING:
+    from waygraph.planning._llm import LLM
+    from waygraph.planning._pattern import PlanningPattern
+    from waygraph.planning._planner import PlanGenerator
+    from waygraph.planning._tools import ToolRegistry
+
+__all__ = ["Hook", "Meter", "RunCallbacks", "RunSetup"]
 
 log = logging.getLogger("waygraph.planning")
 
@@ -87,3 +94,35 @@ class RunCallbacks:
             await call_hook(hook, name, **kwargs)
         except Exception:
             log.exception("%s callback failed; the run goes on", name)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSetup:
+    """What one run of a generated plan works with, fixed for the run (a sub-plan gets its own).
+
+    ``calls`` is the call's table of identical tool calls in flight or done
+    (shared with sub-plans); ``outer_ids`` are an outer plan's steps a
+    sub-plan may refer to.
+    """
+
+    planner: PlanGenerator
+    llm: LLM
+    hooks: RunCallbacks
+    meter: Meter
+    calls: dict[str, asyncio.Future[Any]]
+    depth: int = 0
+    outer_ids: frozenset[str] = frozenset()
+
+    @property
+    def pattern(self) -> PlanningPattern:
+        return self.planner.pattern
+
+    @property
+    def tools(self) -> ToolRegistry:
+        return self.planner.tools
+
+    def nested(self, outer_ids: frozenset[str]) -> RunSetup:
+        """The setup of a sub-plan's run: one level deeper, its tokens counted into this run's."""
+        return replace(
+            self, meter=Meter(parent=self.meter), depth=self.depth + 1, outer_ids=outer_ids
+        )

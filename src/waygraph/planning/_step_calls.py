@@ -1,6 +1,8 @@
 """Running one step of a generated plan: its action with retries and fallback, or its sub-plan.
 
-A mixin of :class:`~waygraph.planning._executor.PlanRun` (the scheduler). A
+:class:`StepRunner` is a part of :class:`~waygraph.planning._executor.PlanRun`
+(the scheduler): it reads the run's setup and frozen state through the run,
+and hands a :class:`StepOutcome` back; the run alone changes its state. A
 step's action is tried ``1 + retry_failed_steps`` times, each call bounded by
 ``step_timeout``, then its ``fallback_action`` once; identical calls share
 one result unless the tool has side effects.
@@ -12,9 +14,8 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from waygraph.errors import InvalidPlanError, LLMError, PlanParseError
@@ -22,18 +23,13 @@ from waygraph.planning import _prompts as prompts
 from waygraph.planning._json import extract_json
 from waygraph.planning._models import Plan, PlanExecutionResult, PlanStep, TokenUsage, _now
 from waygraph.planning._references import substitute
-from waygraph.planning._runtime import Meter
 from waygraph.planning._tools import StepContext
 from waygraph.planning._validate import ancestors
 
 if TYPE_CHECKING:
-    from waygraph.planning._llm import LLM
-    from waygraph.planning._pattern import PlanningPattern
-    from waygraph.planning._planner import PlanGenerator
-    from waygraph.planning._runtime import RunCallbacks
-    from waygraph.planning._tools import ToolRegistry
+    from waygraph.planning._executor import PlanRun
 
-__all__ = ["FAILED", "StepCalls", "StepOutcome", "describe"]
+__all__ = ["FAILED", "StepOutcome", "StepRunner", "describe"]
 
 log = logging.getLogger("waygraph.planning")
 
@@ -74,53 +70,43 @@ def _call_key(tool: str, parameters: Any) -> str | None:
         return None  # not comparable as data: never shared
 
 
-class StepCalls:
-    """Running one step (a mixin of the scheduler)."""
+class _Outputs(Mapping[str, Any]):
+    """The run's step outputs as they are now (a tool sees steps that finish while it runs)."""
 
-    if TYPE_CHECKING:
-        # What the scheduler (waygraph.planning._executor.PlanRun) provides.
-        plan: Plan
-        goal: str
-        planner: PlanGenerator
-        pattern: PlanningPattern
-        tools: ToolRegistry
-        llm: LLM
-        hooks: RunCallbacks
-        meter: Meter
-        calls: dict[str, asyncio.Future[Any]]
-        depth: int
-        outputs: dict[str, Any]
-        outer_ids: frozenset[str]
-        _known: frozenset[str]
+    def __init__(self, run: PlanRun) -> None:
+        self._run = run
 
-        def __init__(
-            self,
-            plan: Plan,
-            goal: str,
-            *,
-            planner: PlanGenerator,
-            llm: LLM,
-            hooks: RunCallbacks,
-            meter: Meter,
-            calls: dict[str, asyncio.Future[Any]],
-            depth: int = 0,
-            outer_results: Mapping[str, Any] | None = None,
-            outer_ids: frozenset[str] = frozenset(),
-        ) -> None: ...
+    def __getitem__(self, key: str) -> Any:
+        return self._run.state.outputs[key]
 
-        async def run(self) -> PlanExecutionResult: ...
-        async def _notify(self, name: str, **kwargs: Any) -> None: ...
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._run.state.outputs)
+
+    def __len__(self) -> int:
+        return len(self._run.state.outputs)
+
+
+class StepRunner:
+    """Runs one step of a :class:`~waygraph.planning._executor.PlanRun` (a part of it)."""
+
+    def __init__(self, run: PlanRun) -> None:
+        self._run = run
+
+    async def execute(self, step: PlanStep) -> StepOutcome:
+        """Run ``step`` (its action, retries, fallback, check, or its sub-plan)."""
+        return await self._execute(step)
 
     async def _execute(self, step: PlanStep) -> StepOutcome:
         outcome = StepOutcome(started_at=_now())
         clock = time.perf_counter()
-        await self._notify("on_step_start", step=step)
+        run = self._run
+        await run.notify("on_step_start", step=step)
         context = StepContext(
             step=step,
-            goal=self.goal,
-            results=MappingProxyType(self.outputs),
-            llm=self.llm,
-            depth=self.depth,
+            goal=run.goal,
+            results=_Outputs(run),
+            llm=run.setup.llm,
+            depth=run.setup.depth,
         )
         try:
             if step.is_composite:
@@ -136,7 +122,7 @@ class StepCalls:
                 await self._run_action(
                     step.fallback_action, params, context, outcome, fallback=True
                 )
-            if outcome.ok and step.expected_output and self.pattern.check_expected_output:
+            if outcome.ok and step.expected_output and run.setup.pattern.check_expected_output:
                 await self._judge(step, context, outcome)
         except Exception as exc:
             outcome.ok = False
@@ -156,7 +142,8 @@ class StepCalls:
         *,
         fallback: bool = False,
     ) -> None:
-        tries = 1 if fallback else 1 + self.pattern.retry_failed_steps
+        pattern = self._run.setup.pattern
+        tries = 1 if fallback else 1 + pattern.retry_failed_steps
         for attempt in range(1, tries + 1):
             if not fallback:
                 outcome.attempts = attempt
@@ -164,7 +151,7 @@ class StepCalls:
                 outcome.output, outcome.reused = await self._call(action, parameters, context)
             except Exception as exc:
                 label = f"fallback {action}" if fallback else f"attempt {attempt}"
-                outcome.errors.append(f"{label}: {describe(exc, self.pattern.step_timeout)}")
+                outcome.errors.append(f"{label}: {describe(exc, pattern.step_timeout)}")
                 continue
             outcome.ok = True
             outcome.used_fallback = fallback
@@ -174,26 +161,27 @@ class StepCalls:
         self, action: str, parameters: Mapping[str, Any], context: StepContext
     ) -> tuple[Any, bool]:
         """Call a tool with resolved parameters; reuse an identical earlier call's result."""
-        tool = self.tools[action]
-        known = self._known
-        resolved = substitute(dict(parameters), self.outputs, known)
+        run = self._run
+        setup = run.setup
+        tool = setup.tools[action]
+        resolved = substitute(dict(parameters), run.state.outputs, run.index.known)
         key = None if tool.side_effects else _call_key(action, resolved)
         future: asyncio.Future[Any] | None = None
         if key is not None:
-            while (earlier := self.calls.get(key)) is not None:
+            while (earlier := setup.calls.get(key)) is not None:
                 value = await asyncio.shield(earlier)
                 if value is not FAILED:
                     return value, True
             future = asyncio.get_running_loop().create_future()
-            self.calls[key] = future
+            setup.calls[key] = future
         try:
             # asyncio.timeout, not wait_for: no extra task (and loop turns) per call.
-            async with asyncio.timeout(self.pattern.step_timeout):
+            async with asyncio.timeout(setup.pattern.step_timeout):
                 value = await tool.call(resolved, context)
         except BaseException:
             if future is not None and key is not None:
                 # Waiting steps make their own call: a failure is not a result to share.
-                self.calls.pop(key, None)
+                setup.calls.pop(key, None)
                 future.set_result(FAILED)
             raise
         if future is not None:
@@ -201,7 +189,7 @@ class StepCalls:
         return value, False
 
     async def _judge(self, step: PlanStep, context: StepContext, outcome: StepOutcome) -> None:
-        schema = prompts.EXPECTATION_SCHEMA if self.pattern.structured_output else None
+        schema = prompts.EXPECTATION_SCHEMA if self._run.setup.pattern.structured_output else None
         reply = await context.complete(
             prompts.expectation_messages(step, outcome.output), json_schema=schema
         )
@@ -216,29 +204,30 @@ class StepCalls:
     async def _run_composite(
         self, step: PlanStep, context: StepContext, outcome: StepOutcome
     ) -> None:
-        available = sorted(ancestors(self.plan, step.id) | self.outer_ids)
+        run = self._run
+        setup = run.setup
+        available = sorted(ancestors(run.plan, step.id) | setup.outer_ids)
         sub = step.subplan
         outcome.attempts = 1
         if sub is None:
             try:
-                sub = await self.planner.decompose(
-                    step, self.goal, self.outputs, available, self.meter, depth=self.depth + 1
+                sub = await setup.planner.decompose(
+                    step,
+                    run.goal,
+                    run.state.outputs,
+                    available,
+                    setup.meter,
+                    depth=setup.depth + 1,
                 )
             except (InvalidPlanError, LLMError) as exc:
                 outcome.errors.append(f"decomposition failed: {exc}")
                 return
             outcome.subplan = sub
-        child = type(self)(
+        child = type(run).of(
             sub,
             step.description or sub.goal,
-            planner=self.planner,
-            llm=self.llm,
-            hooks=self.hooks,
-            meter=Meter(parent=self.meter),
-            calls=self.calls,
-            depth=self.depth + 1,
-            outer_results=self.outputs,
-            outer_ids=frozenset(available),
+            setup.nested(frozenset(available)),
+            outer_results=run.state.outputs,
         )
         result = await child.run()
         outcome.subplan_result = result
@@ -247,5 +236,3 @@ class StepCalls:
             outcome.output = result.final_output
         else:
             outcome.errors.append(f"sub-plan failed: {result.final_output}")
-
-    # ------------------------------------------------------------ after a step
