@@ -97,8 +97,8 @@ def test_a_navigator_in_compact_style_says_the_action_the_check_and_the_last_fai
         "Do: Change only what the cause needs, usually a few lines in one file. Do not "
         "reformat, rename, or edit the tests to make them pass. End the call by showing the "
         "change with git diff --stat.",
-        "Check: output must match /\\b\\d+ files? changed\\b/ or the command must succeed "
-        "(exit code 0)",
+        # The plan's own words for its check (``says``), not the regular expression.
+        "Check: git reports changed files ('N files changed'), or the edit command exits 0",
         "Last failed (test): `python -m pytest -q tests/test_login.py` → 1 failed, 3 passed "
         "in 0.05s",
     ]

@@ -97,6 +97,9 @@ def _validate(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:
         elif key == "minLength":
             if isinstance(value, str) and len(value) < arg:
                 errors.append(f"{path}: shorter than {arg}")
+        elif key == "maxLength":
+            if isinstance(value, str) and len(value) > arg:
+                errors.append(f"{path}: longer than {arg}")
         elif key == "minimum":
             if _is_type(value, "number") and value < arg:
                 errors.append(f"{path}: below {arg}")

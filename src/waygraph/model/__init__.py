@@ -124,6 +124,10 @@ class Verify(_Frozen):
     #: match (searched in the command the host reports); evidence from any
     #: other command, or with no command reported, is unknown.
     command_matches: str | None = None
+    #: The check in the author's words, shown to the model instead of the
+    #: check's own terms (a regular expression means little to a small
+    #: model); what is judged does not change.
+    says: str | None = Field(default=None, min_length=1, max_length=300)
 
     @field_validator("type")
     @classmethod

@@ -175,7 +175,10 @@ def describe(verify: Verify | None) -> str:
     if verify is None:
         return "any result passes unless its exit code is non-zero (no verification)"
     spec = VERIFY_TYPES.get(verify.type)
-    text = spec.describe(verify) if spec is not None else f"custom check {verify.type!r}"
+    if verify.says is not None:
+        text = verify.says
+    else:
+        text = spec.describe(verify) if spec is not None else f"custom check {verify.type!r}"
     if verify.command_matches is not None:
         text += f", from {_commands(verify.command_matches)}"
     return text
@@ -184,7 +187,7 @@ def describe(verify: Verify | None) -> str:
 def negated(verify: Verify | None) -> str | None:
     """A negated check in plain words where its spec has some ("output must not match ..."
     rather than "not (output must match ...)"); None otherwise."""
-    if verify is None or verify.command_matches is not None:
+    if verify is None or verify.command_matches is not None or verify.says is not None:
         return None
     spec = VERIFY_TYPES.get(verify.type)
     return spec.negated(verify) if spec is not None and spec.negated is not None else None
