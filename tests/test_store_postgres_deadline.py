@@ -10,6 +10,7 @@ of the deadline), never a machine-speed timing.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -134,3 +135,34 @@ def test_every_store_call_is_bounded_reads_and_a_full_pool_included(
 def test_a_bad_timeout_in_the_url_is_refused_naming_it() -> None:
     with pytest.raises(ConfigError, match=r"timeout must be a number of seconds.*'soon'"):
         PostgresStore("postgresql://postgres@127.0.0.1:1/none?timeout=soon")
+
+
+class _Conn:
+    """What the watchdog reads of a psycopg connection: ``pgconn.socket``."""
+
+    def __init__(self, fd: int) -> None:
+        self.pgconn = type("PGconn", (), {"socket": fd})()
+
+
+def test_the_watchdog_cuts_a_late_call_and_never_a_connection_handed_back() -> None:
+    from waygraph.store._pg_deadline import Watchdog
+
+    watch = Watchdog(0.2)
+    late, late_peer = socket.socketpair()
+    back, back_peer = socket.socketpair()
+    try:
+        cut = watch.start(None)
+        watch.attach(cut, _Conn(late.fileno()))
+        handed = watch.start(None)
+        watch.attach(handed, _Conn(back.fileno()))
+        watch.detach(handed)  # back in the pool: another call may hold it now
+        time.sleep(1.0)
+        assert late.recv(1) == b""  # shut down: a wait on it returns at once
+        assert watch.expired(cut) and watch.finish(cut)
+        assert not watch.expired(handed) and not watch.finish(handed)
+        back_peer.sendall(b"x")
+        assert back.recv(1) == b"x"  # untouched
+    finally:
+        watch.close()
+        for sock in (late, late_peer, back, back_peer):
+            sock.close()

@@ -62,8 +62,10 @@ class Watchdog:
     """Shuts down the socket of a connection whose call outlived ``deadline`` seconds.
 
     :meth:`start` before a call's first wait (the pool's included), with the
-    connection once there is one (:meth:`attach`), :meth:`finish` after it;
-    :meth:`finish` says whether the deadline cut the call.
+    connection once there is one (:meth:`attach`) until it goes back to the
+    pool (:meth:`detach`: a connection another call may hold is never cut),
+    :meth:`finish` after it; :meth:`finish` says whether the deadline cut
+    the call.
     """
 
     def __init__(self, deadline: float) -> None:
@@ -101,6 +103,13 @@ class Watchdog:
                 return
             call[2] = True
         _shut(conn)
+
+    def detach(self, token: int) -> None:
+        """The call is done with its connection (about to go back to the pool): never cut it."""
+        with self._lock:
+            call = self._calls.get(token)
+            if call is not None:
+                call[1] = None
 
     def expired(self, token: int) -> bool:
         """True when the deadline passed for this call (its socket was shut down)."""

@@ -239,6 +239,8 @@ class PostgresStore(Store):
                             except psycopg.OperationalError:
                                 lost = conn.broken
                                 raise
+                            finally:
+                                self._watch.detach(token)
                     except psycopg.OperationalError as exc:
                         if self._watch.expired(token) or isinstance(exc, PoolTimeout):
                             raise self._late(doing) from exc
