@@ -196,7 +196,7 @@ async def test_reason_next_action_returns_an_event_type_or_none_when_done() -> N
     await plan.dispatch("analysis.requested")
     assert plan.awaiting["event_type"] == "analysis.requested"
     # A plan on a terminal state is complete: the model is not asked.
-    plan.current_state = "done"
+    plan = plan.model_copy(update={"current_state": "done"})  # fields are read-only
     assert await planner.reason_next_action(plan, event, planner.context) is None
     assert len(llm.calls) == 2
 

@@ -37,9 +37,15 @@ async def test_a_redelivered_event_and_an_event_no_transition_accepts_change_not
         ctx = r.planner.context
         goal = r.bus.envelope("research.goal", {"topic": "x"}, correlation_id=uuid.uuid4().hex)
         plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=ctx)
-        plan.started, plan.current_state = True, "searching"
-        plan.awaiting = {"correlation_id": "req-1"}
-        plan.correlation_ids.append("req-1")
+        # Standing on "searching", awaiting "req-1": fields are read-only, a changed copy is saved.
+        plan = plan.model_copy(
+            update={
+                "started": True,
+                "current_state": "searching",
+                "awaiting": {"correlation_id": "req-1"},
+                "correlation_ids": [*plan.correlation_ids, "req-1"],
+            }
+        )
         await plan.save()
         version = plan.version
         events_before = len(await asyncio.to_thread(ctx.store.events, plan.plan_id))

@@ -138,9 +138,15 @@ async def test_a_plan_paused_mid_request_ignores_the_old_answer_and_asks_again(
         await bus.subscribe(Topic.ACTION_REQUESTS, "analysis.requested", spy)
         goal = bus.envelope("research.goal", {"topic": "x"}, correlation_id=uuid.uuid4().hex)
         plan = await PlanContext.create_from_goal(goal, state_machine=SM, context=ctx)
-        plan.started, plan.current_state = True, "searching"
-        plan.awaiting = {"correlation_id": "req-old"}
-        plan.correlation_ids.append("req-old")
+        # On "searching", awaiting "req-old": fields are read-only, a changed copy is saved.
+        plan = plan.model_copy(
+            update={
+                "started": True,
+                "current_state": "searching",
+                "awaiting": {"correlation_id": "req-old"},
+                "correlation_ids": [*plan.correlation_ids, "req-old"],
+            }
+        )
         await plan.save()
         assert await plan.pause("waiting for a person") is True
         assert await plan.pause("again") is False

@@ -103,7 +103,7 @@ async def test_conditions_are_evaluated_over_event_data_and_results(stack: Stack
             return r.bus.envelope("web.search.completed", data, correlation_id="c")
 
         assert plan.get_next_state(reply({"count": 3})) is None  # still at start
-        plan.current_state = "searching"
+        plan = plan.model_copy(update={"current_state": "searching"})  # fields are read-only
         assert plan.get_next_state(reply({"count": 3})) == "analyzing"
         assert plan.get_next_state(reply({"count": 0})) == "retry_search"
         assert plan.get_next_state(reply({"count": "3"})) == "retry_search"  # no coercion
@@ -131,7 +131,7 @@ async def test_conditions_are_evaluated_over_event_data_and_results(stack: Stack
         other = await PlanContext.create_from_goal(
             r.bus.envelope("g", {}), state_machine=machine, context=r.planner.context
         )
-        other.current_state = "wait"
+        other = other.model_copy(update={"current_state": "wait"})  # fields are read-only
         other.results["limit"] = {"on": True}
 
         def tick(**data: Any) -> Envelope:

@@ -4,7 +4,11 @@ The façade over the engine: each method that changes the plan reads its
 fields into an immutable :class:`~waygraph.engine.event_run.EventRun`, calls
 one pure transition of :mod:`waygraph.engine.events` (which holds every rule:
 entering states, requests, accepting events, pause, resume, dependencies,
-finishing) and commits the new run with the transition's effects.
+finishing) and commits the new run with the transition's effects
+(:mod:`waygraph.events._plan_changes`). The object takes the new fields only
+once the commit succeeded; assigning a field raises
+:class:`~waygraph.errors.ReadOnlyFieldError` naming the method that changes
+it, so a plan never holds in memory what the store does not.
 
 Every change is one store commit, version-checked: the new state, the ids of
 the events it processed, and the *outbox* (the requests and responses the
@@ -39,8 +43,8 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -48,23 +52,29 @@ from waygraph.engine import events as engine
 
 # MAX_PROCESSED_IDS: how many processed event ids a plan remembers (kept importable here).
 from waygraph.engine.event_run import MAX_PROCESSED_IDS as MAX_PROCESSED_IDS
-from waygraph.engine.event_run import EventPlan, EventRun, Moved, then
-from waygraph.errors import InputError, PayloadTooLargeError, PlanFormatError, PlanStateError
-from waygraph.events._plan_records import PlanRecords, _run_fields
+from waygraph.errors import (
+    PlanContextNotFoundError,
+    PlanStateError,
+    ReadOnlyFieldError,
+)
+from waygraph.events import _plan_changes as changes
+from waygraph.events import _plan_outbox as outbox
+from waygraph.events import _plan_records as records
+from waygraph.events._plan_view import engine_plan, engine_run
 from waygraph.events._planner_context import (
     KIND,
     PlannerContext,
+    _context_or_current,
     current_planner_context,
 )
-from waygraph.events.envelope import Envelope, new_event_id
-from waygraph.events.failures import error_payload
+from waygraph.events.envelope import Envelope
 from waygraph.events.statemachine import (
     StateAction,
     StateConfig,
     StateMachine,
     validate_state_machine,
 )
-from waygraph.model import FINISHED, RunStatus
+from waygraph.model import RunStatus
 
 __all__ = ["KIND", "PlanContext", "PlanStatus", "PlannerContext", "current_planner_context"]
 
@@ -75,22 +85,60 @@ log = logging.getLogger("waygraph.events")
 #: code written against it.
 PlanStatus = RunStatus
 
+_MOVE = "call plan.execute_next(event) (or plan.execute_next() to follow default_next)"
+_FIXED = "it is fixed when the plan is made: pass it to PlanContext.create_from_goal(...)"
+#: For each field a program may be tempted to assign, the way that changes it.
+_HOW: dict[str, str] = {
+    "status": "call plan.execute_next(...), plan.finalize(result, status=...), "
+    "plan.pause(reason) or plan.resume(input)",
+    "current_state": _MOVE,
+    "path": _MOVE,
+    "started": _MOVE,
+    "awaiting": _MOVE + " or plan.dispatch(action)",
+    "correlation_ids": _MOVE + " or plan.dispatch(action)",
+    "processed_event_ids": "call plan.execute_next(event), which records the event's id",
+    "results": "an event's data is kept by plan.execute_next(event), resume input by "
+    "plan.resume(input); to keep a value of your own, set an entry "
+    "(plan.results[key] = value) and call await plan.save()",
+    "result": "call plan.finalize(result)",
+    "error": "call plan.finalize(result, status='failed', error={...})",
+    "pause_reason": "call plan.pause(reason)",
+    "outbox": "a commit fills it and publishing empties it; plan.publish_pending() sends it",
+    "planner": "call plan.attach(planner.context)",
+    "created_at": "every commit stamps it",
+    "updated_at": "every commit stamps it",
+}
 
-class PlanContext(PlanRecords, BaseModel):
+
+def _read_only(name: str) -> ReadOnlyFieldError:
+    return ReadOnlyFieldError(
+        f"PlanContext.{name} is read-only: {_HOW.get(name, _FIXED)}; "
+        "a plan changes only through its methods, each one store commit"
+    )
+
+
+class PlanContext(BaseModel):
     """One plan: its goal, state machine, current state, results and links.
 
     Create with :meth:`create_from_goal`; load with :meth:`restore` or
-    :meth:`restore_by_correlation`. Document 002's way works too:
-    ``PlanContext(plan_id=..., goal_event=..., goal_data=..., response_event=...,
-    status="pending", state_machine=..., current_state="start", ...)``, then
-    ``await plan.save()`` and ``await plan.execute_next()``: without
-    ``goal`` the goal event is rebuilt from the fields (see :meth:`_derive_goal`),
-    and a plan built inside a planner's handler belongs to that planner
-    (``planner`` is its name; elsewhere call :meth:`attach`). Methods that change the plan
-    (:meth:`execute_next`, :meth:`finalize`, :meth:`pause`, :meth:`resume`,
-    :meth:`save`) commit to the store, version-checked; when another writer
-    got there first they reload the plan and apply the change again, so the
-    object always shows the stored state afterwards.
+    :meth:`restore_by_correlation`; or build one as document 002 does,
+    ``PlanContext(plan_id=..., goal_event=..., state_machine=...,
+    current_state="start", ...)`` (without ``goal``, the goal event is rebuilt
+    from the fields), then ``await plan.save()`` (outside a planner's handler,
+    :meth:`attach` it first). Methods that change the plan commit to the
+    store, version-checked (on a lost race they reload and apply the change
+    again); fields are read-only: assigning one raises
+    :class:`~waygraph.errors.ReadOnlyFieldError` naming the method to call.
+
+    Example:
+        >>> plan = PlanContext(plan_id="p", goal_event="g", current_state="start",
+        ...                    state_machine={})
+        >>> plan.status = "completed"
+        Traceback (most recent call last):
+        ...
+        waygraph.errors.ReadOnlyFieldError: PlanContext.status is read-only: call \
+plan.execute_next(...), plan.finalize(result, status=...), plan.pause(reason) or \
+plan.resume(input); a plan changes only through its methods, each one store commit
     """
 
     model_config = ConfigDict(extra="ignore", validate_assignment=False)
@@ -129,32 +177,40 @@ class PlanContext(PlanRecords, BaseModel):
     _version: int = PrivateAttr(default=0)
     _machine: StateMachine | None = PrivateAttr(default=None)
 
+    # ------------------------------------------------------------ read-only fields
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in type(self).model_fields:
+            raise _read_only(name)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in type(self).model_fields:
+            raise _read_only(name)
+        super().__delattr__(name)
+
+    def _committed(
+        self,
+        fields: Mapping[str, Any],
+        version: int,
+        context: PlannerContext | None = None,
+        machine: StateMachine | None = None,
+    ) -> None:
+        """Take ``fields`` as the store now holds them at ``version`` (the one writer)."""
+        self.__dict__.update(fields)
+        self._version = version
+        if context is not None:
+            self._context = context
+        if machine is not None or "state_machine" in fields:
+            self._machine = machine
+
     # ------------------------------------------------------------ building
 
     @model_validator(mode="before")
     @classmethod
     def _derive_goal(cls, data: Any) -> Any:
-        """Document 002 builds a plan without ``goal`` (the goal event on the wire):
-        it is rebuilt from ``goal_event``, ``goal_data`` and the plan's other fields,
-        with the id ``goal-<plan_id>`` and the running planner's source."""
-        if not isinstance(data, dict) or "goal" in data or not data.get("goal_event"):
-            return data
-        context = current_planner_context()
-        wire = {
-            "id": f"goal-{data.get('plan_id') or new_event_id()}",
-            "source": context.source if context is not None else "waygraph",
-            "type": data["goal_event"],
-            "data": dict(data.get("goal_data") or {}),
-            "correlationid": data.get("correlation_id"),
-            "responseevent": data.get("response_event"),
-            "responsetopic": data.get("response_topic"),
-            "sessionid": data.get("session_id"),
-            "tenantid": data.get("tenant_id"),
-            "userid": data.get("user_id"),
-            "planid": data.get("parent_plan_id"),
-        }
-        envelope = Envelope.model_validate(wire)
-        return {**data, "goal": envelope.to_wire()}
+        """Document 002 builds a plan without ``goal``: see :func:`records.document_goal`."""
+        return records.document_goal(data, current_planner_context())
 
     def model_post_init(self, context: Any, /) -> None:
         """A plan built inside a planner's handler belongs to that planner."""
@@ -176,10 +232,118 @@ class PlanContext(PlanRecords, BaseModel):
         """
         self._context = context
         if not self.planner:
-            self.planner = context.name
+            self.__dict__["planner"] = context.name
         return self
 
     # ------------------------------------------------------------ loading
+
+    @classmethod
+    async def create_from_goal(
+        cls,
+        goal: Envelope,
+        *,
+        state_machine: Mapping[str, StateConfig | Mapping[str, Any]] | PlanContext,
+        context: PlannerContext,
+        plan_id: str | None = None,
+        parent_plan_id: str | None = None,
+        depends_on: Sequence[str] = (),
+        start: bool = False,
+    ) -> Self:
+        """A new plan for ``goal``, stored at once (status ``running``, or ``pending``
+        while ``depends_on`` plans are unfinished); nothing is sent until
+        :meth:`execute_next`.
+
+        ``start=True``: also enter the start state (and send its request)
+        in the same commit, as ``create_from_goal(...)`` then
+        ``execute_next()`` does in two. A plan waiting for ``depends_on``
+        is stored and then started as ``execute_next()`` starts it.
+
+        The default ``plan_id`` is derived from the goal event, so a goal
+        delivered twice finds the plan the first delivery made instead of
+        making a second one. ``parent_plan_id`` defaults to the goal's
+        ``planid`` attribute (a request sent by a parent plan carries it).
+        ``state_machine`` may be a plan (what :meth:`Planner.create_plan`
+        returns): its states are used.
+        """
+        if isinstance(state_machine, PlanContext):
+            state_machine = state_machine.state_machine
+        return await changes.create(
+            cls, goal, state_machine, context, plan_id, parent_plan_id, depends_on, start
+        )
+
+    @classmethod
+    async def restore(cls, plan_id: str, context: PlannerContext | None = None) -> Self:
+        """The stored plan ``plan_id``; PlanContextNotFoundError when there is none.
+        ``context`` may be left out inside a planner's handler.
+
+        Example::
+
+            plan = await PlanContext.restore(answer.data["plan_id"], planner.context)
+        """
+        context = _context_or_current(context, "PlanContext.restore")
+        return await records.load(cls, plan_id, context)
+
+    @classmethod
+    async def restore_by_correlation(
+        cls, correlation_id: str | None, context: PlannerContext | None = None
+    ) -> Self | None:
+        """The plan whose goal or one of whose requests had ``correlation_id``, or None.
+
+        ``context`` may be left out inside a planner's handler, as document
+        002's approval example does.
+
+        When several plans know the id (a parent's request id is its child's
+        goal id), the plan whose goal carried it wins, then plans of
+        ``context``'s planner, then the most recently updated.
+        """
+        context = _context_or_current(context, "PlanContext.restore_by_correlation")
+        return await records.best_by_correlation(cls, context, correlation_id)
+
+    @classmethod
+    async def find(
+        cls,
+        context: PlannerContext,
+        *,
+        session: str | None = None,
+        status: str | None = None,
+        planner: str | None = None,
+        limit: int | None = None,
+    ) -> list[Self]:
+        """Stored plans by session, status and owning planner, most recently updated first."""
+        return await records.find(
+            cls, context, session=session, status=status, planner=planner, limit=limit
+        )
+
+    async def children(self) -> list[Self]:
+        """The plans whose ``parent_plan_id`` is this plan."""
+        return await records.by_correlation(type(self), self.context, records.PARENT + self.plan_id)
+
+    async def parent(self) -> Self | None:
+        """The parent plan, or None for a top-level plan (or a parent stored elsewhere)."""
+        if self.parent_plan_id is None:
+            return None
+        try:
+            return await records.load(type(self), self.parent_plan_id, self.context)
+        except PlanContextNotFoundError:
+            return None
+
+    @classmethod
+    async def dependents_of(cls, plan_id: str, context: PlannerContext) -> list[Self]:
+        """Plans of this planner that list ``plan_id`` in ``depends_on``."""
+        return await records.by_correlation(
+            cls, context, records.AFTER + plan_id, planner=context.name
+        )
+
+    async def publish_pending(self) -> int:
+        """Publish what the outbox still holds (left by a process that stopped); the count."""
+        return await outbox.publish_pending(self)
+
+    @classmethod
+    async def publish_all_pending(cls, context: PlannerContext) -> int:
+        """:meth:`publish_pending` for every plan of this planner with outbox entries left."""
+        return await outbox.publish_all_pending(cls, context)
+
+    # ------------------------------------------------------------ reading
 
     @property
     def version(self) -> int:
@@ -213,51 +377,6 @@ class PlanContext(PlanRecords, BaseModel):
         """The goal event as an :class:`Envelope`."""
         return Envelope.from_wire(self.goal)
 
-    # ------------------------------------------------------------ the engine's view
-
-    def _plan(self) -> EventPlan:
-        """The plan's fixed parts as the engine reads them."""
-        return EventPlan(
-            plan_id=self.plan_id,
-            # Validated when first read, as before: finishing or pausing a plan
-            # reads no state, so a stored machine that no longer validates
-            # cannot keep its goal from being answered. A plan made only to
-            # answer its goal as failed has no states.
-            machine=_LazyMachine(self) if self.state_machine else _NO_STATES,
-            source=self._context.source if self._context is not None else "",
-            planner=self.planner,
-            goal_event=self.goal_event,
-            goal_id=self.goal.get("id"),
-            traceparent=self.goal.get("traceparent"),
-            goal_data=self.goal_data,
-            response_event=self.response_event,
-            response_topic=self.response_topic,
-            correlation_id=self.correlation_id,
-            parent_plan_id=self.parent_plan_id,
-            session_id=self.session_id,
-            user_id=self.user_id,
-            tenant_id=self.tenant_id,
-            depends_on=tuple(self.depends_on),
-        )
-
-    def _run(self) -> EventRun:
-        """Where the plan stands, as an immutable engine value (copies of the fields)."""
-        return EventRun(
-            current_state=self.current_state,
-            status=self.status,
-            path=tuple(self.path),
-            started=self.started,
-            results=self.results,
-            result=self.result,
-            error=self.error,
-            awaiting=self.awaiting,
-            processed_event_ids=tuple(self.processed_event_ids),
-            correlation_ids=tuple(self.correlation_ids),
-            pause_reason=self.pause_reason,
-        )
-
-    # ------------------------------------------------------------ reading
-
     def get_next_state(self, event: Envelope) -> str | None:
         """The state ``event`` moves this plan to, or None when no transition accepts it.
 
@@ -267,7 +386,7 @@ class PlanContext(PlanRecords, BaseModel):
         wins. This looks at the state machine only; :meth:`accepts` also
         checks the plan's status, duplicates and correlation.
         """
-        return engine.next_state(self._plan(), self._run(), event)
+        return engine.next_state(engine_plan(self), engine_run(self), event)
 
     def accepts(self, event: Envelope) -> str | None:
         """:meth:`get_next_state`, if the plan takes ``event`` at all now, else None.
@@ -277,11 +396,11 @@ class PlanContext(PlanRecords, BaseModel):
         is waiting for (or carries the goal's correlation id). A late answer
         to an older request (one re-sent by :meth:`resume`, say) is refused.
         """
-        return engine.accepts(self._plan(), self._run(), event)
+        return engine.accepts(engine_plan(self), engine_run(self), event)
 
     def is_complete(self) -> bool:
         """True when the plan is finished or stands on a terminal state."""
-        return engine.is_complete(self.state_machine, self._run())
+        return engine.is_complete(self.state_machine, engine_run(self))
 
     # ------------------------------------------------------------ changing
 
@@ -295,21 +414,16 @@ class PlanContext(PlanRecords, BaseModel):
         """Move the plan along; True when it changed.
 
         Without an event: the first call enters the start state (following
-        its ``default_next``, and sending the request of the state it lands
-        on); a pending plan starts only once every plan in ``depends_on``
-        has completed (and fails when one failed); later calls follow the
-        current state's ``default_next`` when it has one, and otherwise
-        change nothing (the state waits for an event). With an event: the event's data
-        becomes ``results[<current state>]`` and the plan enters the state
-        :meth:`accepts` names. An event the plan does not take (a
-        duplicate, a stale answer, one no transition accepts) changes
-        nothing and returns False.
+        its ``default_next`` and sending the request of the state it lands
+        on); a pending plan starts once every plan in ``depends_on``
+        completed (and fails when one failed); later calls follow a
+        ``default_next`` or change nothing. With an event: its data becomes
+        ``results[<current state>]`` and the plan enters the state
+        :meth:`accepts` names; an event the plan does not take changes nothing.
 
         ``pause``: enter the next state but pause there, with this reason, in
-        the same commit, without sending its request; :meth:`resume` sends
-        it. This is the race-free way to hold a plan for an approval before
-        a step (``pause()`` after ``execute_next`` lets a fast worker answer
-        first).
+        the same commit, without sending its request (:meth:`resume` sends it):
+        the race-free way to hold a plan for an approval before a step.
 
         ``finalize``: when the plan lands on a terminal state, answer the goal
         in the same commit, with ``finalize(plan)`` as the result (see
@@ -317,38 +431,9 @@ class PlanContext(PlanRecords, BaseModel):
         its terminal state with its goal unanswered.
         """
         if trigger_event is None and self.status == "pending" and self.depends_on:
-            return await self._start_after_dependencies()
-        parent_correlation = await self._parent_correlation() if finalize is not None else None
-
-        def apply(plan: PlanContext) -> Moved | None:
-            target = plan._plan()
-            if trigger_event is None:
-                moved = engine.advance(target, plan._run(), new_event_id, pause=pause)
-            else:
-                moved = engine.accept(target, plan._run(), trigger_event, new_event_id, pause=pause)
-            if moved is None or finalize is None:
-                return moved
-            if moved.run.status in FINISHED or not engine.is_complete(
-                plan.state_machine, moved.run
-            ):
-                return moved
-
-            def answer(run: EventRun) -> Moved | None:
-                # finalize sees the plan as it stands on its terminal state (and
-                # what it changes of that copy is kept, as it was before).
-                view = plan._with(run)
-                result = finalize(view)
-                return engine.finish(
-                    target, view._run(), result, parent_correlation=parent_correlation
-                )
-
-            return then(moved, answer)
-
-        return await self._advance(apply)
-
-    def _with(self, run: EventRun) -> PlanContext:
-        """A shallow copy of this plan standing where ``run`` stands."""
-        return self.model_copy(update=_run_fields(run))
+            return await changes.start_after_dependencies(self)
+        parent = await changes.parent_correlation(self) if finalize is not None else None
+        return await changes.advance(self, changes.moving(trigger_event, pause, finalize, parent))
 
     async def dispatch(self, action: StateAction | str) -> None:
         """Send ``action`` as the current state's request (dynamic plans, see
@@ -358,22 +443,8 @@ class PlanContext(PlanRecords, BaseModel):
         of the plan's state that has it (its data and response event), else
         a bare request of that type.
         """
-        if isinstance(action, str):
-            action = self._action_for(action)
-        chosen = action
-        await self._advance(
-            lambda plan: engine.dispatch(plan._plan(), plan._run(), chosen, new_event_id)
-        )
-
-    def _action_for(self, event_type: str) -> StateAction:
-        if self.state_machine.get(self.current_state) is not None:
-            own = self.state_machine[self.current_state].action
-            if own is not None and own.event_type == event_type:
-                return own
-        for config in self.state_machine.values():
-            if config.action is not None and config.action.event_type == event_type:
-                return config.action
-        return StateAction(event_type=event_type)
+        chosen = changes.action_for(self, action) if isinstance(action, str) else action
+        await changes.advance(self, changes.dispatching(chosen))
 
     async def finalize(
         self,
@@ -384,46 +455,18 @@ class PlanContext(PlanRecords, BaseModel):
     ) -> bool:
         """Finish the plan and answer the goal; True the first time, False after.
 
-        Stores the plan as ``completed`` (``failed`` when it stands on a
-        terminal state named ``failed``, or when ``status`` says so) with
-        ``result`` (also kept as ``results["final"]``, as document 002
-        has it), and in the same commit puts in the outbox: the response
-        on the goal's ``response_event`` (default ``<goal type>.completed``)
-        and ``response_topic`` (default ``action-results``) with the goal's
-        correlation id, or the parent plan's when the goal had none, data
-        ``{"plan_id", "status", "result"}`` (plus ``error``, when given, as
-        a failed answer carries it: ``{"type", "message", ...}``); and ``plan.completed`` /
-        ``plan.failed`` on ``plan-events``, which starts plans that depend on
-        this one.
+        Stores the plan as ``completed`` (``failed`` on a terminal state named
+        ``failed``, or when ``status`` says so) with ``result`` (also
+        ``results["final"]``, as document 002 has it), and in the same commit
+        puts in the outbox the response on the goal's ``response_event``
+        (default ``<goal type>.completed``) and ``response_topic`` (default
+        ``action-results``) with the goal's correlation id (or the parent
+        plan's), data ``{"plan_id", "status", "result"}`` (plus ``error``:
+        ``{"type", "message", ...}``), and ``plan.completed`` / ``plan.failed``
+        on ``plan-events``, which starts plans that depend on this one.
         """
-        parent_correlation = await self._parent_correlation()
-        return await self._change(
-            lambda plan: plan._finished(result, status, parent_correlation, error)
-        )
-
-    def _finished(
-        self,
-        result: Any,
-        status: Literal["completed", "failed"] | None,
-        parent_correlation: str | None,
-        error: dict[str, Any] | None = None,
-    ) -> Moved | None:
-        """:func:`engine.finish` of this plan as it stands."""
-        return engine.finish(
-            self._plan(),
-            self._run(),
-            result,
-            status=status,
-            parent_correlation=parent_correlation,
-            error=error,
-        )
-
-    async def _parent_correlation(self) -> str | None:
-        """The parent plan's correlation id, for a nested goal that had none of its own."""
-        if self.correlation_id is None and self.parent_plan_id:
-            parent = await self.parent()
-            return parent.correlation_id if parent else None
-        return None
+        parent = await changes.parent_correlation(self)
+        return await changes.change(self, changes.finishing(result, status, parent, error))
 
     async def pause(self, reason: str = "user_input_required") -> bool:
         """Pause a running plan until :meth:`resume`; True when it was running.
@@ -434,9 +477,7 @@ class PlanContext(PlanRecords, BaseModel):
         so a person or a UI can act on it. To pause before a state's request
         goes out, use ``execute_next(event, pause=reason)``.
         """
-        return await self._change(
-            lambda plan: engine.pause(plan._plan(), plan._run(), reason, new_event_id)
-        )
+        return await changes.change(self, changes.pausing(reason))
 
     async def resume(
         self, input: Any = None, *, event: Envelope | None = None, input_data: Any = None
@@ -452,113 +493,19 @@ class PlanContext(PlanRecords, BaseModel):
         without an action follows its ``default_next``.
         ``event``, when given, is recorded as processed.
         """
-        if input is not None and input_data is not None:
-            raise InputError(
-                "resume takes input or input_data (the same value under document 002's "
-                "name), not both"
-            )
-        if input is None:
-            input = input_data
-        return await self._advance(
-            lambda plan: engine.resume(plan._plan(), plan._run(), new_event_id, input, event)
-        )
+        return await changes.advance(self, changes.resuming(input, input_data, event))
 
-    async def _start_after_dependencies(self) -> bool:
-        statuses: dict[str, str] = {}
-        for dep in self.depends_on:
-            record = await self.context.call(self.context.store.get, dep)
-            statuses[dep] = record.data.get("status", "missing") if record else "missing"
-        failure = engine.dependency_failure(statuses)
-        if failure is not None:
-            await self._reload()
-            if self.status != "pending":
-                return False
-            return await self.finalize(failure, status="failed")
-        if not engine.dependencies_met(statuses):
-            return False
-        return await self._advance(
-            lambda plan: engine.start_after_dependencies(plan._plan(), plan._run(), new_event_id)
-        )
+    async def save(self) -> None:
+        """Store the plan as it is now: a plan built with ``PlanContext(...)``, or
+        entries of ``results`` set by hand (document 002 keeps notes there).
 
-    # ------------------------------------------------------------ committing
-
-    async def _advance(self, apply: Callable[[PlanContext], Moved | None]) -> bool:
-        """:meth:`_change` for changes that send requests: a request whose data
-        template has no value for this goal fails the plan (answering its goal)
-        instead of failing every redelivery of the event."""
-        try:
-            return await self._change(apply)
-        except PlanFormatError as exc:
-            log.warning("plan %s failed: %s", self.plan_id, exc)
-            await self.finalize(
-                {"error": str(exc), "field": exc.field, "state": self.current_state},
-                status="failed",
-                error=error_payload(exc),
-            )
-            return True
-        except PayloadTooLargeError as exc:
-            # A request the bus cannot carry (checked before the commit) fails the plan.
-            log.warning("plan %s failed: %s", self.plan_id, exc)
-            await self.finalize(
-                {"error": str(exc), "state": self.current_state},
-                status="failed",
-                error=error_payload(exc),
-            )
-            return True
+        Version-checked: raises :class:`~waygraph.errors.Conflict` when the
+        stored plan changed since this object loaded it; restore and redo.
+        """
+        await records.commit(self, self._version, [{"type": "plan_saved"}])
 
     def __repr__(self) -> str:
         return (
             f"PlanContext(plan_id={self.plan_id!r}, status={str(self.status)!r}, "
             f"current_state={self.current_state!r})"
         )
-
-
-class _LazyMachine:
-    """A plan's state machine, validated (:attr:`PlanContext.machine`) when first read."""
-
-    __slots__ = ("_machine", "_owner")
-
-    def __init__(self, plan: PlanContext) -> None:
-        self._owner = plan
-        self._machine: StateMachine | None = None
-
-    def _get(self) -> StateMachine:
-        if self._machine is None:
-            self._machine = self._owner.machine
-        return self._machine
-
-    @property
-    def start(self) -> str:
-        return self._get().start
-
-    @property
-    def name(self) -> str | None:
-        return self._get().name
-
-    def __getitem__(self, state: str) -> StateConfig:
-        return self._get()[state]
-
-    def __contains__(self, state: object) -> bool:
-        return state in self._get()
-
-    def next_state(self, state: str, event_type: str, scope: Mapping[str, Any]) -> str | None:
-        return self._get().next_state(state, event_type, scope)
-
-
-class _NoStates:
-    """The machine of a plan without states (made to answer its goal as failed)."""
-
-    start = ""
-    name = None
-
-    def __getitem__(self, state: str) -> StateConfig:
-        raise KeyError(state)
-
-    def __contains__(self, state: object) -> bool:
-        return False
-
-    def next_state(self, state: str, event_type: str, scope: Mapping[str, Any]) -> str | None:
-        return None
-
-
-_NO_STATES = _NoStates()

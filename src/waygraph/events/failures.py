@@ -30,7 +30,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from waygraph.errors import (
@@ -100,7 +99,7 @@ async def answer_goal_failed(context: PlannerContext, goal: Envelope, exc: BaseE
     plan record made for the goal in the same commit as the answer, so a
     goal delivered again finds it answered. True when this call answered.
     """
-    from waygraph.events._plan_records import Change
+    from waygraph.events import _plan_changes, _plan_outbox, _plan_records
     from waygraph.events._planner_context import plan_id_for
     from waygraph.events.context import PlanContext
 
@@ -108,41 +107,23 @@ async def answer_goal_failed(context: PlannerContext, goal: Envelope, exc: BaseE
     plan_id = plan_id_for(goal)
     record = await context.call(context.store.get, plan_id)
     if record is not None:
-        plan = PlanContext._from_record(record, context)
+        plan = _plan_records.from_record(PlanContext, record, context)
         return await plan.finalize(None, status="failed", error=error)
-    now = time.time()
-    plan = PlanContext(
-        plan_id=plan_id,
-        planner=context.name,
-        goal_event=goal.type,
-        goal=goal.to_wire(),
-        goal_data=dict(goal.data),
-        response_event=goal.response_event,
-        response_topic=goal.response_topic,
-        state_machine={},
-        current_state="",
-        parent_plan_id=goal.plan_id,
-        session_id=goal.session_id,
-        user_id=goal.user_id,
-        tenant_id=goal.tenant_id,
-        correlation_id=goal.correlation_id,
-        correlation_ids=[goal.correlation_id] if goal.correlation_id else [],
-        processed_event_ids=[goal.id],
-        created_at=now,
-        updated_at=now,
+    plan = _plan_records.new_plan(PlanContext, goal, None, context, plan_id=plan_id)
+    finish = _plan_changes.finishing(
+        None, "failed", await _plan_changes.parent_correlation(plan), error
     )
-    plan._context = context
-    moved = plan._finished(None, "failed", await plan._parent_correlation(), error)
+    moved = finish(plan)
     assert moved is not None  # a plan made just now is not finished
-    change = Change.of(moved)
+    change = _plan_changes.Change.of(moved)
     created = {"type": "plan_created", "goal_id": goal.id}
     try:
-        await plan._commit(0, [created, *change.events], moved.run, change.outbox)
+        await _plan_records.commit(plan, 0, [created, *change.events], moved.run, change.outbox)
     except Conflict:  # another delivery got there first: answer through its plan, once
         record = await context.call(context.store.get, plan_id)
         if record is None:
             raise
-        stored = PlanContext._from_record(record, context)
+        stored = _plan_records.from_record(PlanContext, record, context)
         return await stored.finalize(None, status="failed", error=error)
-    await plan._publish_and_mark(change.outbox)
+    await _plan_outbox.publish_and_mark(plan, change.outbox)
     return True

@@ -56,7 +56,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl
 
 import nats
 import nats.errors
@@ -71,6 +70,7 @@ from nats.js.api import (
 )
 
 from waygraph.errors import BusClosedError, ConfigError, EventFormatError, EventTimeoutError
+from waygraph.events._nats_options import DEFAULT_NATS_URL, UNSET, check_names, option, split_url
 from waygraph.events._nats_subscription import NatsSubscription
 from waygraph.events._payload import HEADER_ROOM, check_size
 from waygraph.events.bus import DEFAULT_TOPIC, Bus, Handler
@@ -80,14 +80,9 @@ __all__ = ["DEFAULT_NATS_URL", "NatsBus"]
 
 log = logging.getLogger("waygraph.events")
 
-#: The server a NatsBus connects to when given no URL.
-DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
-
 #: Content type of a structured-mode CloudEvent (CloudEvents NATS binding).
 CLOUDEVENTS_JSON = "application/cloudevents+json"
 
-_NAME = re.compile(r"[A-Za-z0-9_-]+")
-_SUBJECT_PREFIX = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 # Characters NATS forbids in a subject token; '*' and '>' are wildcards.
 _BAD_SUBJECT_CHARS = re.compile(r"[\s*>]")
 
@@ -106,23 +101,6 @@ _TRANSIENT: tuple[type[BaseException], ...] = (
 )
 
 T = TypeVar("T")
-
-_UNSET: Any = object()
-
-
-def _option(
-    given: Any, query: dict[str, str], name: str, default: Any, cast: Callable[[str], Any]
-) -> Any:
-    if given is not _UNSET:
-        return given
-    if name in query:
-        try:
-            return cast(query[name])
-        except ValueError:
-            raise ConfigError(
-                f"NATS URL option {name}={query[name]!r} is not a valid {cast.__name__}"
-            ) from None
-    return default
 
 
 class NatsBus(Bus):
@@ -145,12 +123,12 @@ class NatsBus(Bus):
         url: str = DEFAULT_NATS_URL,
         *,
         source: str = "waygraph",
-        stream_prefix: str = _UNSET,
-        subject_prefix: str = _UNSET,
-        ack_wait: float = _UNSET,
-        max_deliver: int = _UNSET,
-        duplicate_window: float = _UNSET,
-        max_age: float = _UNSET,
+        stream_prefix: str = UNSET,
+        subject_prefix: str = UNSET,
+        ack_wait: float = UNSET,
+        max_deliver: int = UNSET,
+        duplicate_window: float = UNSET,
+        max_age: float = UNSET,
         publish_timeout: float = 60.0,
         ack_timeout: float = 5.0,
         close_timeout: float = 5.0,
@@ -159,40 +137,17 @@ class NatsBus(Bus):
         fanout_idle: float = 300.0,
         connect_timeout: float = 2.0,
     ) -> None:
-        servers, _, query_text = (url or DEFAULT_NATS_URL).partition("?")
-        try:
-            query = dict(parse_qsl(query_text, keep_blank_values=True, strict_parsing=False))
-        except ValueError as exc:
-            raise ConfigError(f"bad query in NATS URL {url!r}: {exc}") from None
-        known = {
-            "stream_prefix",
-            "subject_prefix",
-            "ack_wait",
-            "max_deliver",
-            "duplicate_window",
-            "max_age",
-        }
-        unknown = sorted(set(query) - known)
-        if unknown:
-            raise ConfigError(
-                f"unknown option(s) {', '.join(unknown)} in NATS URL {url!r}; "
-                f"known: {', '.join(sorted(known))}"
-            )
-        self.servers = [s.strip() for s in servers.split(",") if s.strip()]
-        if not self.servers or not all(s.startswith(("nats://", "tls://")) for s in self.servers):
-            raise ConfigError(
-                f"not a NATS URL: {url!r}; expected nats://HOST:PORT (e.g. {DEFAULT_NATS_URL})"
-            )
+        self.servers, query = split_url(url)
         self.url = url
         self.source = source
-        self.stream_prefix = _option(stream_prefix, query, "stream_prefix", "WAYGRAPH", str)
-        self.subject_prefix = _option(subject_prefix, query, "subject_prefix", "waygraph", str)
-        self.ack_wait = float(_option(ack_wait, query, "ack_wait", 30.0, float))
-        self.max_deliver = int(_option(max_deliver, query, "max_deliver", 5, int))
+        self.stream_prefix = option(stream_prefix, query, "stream_prefix", "WAYGRAPH", str)
+        self.subject_prefix = option(subject_prefix, query, "subject_prefix", "waygraph", str)
+        self.ack_wait = float(option(ack_wait, query, "ack_wait", 30.0, float))
+        self.max_deliver = int(option(max_deliver, query, "max_deliver", 5, int))
         self.duplicate_window = float(
-            _option(duplicate_window, query, "duplicate_window", 120.0, float)
+            option(duplicate_window, query, "duplicate_window", 120.0, float)
         )
-        self.max_age = float(_option(max_age, query, "max_age", 7 * 24 * 3600.0, float))
+        self.max_age = float(option(max_age, query, "max_age", 7 * 24 * 3600.0, float))
         self.publish_timeout = publish_timeout
         self.ack_timeout = ack_timeout
         self.close_timeout = close_timeout
@@ -219,15 +174,7 @@ class NatsBus(Bus):
         self._lost_at: datetime | None = None
 
     def _check_options(self) -> None:
-        if not _NAME.fullmatch(self.stream_prefix):
-            raise ConfigError(
-                f"stream_prefix {self.stream_prefix!r} may hold only letters, digits, '_' and '-'"
-            )
-        if not _SUBJECT_PREFIX.fullmatch(self.subject_prefix):
-            raise ConfigError(
-                f"subject_prefix {self.subject_prefix!r} must be dot-separated tokens of "
-                "letters, digits, '_' and '-'"
-            )
+        check_names(self.stream_prefix, self.subject_prefix)
         for name in ("ack_wait", "duplicate_window", "max_age", "publish_timeout", "ack_timeout"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be a positive number of seconds")

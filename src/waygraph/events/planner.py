@@ -42,22 +42,20 @@ import logging
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from waygraph import callbacks
+from waygraph.events import _planner_delivery as delivery
 from waygraph.events._planner_checks import (
     check_goal_registration,
     check_planner,
     run_state_machine,
 )
-from waygraph.events._planner_context import _CURRENT, PlannerContext, plan_id_for
-from waygraph.events.activity import describe, handled
+from waygraph.events._planner_context import PlannerContext, plan_id_for
 from waygraph.events.context import PlanContext
 from waygraph.events.envelope import Envelope, Topic, new_event_id
-from waygraph.events.failures import answer_goal_failed, error_payload, is_permanent
-from waygraph.events.goals import GoalContext, Transition, TransitionContext
+from waygraph.events.goals import Transition, TransitionContext
 from waygraph.events.statemachine import StateAction, StateConfig, StateMachine
-from waygraph.retry import retry_conflicts_async
 from waygraph.store import open_store
 
 if TYPE_CHECKING:
@@ -84,11 +82,6 @@ def default_plan_store_url() -> str:
     from waygraph.navigator import default_store_url
 
     return default_store_url()
-
-
-def _default_result(plan: PlanContext) -> dict[str, Any]:
-    # A copy taken before finalize adds results["final"], so the answer holds no copy of itself.
-    return {"state": plan.current_state, "results": dict(plan.results)}
 
 
 def _group(*parts: str) -> str:
@@ -239,16 +232,20 @@ class Planner:
         subs = self._subscriptions
         for event_type, topic, handler in self._goals:
             group = _group(self.name, "goal", event_type)
-            subs.append(await subscribe(topic, event_type, self._goal_handler(handler), group))
-        route = self._tracked(self._route)
+            subs.append(
+                await subscribe(topic, event_type, delivery.goal_handler(self, handler), group)
+            )
+        route = delivery.tracked(self, partial(delivery.route, self))
         for topic in (Topic.ACTION_REQUESTS, Topic.ACTION_RESULTS):
             subs.append(await subscribe(topic, "*", route, _group(self.name, topic.value)))
         for topic, event_type, handler in self._events:
             group = _group(self.name, "on", topic.value, event_type)
-            subs.append(await subscribe(topic, event_type, self._event_handler(handler), group))
+            subs.append(
+                await subscribe(topic, event_type, delivery.event_handler(self, handler), group)
+            )
         for event_type in ("plan.completed", "plan.failed"):
             group = _group(self.name, "after", event_type)
-            dependency = self._tracked(self._dependency)
+            dependency = delivery.tracked(self, partial(delivery.dependency, self))
             subs.append(await subscribe(Topic.PLAN_EVENTS, event_type, dependency, group))
         await self.recover()
         for plan in await PlanContext.find(self.context, status="pending", planner=self.name):
@@ -274,7 +271,7 @@ class Planner:
             )
         answered = 0
         for plan in await PlanContext.find(self.context, status="running", planner=self.name):
-            if plan.is_complete() and await plan.finalize(_default_result(plan)):
+            if plan.is_complete() and await plan.finalize(delivery.default_result(plan)):
                 answered += 1
         if answered:
             log.info("planner %s: answered %d goals left unanswered", self.name, answered)
@@ -333,121 +330,9 @@ class Planner:
 
     async def plan_for_correlation(self, correlation_id: str) -> PlanContext | None:
         """:meth:`PlanContext.restore_by_correlation`, limited to this planner's plans."""
-        return next(iter(await self._candidates(correlation_id)), None)
-
-    async def _candidates(self, correlation_id: str | None, skip: str = "") -> list[PlanContext]:
-        if not correlation_id or correlation_id.startswith("waygraph:"):
-            return []
-        ctx = self.context
-        records = await ctx.by_correlation(correlation_id, planner=self.name)
-        # ``skip``: a plan whose own event this is, left out before the cost of loading it.
-        plans = [PlanContext._from_record(r, ctx) for r in records if r.key != skip]
-        # The plan whose goal carried the id first, then the ones that sent it in a request.
-        return sorted(plans, key=lambda p: p.correlation_id != correlation_id)
+        return next(iter(await delivery.candidates(self, correlation_id)), None)
 
     # ------------------------------------------------------------ handlers
-
-    def _tracked(
-        self, handler: Callable[[Envelope], Awaitable[None]]
-    ) -> Callable[[Envelope], Awaitable[None]]:
-        # close() waits for running handlers, so none finds the store closed midway.
-        async def tracked(event: Envelope) -> None:
-            if self._closing:
-                log.debug("planner %s is closing; leaving %s alone", self.name, event.id)
-                return
-            task = asyncio.current_task()
-            if task is not None:
-                self._inflight.add(task)
-            token = _CURRENT.set(self.context)
-            try:
-                await handler(event)
-            finally:
-                _CURRENT.reset(token)
-                if task is not None:
-                    self._inflight.discard(task)
-
-        return tracked
-
-    def _goal_handler(self, handler: GoalHandler) -> Callable[[Envelope], Awaitable[None]]:
-        # An application's handler runs once per plan; the default one may run again safely.
-        look_first = handler is not run_state_machine
-
-        @self._tracked
-        async def on_goal(goal: Envelope) -> None:
-            if look_first and await self.context.plan_started(plan_id_for(goal)):
-                log.debug("goal %s delivered again; its plan already started", goal.id)
-                return
-            context = self.context
-            values = {"goal": GoalContext.from_event(goal), "context": context, "planner": self}
-            if goal.type in self._machines:
-                values["state_machine"] = self._machines[goal.type].states
-            try:
-                await callbacks.call(handler, ("goal", "context"), values)
-            except Exception as exc:
-                await self._goal_failed(goal, exc)
-                return
-            handled(self.name, goal, "planned")
-
-        return on_goal
-
-    def _event_handler(self, handler: EventHandler) -> Callable[[Envelope], Awaitable[None]]:
-        @self._tracked
-        async def on_event(event: Envelope) -> None:
-            values = {"event": event, "context": self.context, "planner": self}
-            await callbacks.call(handler, ("event", "context"), values)
-            handled(self.name, event, "handled")
-
-        return on_event
-
-    async def _goal_failed(self, goal: Envelope, exc: Exception) -> None:
-        if not is_permanent(exc):
-            handled(self.name, goal, f"error, to be redelivered: {describe(exc)}")
-            raise exc
-        log.warning("planner %s: goal %s failed: %s", self.name, goal.id, describe(exc))
-        await answer_goal_failed(self.context, goal, exc)
-        handled(self.name, goal, f"failed, answered: {describe(exc)}")
-
-    async def _route(self, event: Envelope) -> None:
-        """Hand ``event`` to the plan that accepts it, retrying on write conflicts."""
-        if not event.correlation_id:
-            return
-        if event.topic is Topic.ACTION_REQUESTS and event.source == self.context.source:
-            # This planner's own requests: no plan of it takes them (a nested
-            # plan has their id as its goal's, and goals never move plans).
-            return
-        if any(event.type == t and event.topic is topic for t, topic, _ in self._goals):
-            return  # a goal: it starts a plan (on_goal), it never moves one
-
-        async def attempt() -> None:
-            transition = None
-            own = event.plan_id if event.source == self.context.source else None
-            # A plan's own request or response never moves it.
-            for plan in await self._candidates(event.correlation_id, skip=own or ""):
-                next_state = plan.accepts(event)
-                if next_state is not None:
-                    transition = TransitionContext(event, plan, next_state)
-                    break
-            if transition is None:
-                return
-            before = transition.plan.current_state
-            try:
-                if self._transition is not None:
-                    values = {"transition": transition, "context": self.context, "planner": self}
-                    await callbacks.call(self._transition, ("transition", "context"), values)
-                else:
-                    await self.advance(transition)
-            except Exception as exc:
-                if not is_permanent(exc):
-                    raise
-                # Retrying cannot help: the plan fails and answers its goal now.
-                await transition.plan._reload()
-                await transition.plan.finalize(None, status="failed", error=error_payload(exc))
-                handled(self.name, event, f"plan failed: {describe(exc)}")
-                return
-            handled(self.name, event, f"{before} -> {transition.next_state}")
-
-        # A plan that changed meanwhile is looked up again on the next try.
-        await retry_conflicts_async(attempt, what=f"routing {event.type} ({event.id})")
 
     @staticmethod
     async def advance(transition: TransitionContext) -> None:
@@ -456,15 +341,7 @@ class Planner:
         Both in one commit. The result is ``{"state": <terminal state>,
         "results": plan.results}`` (also kept as ``results["final"]``).
         """
-        await transition.plan.execute_next(transition.event, finalize=_default_result)
-
-    async def _dependency(self, event: Envelope) -> None:
-        finished = event.data.get("plan_id") or event.plan_id
-        if not isinstance(finished, str):
-            return
-        for plan in await PlanContext.dependents_of(finished, self.context):
-            if plan.status == "pending":
-                await plan.execute_next()
+        await delivery.advance(transition)
 
     # ------------------------------------------------------------ models
 
