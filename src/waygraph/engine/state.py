@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Protocol
 from waygraph.engine.run_context import frozen as frozen_value
 from waygraph.engine.run_context import thawed
 from waygraph.model import Plan, Verify
+from waygraph.model.record import CORE_FIELDS, RunKind, RunRecord
 
 MAX_EVENTS = 50
 #: How many non-task nodes one routing may pass through.
@@ -414,6 +415,7 @@ _RECORD_FIELDS = (
     "awaiting",
     "redirects",
 )
+_CORE = frozenset(CORE_FIELDS)
 
 
 def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
@@ -421,14 +423,28 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
 
     ``current_step``/``total_steps``/``steps_completed``/``steps_failed``/
     ``turns_since_progress`` are the established selector's names, kept so
-    existing supervisors read records unchanged.
+    existing supervisors read records unchanged. It is :func:`guided_record`'s
+    stored form.
     """
-    record: dict[str, Any] = {name: getattr(run, name) for name in _RECORD_FIELDS}
-    # Plain text in records, whatever the engine set (a RunStatus is a str subclass).
-    record["status"] = str(run.status)
+    return guided_record(plan, run).to_dict()
+
+
+def guided_record(plan: Plan | None, run: Run) -> RunRecord:
+    """The guided run as the one :class:`~waygraph.model.record.RunRecord` of every kind.
+
+    Example:
+        >>> from waygraph.engine import Run
+        >>> rec = guided_record(None, Run(run_id="r1", plan_id="p", plan_name="P", mode="graph",
+        ...                                 status="running", current_node="fix"))
+        >>> rec.kind, rec.plan, rec.current_node, rec.total_nodes
+        (<RunKind.GUIDED: 'guided'>, 'p', 'fix', 0)
+    """
+    details: dict[str, Any] = {
+        name: getattr(run, name) for name in _RECORD_FIELDS if name not in _CORE
+    }
     for name in ("notice", "streak"):
-        if record[name] is not None:
-            record[name] = record[name].copy()
+        if details[name] is not None:
+            details[name] = details[name].copy()
     order = plan.graph.task_order if plan is not None else {}
     total = len(order) if order else len(run.visited)
     # The established selector's supervisor fields (documents 000 and 003):
@@ -439,14 +455,7 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
     )
     completed = len(steps_completed) if order else len(run.completed)
     current_step = total if run.status == "completed" else completed
-    record.update(
-        # The one run-record schema (waygraph.model.record): kind and plan id.
-        kind="guided",
-        plan=run.plan_id,
-        visited=NodeStates.of(run.visited),
-        path=list(run.path),
-        total_nodes=total,
-        completed_nodes=completed,
+    details.update(
         seen=list(run.seen),
         checkpoints=[
             {
@@ -470,7 +479,20 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
         # read-only events, which a store encodes (or copies) once per event.
         events=RecentEvents.of(run.events),
     )
-    return record
+    return RunRecord(
+        kind=RunKind.GUIDED,
+        run_id=run.run_id,
+        plan=run.plan_id,
+        # Plain text in records, whatever the engine set (a RunStatus is a str subclass).
+        status=str(run.status),
+        current_node=run.current_node,
+        visited=NodeStates.of(run.visited),
+        path=list(run.path),
+        total_nodes=total,
+        completed_nodes=completed,
+        details=details,
+        session=run.session_id,
+    )
 
 
 def from_record(record: dict[str, Any]) -> Run:

@@ -35,13 +35,24 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
+from waygraph.errors import InputError
 from waygraph.model._status import node_outcome
 
-__all__ = ["LEGACY_KINDS", "RunKind", "current_nodes", "kind_names", "migrate", "record_kind"]
+__all__ = [
+    "CORE_FIELDS",
+    "LEGACY_KINDS",
+    "RunKind",
+    "RunRecord",
+    "current_nodes",
+    "kind_names",
+    "migrate",
+    "record_kind",
+]
 
 
 class RunKind(StrEnum):
@@ -135,3 +146,190 @@ def migrate(kind: str, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
                 for node, v in visited.items()
             }
     return kind, data
+
+
+#: The keys every kind of run record carries, in the order :meth:`RunRecord.to_dict` writes them.
+CORE_FIELDS: tuple[str, ...] = (
+    "kind",
+    "run_id",
+    "plan",
+    "status",
+    "current_node",
+    "visited",
+    "path",
+    "total_nodes",
+    "completed_nodes",
+)
+
+
+class _Stored(Protocol):
+    """What :meth:`RunRecord.from_stored` reads of a store's record (``StoredRecord``)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...
+    @property
+    def session(self) -> str | None: ...
+    @property
+    def updated_at(self) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run of any kind, as the store keeps it: the core every kind has, and its own part.
+
+    Each driver builds it with its kind's builder (``engine.state.guided_record``,
+    the planning journal's ``dag_record``, ``events._run_record.event_record``,
+    ``sessions._records.session_record``, ``pipelines.record.pipeline_record``);
+    readers (the dashboard, ``waygraph sessions``, stats, learning) read the
+    core fields whatever the kind. :meth:`to_dict` is the stored JSON: the core
+    keys, then ``details`` (the kind's own keys, in the order it wrote them),
+    so a record keeps every key it had before this type existed. ``session``,
+    ``created_at`` and ``updated_at`` are the store's (its columns, or the
+    kind's own keys where it keeps them) and are not written by :meth:`to_dict`.
+
+    Example:
+        >>> rec = RunRecord(RunKind.DAG, "dag_1", "backup", "running", ["dump"],
+        ...                 {"dump": {"outcome": "pending"}}, ["dump"], 2, 0, {"goal": "Back up"})
+        >>> data = rec.to_dict()
+        >>> data["kind"], data["total_nodes"], data["goal"]
+        ('dag', 2, 'Back up')
+        >>> RunRecord.from_dict(data) == rec
+        True
+    """
+
+    kind: RunKind
+    run_id: str
+    plan: str
+    status: str
+    current_node: str | list[str] | None
+    visited: Mapping[str, Any]
+    path: Sequence[str]
+    total_nodes: int
+    completed_nodes: int
+    details: Mapping[str, Any] = field(default_factory=dict)
+    session: str | None = None
+    created_at: float | None = None
+    updated_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as stored: plain JSON-ready data, core keys first.
+
+        The values are passed on as they are (a guided run's ``visited`` and
+        ``events`` are the store's copy-once forms), and ``details`` come
+        last in their own order, so a guided record's ``events`` stays the
+        last key, where a JSON store splices it in.
+        """
+        data: dict[str, Any] = {
+            "kind": self.kind.value,
+            "run_id": self.run_id,
+            "plan": self.plan,
+            "status": self.status,
+            "current_node": self.current_node,
+            "visited": self.visited,
+            "path": self.path,
+            "total_nodes": self.total_nodes,
+            "completed_nodes": self.completed_nodes,
+        }
+        data.update(self.details)
+        return data
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        kind: str | None = None,
+        session: str | None = None,
+        updated_at: float | None = None,
+    ) -> RunRecord:
+        """A stored record's data as a :class:`RunRecord`, whichever code wrote it.
+
+        Records written before a core key existed get it from what they keep
+        (an event record's ``run_id`` is its ``plan_id``, its counts come from
+        ``visited``), through :func:`migrate` first. ``kind`` is the store's
+        kind when the data does not say. A record that is not a run, or a core
+        field of the wrong type, raises :class:`~waygraph.errors.InputError`
+        naming the run and the field.
+
+        Example:
+            >>> rec = RunRecord.from_dict({"plan_id": "p1", "current_state": "work"}, kind="event")
+            >>> rec.kind, rec.run_id, rec.current_node, rec.total_nodes
+            (<RunKind.EVENT: 'event'>, 'p1', 'work', 0)
+        """
+        found, fresh = migrate(str(data.get("kind") or kind or ""), dict(data))
+        name = fresh.get("run_id") or fresh.get("plan_id") or fresh.get("id") or "?"
+        try:
+            run_kind = RunKind(found)
+        except ValueError:
+            raise InputError(f"run record {name!r}: kind {found!r} is not a run kind") from None
+        visited = fresh.pop("visited", None) or {}
+        if not isinstance(visited, Mapping):
+            raise InputError(f"run record {name!r}: field 'visited' must be an object")
+        current = fresh.pop("current_node", None)
+        if current is not None and not isinstance(current, str | list):
+            raise InputError(f"run record {name!r}: field 'current_node' must be text or a list")
+        done = sum(
+            1 for v in visited.values() if isinstance(v, Mapping) and v.get("outcome") == "success"
+        )
+        plan = str(fresh.pop("plan", None) or fresh.get("plan_id") or fresh.get("id") or "")
+        status = str(fresh.pop("status", None) or "running")
+        path = list(fresh.pop("path", None) or ())
+        total = _count(fresh.pop("total_nodes", len(visited)), name, "total_nodes")
+        completed = _count(fresh.pop("completed_nodes", done), name, "completed_nodes")
+        for key in ("kind", "run_id"):
+            fresh.pop(key, None)
+        created = fresh.get("created_at")
+        return cls(
+            kind=run_kind,
+            run_id=str(name),
+            plan=plan,
+            status=status,
+            current_node=current,
+            visited=visited,
+            details=fresh,
+            session=session if session is not None else _text(fresh.get("session_id")),
+            created_at=float(created) if isinstance(created, int | float) else None,
+            updated_at=updated_at if updated_at is not None else _time(fresh.get("updated_at")),
+            path=path,
+            total_nodes=total,
+            completed_nodes=completed,
+        )
+
+    @classmethod
+    def from_stored(cls, stored: _Stored) -> RunRecord:
+        """A store's record (``StoredRecord``) as a :class:`RunRecord`, with the store's columns.
+
+        Example:
+            >>> from waygraph.store import StoredRecord
+            >>> data = {"run_id": "run_1", "plan_id": "bugfix", "current_node": "fix"}
+            >>> rec = StoredRecord(key="run_1", kind="run", data=data, version=1, session="s",
+            ...                    updated_at=5.0)
+            >>> r = RunRecord.from_stored(rec)
+            >>> r.kind, r.plan, r.session, r.updated_at
+            (<RunKind.GUIDED: 'guided'>, 'bugfix', 's', 5.0)
+        """
+        data = stored.data if "run_id" in stored.data else {**stored.data, "run_id": stored.key}
+        return cls.from_dict(
+            data, kind=stored.kind, session=stored.session, updated_at=stored.updated_at or None
+        )
+
+
+def _count(value: Any, name: str, field_name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, list):
+            # A pipeline checkpoint's own ``completed_nodes`` is the list of them.
+            return len(value)
+        raise InputError(f"run record {name!r}: field {field_name!r} must be a whole number")
+    return value
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _time(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
