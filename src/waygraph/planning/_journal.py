@@ -44,6 +44,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from waygraph import model, tracing
 from waygraph.engine.dag import DagRun
 from waygraph.errors import PlanningError, RunNotFoundError, WaygraphError
+from waygraph.model.record import RunKind, RunRecord
 from waygraph.planning._graph import _slug, to_graph_plan
 from waygraph.planning._lease import LEASE_SECONDS, RENEW, Lease
 from waygraph.planning._models import (
@@ -64,7 +65,7 @@ __all__ = ["KIND", "Journal", "SavedRun", "dag_view", "load_run", "new_run_id", 
 log = logging.getLogger("waygraph.planning")
 
 #: The store kind of a generated plan's run.
-KIND = "dag"
+KIND = RunKind.DAG.value
 #: Seconds the writer waits for more steps to finish before a commit: a crash
 #: loses at most this much more work, and a burst of quick steps costs one commit.
 LINGER = 0.002
@@ -393,7 +394,7 @@ class Journal:
                     "state": _state_data(run.state),
                 }
             ]
-        self.version = await asyncio.to_thread(self._commit, self._record(), events)
+        self.version = await asyncio.to_thread(self._commit, self.dag_record().to_dict(), events)
         self._writer = asyncio.get_running_loop().create_task(
             self._write(), name=f"waygraph-journal-{self.run_id}"
         )
@@ -431,7 +432,8 @@ class Journal:
 
     # ------------------------------------------------------------ writing
 
-    def _record(self) -> dict[str, Any]:
+    def dag_record(self) -> RunRecord:
+        """The run as the one :class:`~waygraph.model.record.RunRecord` of every kind."""
         assert self._run is not None
         run = self._run.state
         # The one run-record schema: each node's outcome, as guided runs say it,
@@ -443,23 +445,26 @@ class Journal:
             # Every commit renews the lease: a run that commits is alive.
             self.lease = self.lease.renewed(self.lease_seconds)
         extra: dict[str, Any] = {"interrupted": self._interrupted} if self._interrupted else {}
-        return {
-            "kind": KIND,
-            "run_id": self.run_id,
-            "plan": self._plan_id,
-            "plan_id": self._plan_id,
-            "goal": run.goal,
-            "status": self._status,
-            "current_node": list(self._run.running),
-            "visited": visited,
-            "path": list(self._path),
-            "total_nodes": len(visited),
-            "completed_nodes": list(run.status.values()).count(StepStatus.COMPLETED),
-            "revisions": run.revision_count,
-            "lease": self.lease.data() if self.lease is not None else None,
-            **extra,
-            **self._final,
-        }
+        return RunRecord(
+            kind=RunKind.DAG,
+            run_id=self.run_id,
+            plan=self._plan_id,
+            status=self._status,
+            current_node=list(self._run.running),
+            visited=visited,
+            path=list(self._path),
+            total_nodes=len(visited),
+            completed_nodes=list(run.status.values()).count(StepStatus.COMPLETED),
+            details={
+                "plan_id": self._plan_id,
+                "goal": run.goal,
+                "revisions": run.revision_count,
+                "lease": self.lease.data() if self.lease is not None else None,
+                **extra,
+                **self._final,
+            },
+            session=self.session,
+        )
 
     def _commit(self, record: dict[str, Any], events: list[dict[str, Any]]) -> int:
         return self.store.commit(
@@ -493,7 +498,7 @@ class Journal:
             self._wake.clear()
             while (self._pending or self._dirty) and self.error is None:
                 events, self._pending, self._dirty = self._pending, [], False
-                record = self._record()
+                record = self.dag_record().to_dict()
                 try:
                     if blocking:
                         self.version = await asyncio.to_thread(self._commit, record, events)
