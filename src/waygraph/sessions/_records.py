@@ -45,7 +45,7 @@ from typing import Any
 from waygraph.engine.session_plan_text import detect_language
 from waygraph.errors import StoreError
 from waygraph.model import node_outcome
-from waygraph.model.record import RunKind
+from waygraph.model.record import CORE_FIELDS, RunKind, RunRecord
 from waygraph.retry import retry_conflicts
 from waygraph.sessions import _render
 from waygraph.sessions._graph import declared_steps
@@ -71,16 +71,21 @@ _RESULT_CHARS = 200
 
 def to_record(plan: Mapping[str, Any]) -> dict[str, Any]:
     """plan.json as a run record of kind ``session`` (see the module docstring)."""
+    return session_record(plan).to_dict()
+
+
+def session_record(plan: Mapping[str, Any]) -> RunRecord:
+    """plan.json as the one :class:`~waygraph.model.record.RunRecord` of every kind."""
     ids, steps = declared_steps(plan)
     current = next(
         (i for i, s in zip(ids, steps, strict=True) if s.get("status") == "running"), None
     )
     entered = [(i, s) for i, s in zip(ids, steps, strict=True) if s.get("status") != "pending"]
-    record = dict(plan)
-    record.update(
-        kind=KIND,
-        plan=str(plan.get("id")),
+    return RunRecord(
+        kind=RunKind.SESSION,
         run_id=str(plan.get("id")),
+        plan=str(plan.get("id")),
+        status=str(plan.get("status", "running")),
         current_node=current,
         visited={
             i: {"outcome": node_outcome(str(s.get("status"))), "status": s.get("status")}
@@ -90,8 +95,8 @@ def to_record(plan: Mapping[str, Any]) -> dict[str, Any]:
         # The progress the dashboard shows of every run: steps done of steps declared.
         total_nodes=len(steps),
         completed_nodes=sum(1 for s in steps if s.get("status") == "completed"),
+        details={k: v for k, v in plan.items() if k not in CORE_FIELDS},
     )
-    return record
 
 
 def context(record: Mapping[str, Any]) -> str | None:
