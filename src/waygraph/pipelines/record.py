@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from waygraph.errors import InputError, NotWaitingError, RunHeldError, RunNotFoundError
 from waygraph.model import Plan
+from waygraph.model.record import RunKind, RunRecord
 from waygraph.people import choice_of, choices_text
 from waygraph.pipelines.checkpoint import Checkpoint
 from waygraph.pipelines.record_view import ENDED as _ENDED
@@ -114,8 +115,13 @@ def _where(cp: Checkpoint) -> str | None:
     return cp.current_node
 
 
-def _run_data(cp: Checkpoint) -> dict[str, Any]:
-    """The run-record fields of a checkpoint (what listings and drawings read)."""
+def pipeline_record(cp: Checkpoint, plan: Plan) -> RunRecord:
+    """A checkpoint as the one :class:`~waygraph.model.record.RunRecord` of every kind.
+
+    ``total_nodes`` counts the plan's nodes and ``completed_nodes`` those that
+    succeeded; the checkpoint's own ``completed_nodes`` (the finished nodes in
+    order) is the record's ``path``.
+    """
     visited = {
         node: {
             "outcome": _NODE_OUTCOMES.get(outcome.status, "pending"),
@@ -124,20 +130,25 @@ def _run_data(cp: Checkpoint) -> dict[str, Any]:
         }
         for node, outcome in cp.node_outcomes.items()
     }
-    return {
-        "kind": KIND,
-        "run_id": cp.run_id,
-        "plan": cp.plan_id,
-        "plan_id": cp.plan_id,
-        "source": cp.source,
-        "status": cp.status,
-        "current_node": _where(cp),
-        "path": list(cp.completed_nodes),
-        "visited": visited,
-        "awaiting": "user" if cp.waiting else None,
-        "waiting": cp.waiting,
-        "checkpoint": cp.model_dump(mode="json"),
-    }
+    return RunRecord(
+        kind=RunKind.PIPELINE,
+        run_id=cp.run_id,
+        plan=cp.plan_id,
+        status=cp.status,
+        current_node=_where(cp),
+        visited=visited,
+        path=list(cp.completed_nodes),
+        total_nodes=len(plan.graph.nodes),
+        completed_nodes=sum(1 for v in visited.values() if v["outcome"] == "success"),
+        details={
+            "plan_id": cp.plan_id,
+            "source": cp.source,
+            "awaiting": "user" if cp.waiting else None,
+            "waiting": cp.waiting,
+            "checkpoint": cp.model_dump(mode="json"),
+        },
+        session=cp.run_id,
+    )
 
 
 def _finished_events(before: Checkpoint | None, cp: Checkpoint) -> list[dict[str, Any]]:
@@ -346,7 +357,7 @@ class PipelineRecords:
                 events.append({"type": "run_checkpoint", "node": _where(cp), "plan": plan_data})
                 plan_seq = count + len(events)
             events += _finished_events(before, cp)
-            data = _run_data(cp)
+            data = pipeline_record(cp, plan).to_dict()
             if cp.waiting:
                 asked = {k: v for k, v in cp.waiting.items() if k != "id"}
                 if before is not None and _same_question(before.waiting, asked):
