@@ -26,8 +26,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from waygraph.errors import PlanFormatError, StateMachineError
-from waygraph.events.envelope import Envelope
+from waygraph.errors import ConfigError, PlanFormatError, StateMachineError
+from waygraph.events.envelope import Envelope, new_event_id
 from waygraph.events.statemachine import (
     StateAction,
     StateConfig,
@@ -36,12 +36,38 @@ from waygraph.events.statemachine import (
 from waygraph.planning import InvalidPlanError, PlanParseError, PlanProblem, extract_json
 
 if TYPE_CHECKING:
+    from waygraph.events.bus import Bus
     from waygraph.events.context import PlanContext
     from waygraph.planning import LLM
 
-__all__ = ["choose_next_action", "request_state_machine", "state_machine_schema"]
+__all__ = [
+    "choose_next_action",
+    "goal_event",
+    "planner_model",
+    "request_state_machine",
+    "state_machine_schema",
+]
 
 _MAX_SHOWN = 4000
+
+
+def goal_event(bus: Bus, planner: str, goal: Envelope | str | Mapping[str, Any]) -> Envelope:
+    """The goal :meth:`Planner.create_plan` plans for: an envelope as given; text or a
+    dict as the data of a new ``<planner>.goal`` event with a fresh correlation id."""
+    if isinstance(goal, Envelope):
+        return goal
+    data = {"goal": goal} if isinstance(goal, str) else dict(goal)
+    return bus.envelope(f"{planner}.goal", data, correlation_id=new_event_id())
+
+
+def planner_model(llm: LLM | None, planner: str) -> LLM:
+    """The planner's model, or a ConfigError saying how to give it one."""
+    if llm is None:
+        raise ConfigError(
+            f"planner {planner!r} has no model: pass llm=OpenAILLM(...) to Planner(...)"
+        )
+    return llm
+
 
 _SYSTEM = """You design state machines for an event-driven planner.
 A plan starts in the state named "start" (which usually has only default_next),

@@ -53,10 +53,10 @@ from waygraph.events._planner_checks import (
 )
 from waygraph.events._planner_context import PlannerContext, plan_id_for
 from waygraph.events.context import PlanContext
-from waygraph.events.envelope import Envelope, Topic, new_event_id
+from waygraph.events.envelope import Envelope, Topic
 from waygraph.events.goals import Transition, TransitionContext
 from waygraph.events.statemachine import StateAction, StateConfig, StateMachine
-from waygraph.store import open_store
+from waygraph.store import Store, open_store
 
 if TYPE_CHECKING:
     from waygraph.events.bus import Bus, Subscription
@@ -131,14 +131,12 @@ class Planner:
         else:
             self._owns_bus = False
         self._owns_store = not hasattr(store, "commit")
-        self.name = name
-        self.bus = bus
-        self.store = open_store(store if store is not None else default_plan_store_url())
         self.llm = llm
+        #: The planner's name, bus and store live here, once (handlers get it as ``context``).
         self.context = PlannerContext(
             name=name,
             bus=bus,
-            store=self.store,
+            store=open_store(store if store is not None else default_plan_store_url()),
             source=source or f"{bus.source}/planners/{name}",
             planner=self,
         )
@@ -156,6 +154,21 @@ class Planner:
 
     def __repr__(self) -> str:
         return f"Planner({self.name!r}, store={self.store.url!r})"
+
+    @property
+    def name(self) -> str:
+        """The planner's name (its context's)."""
+        return self.context.name
+
+    @property
+    def bus(self) -> Bus:
+        """The bus the planner listens and sends on (its context's)."""
+        return self.context.bus
+
+    @property
+    def store(self) -> Store:
+        """The store holding the planner's plans (its context's)."""
+        return self.context.store
 
     @property
     def goal_types(self) -> list[str]:
@@ -383,16 +396,21 @@ class Planner:
                 plan = await planner.create_plan(goal, [researcher], context)
                 await plan.execute_next()
         """
-        from waygraph.events.modelplans import request_state_machine
+        from waygraph.events.modelplans import goal_event, planner_model, request_state_machine
 
-        envelope = self._goal_envelope(goal)
+        envelope = goal_event(self.bus, self.name, goal)
         plan_id = plan_id or plan_id_for(envelope)
         existing = await self.context.call(self.store.get, plan_id)
         if existing is not None:
             return await PlanContext.restore(plan_id, self.context)
         notes = None if isinstance(context, PlannerContext) else context
         states = await request_state_machine(
-            self._model(), envelope, agents, notes, repair_attempts=repair_attempts, name=self.name
+            planner_model(self.llm, self.name),
+            envelope,
+            agents,
+            notes,
+            repair_attempts=repair_attempts,
+            name=self.name,
         )
         return await PlanContext.create_from_goal(
             envelope,
@@ -401,12 +419,6 @@ class Planner:
             plan_id=plan_id,
             parent_plan_id=parent_plan_id,
         )
-
-    def _goal_envelope(self, goal: Envelope | str | Mapping[str, Any]) -> Envelope:
-        if isinstance(goal, Envelope):
-            return goal
-        data = {"goal": goal} if isinstance(goal, str) else dict(goal)
-        return self.bus.envelope(f"{self.name}.goal", data, correlation_id=new_event_id())
 
     async def reason_next_action(
         self,
@@ -431,7 +443,7 @@ class Planner:
         :meth:`choose_action` returns the whole action, with the data the
         model chose.
         """
-        from waygraph.events.modelplans import choose_next_action
+        from waygraph.events.modelplans import choose_next_action, planner_model
 
         if isinstance(event, Sequence):  # the pre-document form: (plan, options)
             event, options = None, event
@@ -442,7 +454,12 @@ class Planner:
             extra = notes if isinstance(notes, str) else json.dumps(dict(notes), default=str)
             hint = f"{hint}\n\nContext: {extra}" if hint else f"Context: {extra}"
         action = await choose_next_action(
-            self._model(), plan, options, hint=hint, event=event, allow_done=True
+            planner_model(self.llm, self.name),
+            plan,
+            options,
+            hint=hint,
+            event=event,
+            allow_done=True,
         )
         return None if action is None else action.event_type
 
@@ -461,17 +478,10 @@ class Planner:
         ``await plan.dispatch(action)``); a choice outside ``options`` is sent
         back once, then :class:`~waygraph.planning.InvalidPlanError` is raised.
         """
-        from waygraph.events.modelplans import choose_next_action
+        from waygraph.events.modelplans import choose_next_action, planner_model
 
-        action = await choose_next_action(self._model(), plan, options, hint=hint)
+        action = await choose_next_action(
+            planner_model(self.llm, self.name), plan, options, hint=hint
+        )
         assert action is not None  # only allow_done=True may give None
         return action
-
-    def _model(self) -> LLM:
-        if self.llm is None:
-            from waygraph.errors import ConfigError
-
-            raise ConfigError(
-                f"planner {self.name!r} has no model: pass llm=OpenAILLM(...) to Planner(...)"
-            )
-        return self.llm
