@@ -22,6 +22,8 @@ FIXTURE = Path(__file__).parent / "fixtures" / "event_records" / "records.json"
 RECORDS: list[dict[str, Any]] = json.loads(FIXTURE.read_text(encoding="utf-8"))["records"]
 #: The plan fields a record holds besides the run-record ones the store indexes.
 RUN_RECORD_KEYS = {"kind", "plan", "current_node", "path", "visited"}
+#: The core run-record keys event records gained with the typed RunRecord (issue 38 item 2).
+ADDED_KEYS = {"run_id", "total_nodes", "completed_nodes"}
 
 
 def by_status(status: str) -> dict[str, Any]:
@@ -87,7 +89,7 @@ async def test_a_stored_running_plan_takes_the_answer_it_awaits_and_answers_its_
     # Written back in the same format: the same keys, the run-record fields beside the plan's.
     record = planner.store.get(stored["key"])
     assert record is not None and record.version == 2
-    assert set(record.data) - {"shared"} == set(stored["data"]) - {"shared"}
+    assert set(record.data) - {"shared"} == (set(stored["data"]) - {"shared"}) | ADDED_KEYS
     assert set(record.data) >= RUN_RECORD_KEYS
     assert record.data["visited"] == {
         "work": {"outcome": "success"},
@@ -116,5 +118,6 @@ async def test_a_stored_plan_saved_again_is_stored_as_it_was() -> None:
         await plan.save()
         record = planner.store.get(stored["key"])
         assert record is not None
-        same = {k: v for k, v in record.data.items() if k != "updated_at"}
+        assert record.data["run_id"] == stored["key"]
+        same = {k: v for k, v in record.data.items() if k not in {"updated_at", *ADDED_KEYS}}
         assert same == {k: v for k, v in stored["data"].items() if k != "updated_at"}, stored["key"]

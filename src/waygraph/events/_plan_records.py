@@ -20,8 +20,9 @@ from waygraph import tracing
 from waygraph.engine.event_run import EventRun
 from waygraph.errors import Conflict, PlanContextNotFoundError
 from waygraph.events._outbox_marks import OUTBOX_PENDING
-from waygraph.events._plan_view import run_fields, visited
+from waygraph.events._plan_view import run_fields
 from waygraph.events._planner_context import KIND, PlannerContext, plan_id_for
+from waygraph.events._run_record import event_record
 from waygraph.events._shared_values import pack, unpack
 from waygraph.events.envelope import Envelope, new_event_id
 from waygraph.events.statemachine import StateMachine
@@ -247,15 +248,8 @@ async def commit(
     # The new fields, as plain data, until the commit succeeds.
     fields = plan.model_copy(update=changes).model_dump(mode="json")
     # Each large value once: the goal's data, the result and its copies (_shared_values).
-    record = pack(dict(fields))
     # The one run-record schema (waygraph.model.record); a state is a node.
-    record.update(
-        kind=KIND,
-        plan=plan.plan_id,
-        current_node=fields["current_state"],
-        path=fields["path"],
-        visited=visited(fields["status"], fields["current_state"], fields["path"]),
-    )
+    record = event_record(pack(dict(fields))).to_dict()
     write = Write(
         plan.plan_id,
         record,

@@ -22,6 +22,7 @@ from waygraph.errors import PlanStateError
 from waygraph.events._outbox_marks import OutboxMarks
 from waygraph.events._outbox_retry import OutboxRetry
 from waygraph.events.envelope import Envelope
+from waygraph.model.record import RunKind
 from waygraph.store import MemoryStore, SQLiteStore, Store, StoredRecord
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ __all__ = ["KIND", "PlannerContext", "current_planner_context", "plan_id_for"]
 log = logging.getLogger("waygraph.events")
 
 #: The store ``kind`` of plan context records.
-KIND = "event"
+KIND = RunKind.EVENT.value
 
 
 def plan_id_for(goal: Envelope) -> str:
