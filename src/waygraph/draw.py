@@ -46,6 +46,7 @@ from waygraph.errors import (
     WaygraphError,
 )
 from waygraph.model import NODE_TYPE_SPECS, Edge, Node, Plan, Verify
+from waygraph.model.record import RunKind
 from waygraph.verify_types import label
 
 __all__ = [
@@ -188,7 +189,7 @@ def _followed_edges(plan: Plan, state: Mapping[str, Any]) -> set[int]:
     from a node it finished (or the start) to a node it reached.
     """
     path = list(state.get("path") or ())
-    if state.get("kind") == "dag":
+    if state.get("kind") == RunKind.DAG:
         visited = state.get("visited") or {}
         current = state.get("current_node")
         reached = set(path) | set(visited) | set(current if isinstance(current, list) else ())

@@ -31,6 +31,7 @@ from waygraph.cli.app import (
 from waygraph.cli.run_cmds import StoreOption
 from waygraph.describe import ago, describe_event, not_waiting, record_row, waiting_for
 from waygraph.errors import NotWaitingError, WaygraphError
+from waygraph.model.record import RunKind
 
 if TYPE_CHECKING:
     from waygraph.navigator import Navigator
@@ -127,11 +128,11 @@ def session_rows(
         if record.session not in pointers:
             pointers[record.session] = store.current(record.session)
         current = pointers[record.session]
-        if not every and record.kind == "guided" and record.key != current:
+        if not every and record.kind == RunKind.GUIDED and record.key != current:
             # A session's guided row is the run it points to: an earlier run,
             # or one it forgot in a reset, is listed by --all only.
             found = store.get(current) if current is not None else None
-            if found is None or found.kind != "guided":
+            if found is None or found.kind != RunKind.GUIDED:
                 continue
             record = found
         row = session_row(record, current)
@@ -228,7 +229,7 @@ def sessions_list(
             }
         )
         return
-    kinds = any(r["kind"] != "guided" for r in rows)
+    kinds = any(r["kind"] != RunKind.GUIDED for r in rows)
     head = ["session", *(["run"] if every else []), *(["kind"] if kinds else [])]
     table = Table(
         *head,
@@ -309,7 +310,7 @@ def _record(nav: Navigator, session_id: str, run_id: str | None) -> StoredRecord
         record = store.get(key) if key else None
         if record is not None:
             return record
-        if records and all(r.kind != "guided" for r in records):
+        if records and all(r.kind != RunKind.GUIDED for r in records):
             return records[0]
         problem = f"No current run for session {session_id!r} in {store.url}"
     else:
@@ -367,9 +368,9 @@ def sessions_show(
     record = _record(nav, session_id, run_id)
     if as_json:
         print_json(record.data)
-    elif record.kind == "guided":
+    elif record.kind == RunKind.GUIDED:
         _show_run(nav, record)
-    elif record.kind == "session":
+    elif record.kind == RunKind.SESSION:
         from waygraph.sessions import render_summary
 
         # A session plan's record is its plan.json and more: shown as the file is.
@@ -529,7 +530,7 @@ def sessions_answer(
     except NotWaitingError:
         key = nav.store.current(session_id)
         record = nav.store.get(key) if key else None
-        run = record.data if record is not None and record.kind == "guided" else None
+        run = record.data if record is not None and record.kind == RunKind.GUIDED else None
         err_console.print(f"error: {not_waiting(session_id, run)}", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
     run = guidance.run or {}

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from waygraph.model import FINISHED
+from waygraph.model.record import RunKind
 from waygraph.store import Store
 
 __all__ = ["RunFacts", "Visit", "guided_runs", "run_facts"]
@@ -220,7 +221,7 @@ def guided_runs(
     """
     wanted = set(plans) if plans is not None else None
     found: list[RunFacts] = []
-    for stored in store.list(kind="guided", limit=limit):
+    for stored in store.list(kind=RunKind.GUIDED, limit=limit):
         plan = str(stored.data.get("plan") or stored.data.get("plan_id") or stored.plan or "")
         if wanted is not None and plan not in wanted:
             continue

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from waygraph.errors import WaygraphError
+from waygraph.model.record import RunKind
 from waygraph.sessions import list_session_plans, read_plan_file
 from waygraph.store import Store
 
@@ -68,7 +69,7 @@ def store_samples(store: Store, *, limit: int | None = None) -> list[Sample]:
     from waygraph.planning._journal import load_run
 
     samples: list[Sample] = []
-    for record in store.list(kind="dag", status="completed", limit=limit):
+    for record in store.list(kind=RunKind.DAG, status="completed", limit=limit):
         try:
             saved = load_run(store, record.key)
         except (WaygraphError, KeyError, TypeError, ValueError) as exc:
@@ -99,7 +100,7 @@ def store_samples(store: Store, *, limit: int | None = None) -> list[Sample]:
             )
         goal = str(plan.get("goal") or saved.state.get("goal") or "")
         if goal and steps:
-            samples.append(Sample("dag", record.key, goal, tuple(steps), record.updated_at))
+            samples.append(Sample(RunKind.DAG, record.key, goal, tuple(steps), record.updated_at))
     return samples
 
 
@@ -123,5 +124,5 @@ def session_samples(workspace: str | os.PathLike[str]) -> list[Sample]:
         )
         if steps:
             run = f"session:{summary['session_id']}:{summary.get('plan_id') or ''}"
-            samples.append(Sample("session", run, str(data["goal"]), steps, 0.0))
+            samples.append(Sample(RunKind.SESSION, run, str(data["goal"]), steps, 0.0))
     return samples

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from html import escape
 from typing import Any
 
 from waygraph import __version__
 from waygraph.describe import ago, describe_event
 from waygraph.model import Plan
+from waygraph.model.record import RunKind
 from waygraph.server import table
 
 __all__ = [
@@ -92,7 +93,7 @@ def session_row(row: Mapping[str, Any]) -> str:
         name = f'<a href="/sessions/{e(_quote(session))}">{e(session)}</a>'
     else:
         name = f'<span class=muted title="a record with no session">{e(row["key"])}</span>'
-    kind = "" if row["kind"] == "guided" else f" <span class=tag>{e(row['kind'])}</span>"
+    kind = "" if row["kind"] == RunKind.GUIDED else f" <span class=tag>{e(row['kind'])}</span>"
     plan = row.get("plan")
     plan_cell = f'<a href="/plans/{e(_quote(plan))}">{e(plan)}</a>' if plan else "—"
     attempts = row.get("attempts")
@@ -437,9 +438,12 @@ def session_page(
     run = detail["run"]
     session = detail["session_id"]
     kind = detail.get("kind")
-    facts = {"event": _event_plan_facts, "dag": _dag_facts, "session": _session_plan_facts}.get(
-        str(kind), _run_facts
-    )(detail)
+    facts_of: dict[str, Callable[[Mapping[str, Any]], list[tuple[str, str]]]] = {
+        RunKind.EVENT: _event_plan_facts,
+        RunKind.DAG: _dag_facts,
+        RunKind.SESSION: _session_plan_facts,
+    }
+    facts = facts_of.get(str(kind), _run_facts)(detail)
     fact_html = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
     reason = run.get("reason")
     graph = (
@@ -455,7 +459,7 @@ def session_page(
         for r in detail["records"]
     )
     guidance = detail.get("context") or (
-        DAG_GUIDANCE if kind == "dag" else "No guidance: the run is not active."
+        DAG_GUIDANCE if kind == RunKind.DAG else "No guidance: the run is not active."
     )
     initial = {
         "session_id": session,
@@ -471,7 +475,7 @@ def session_page(
         "<button class=ghost id=reset-session>Reset session</button></div></div>"
         + (f"<p class=reason id=f-reason>{e(reason)}</p>" if reason else NO_REASON)
         # The answer route takes answers for the Navigator's runs and pipelines' gates.
-        + (answer_box(detail.get("waiting")) if kind in ("guided", "pipeline") else "")
+        + (answer_box(detail.get("waiting")) if kind in (RunKind.GUIDED, RunKind.PIPELINE) else "")
         + f"<dl class=facts>{fact_html}</dl>"
         "<div class=grid>"
         f"<section class='card wide'><h2>Plan</h2>{graph}</section>"

@@ -27,6 +27,7 @@ from waygraph.formats.json_library import plan_to_data, plans_from_data
 from waygraph.learning.stats import PlanStats, Statistics, plan_stats
 from waygraph.match import Matcher
 from waygraph.model import Plan
+from waygraph.model.record import RunKind
 from waygraph.navigator import Navigator
 from waygraph.pipelines.record_view import KIND as PIPELINE_KIND
 from waygraph.pipelines.record_view import pipeline_view, pipeline_waiting
@@ -117,7 +118,7 @@ class Service:
                 return plans_from_data(record.data)[1][0]
             except (WaygraphError, IndexError, TypeError, ValueError):
                 pass
-        for record in self.store.list(kind="guided", plan=plan_id, limit=1):
+        for record in self.store.list(kind=RunKind.GUIDED, plan=plan_id, limit=1):
             found = self.plan_of_run(record.data)
             if found is not None:
                 return found
@@ -214,14 +215,14 @@ class Service:
                 return current, records
         if not records:
             raise ApiError(404, "session_not_found", f"no session {session_id!r} in the store")
-        runs = [r for r in records if r.kind == "guided"]
+        runs = [r for r in records if r.kind == RunKind.GUIDED]
         return (runs or records)[0], records
 
     def session(self, session_id: str) -> dict[str, Any]:
         """A session's latest record, its guidance now, all its records and its latest trace id."""
         record, records = self._latest(session_id)
         context = None
-        if record.kind == "guided":
+        if record.kind == RunKind.GUIDED:
             try:
                 context = self.navigator.context(session_id)
             except WaygraphError:
@@ -231,7 +232,7 @@ class Service:
         # One read of the events serves the trace id and what a person is asked.
         events = [e.data for e in self.store.events(record.key)]
         trace_id = latest_trace_id(events)
-        waiting = waiting_for(record.data, events) if record.kind == "guided" else None
+        waiting = waiting_for(record.data, events) if record.kind == RunKind.GUIDED else None
         if record.kind == PIPELINE_KIND:
             waiting = pipeline_waiting(record.data)
         return {
@@ -296,7 +297,7 @@ class Service:
         except NotWaitingError:
             key = self.store.current(session_id)
             current = self.store.get(key) if key is not None else None
-            run = current.data if current is not None and current.kind == "guided" else None
+            run = current.data if current is not None and current.kind == RunKind.GUIDED else None
             raise NotWaitingError(not_waiting(session_id, run)) from None
         return {
             "text": guidance.text,
@@ -383,7 +384,7 @@ class Service:
             record, _ = self._latest(session_id)
             state = record.data
             plan = None
-            if record.kind == "guided":
+            if record.kind == RunKind.GUIDED:
                 plan = self.plan_of_run(state)
             elif record.kind == EVENT_PLAN_KIND:
                 plan, state = self._event_plan(record)
