@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,24 @@ from waygraph.hooks import Hooks
 from waygraph.library import Library
 from waygraph.navigator import Navigator
 
-__all__ = ["MODES", "ModeOutcome", "ModelSettings", "run_mode"]
+__all__ = ["MODES", "EvalMode", "ModeOutcome", "ModelSettings", "run_mode"]
+
+
+class EvalMode(StrEnum):
+    """How an eval task is run (not a run kind: ``planned`` and ``baseline`` store no run).
+
+    Example:
+        >>> EvalMode("guided") is EvalMode.GUIDED, EvalMode.GUIDED == "guided"
+        (True, True)
+    """
+
+    BASELINE = "baseline"
+    GUIDED = "guided"
+    PLANNED = "planned"
+
 
 #: Every mode, in report order.
-MODES = ("baseline", "guided", "planned")
+MODES: tuple[str, ...] = tuple(m.value for m in EvalMode)
 
 PLANNING_PROMPT = (
     "You are a careful software engineer planning work in a project folder. Break the "
@@ -105,7 +120,7 @@ def run_mode(
     )
     hooks: Hooks | None = None
     session = f"eval-{task.id}-{uuid.uuid4().hex[:8]}"
-    if mode == "guided":
+    if mode == EvalMode.GUIDED:
         navigator = Navigator(
             library,
             store="memory://",
@@ -114,7 +129,7 @@ def run_mode(
             tools={"code_execution_tool": "shell", "write_file": "write_file"},
         )
         hooks = Hooks(session, navigator=navigator, strict=True)
-    elif mode != "baseline":
+    elif mode != EvalMode.BASELINE:
         raise ValueError(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
     try:
         result = loop.run_agent(
