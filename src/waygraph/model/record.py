@@ -44,6 +44,7 @@ from waygraph.errors import InputError
 from waygraph.model._status import node_outcome
 
 __all__ = [
+    "BEFORE",
     "CORE_FIELDS",
     "LEGACY_KINDS",
     "RunKind",
@@ -68,6 +69,8 @@ class RunKind(StrEnum):
 
 #: Store kinds written before the one record schema -> the kind they are now.
 LEGACY_KINDS: Mapping[str, str] = {"run": RunKind.GUIDED.value, "plan_context": RunKind.EVENT.value}
+#: Each kind that had another name before the one record schema -> that name.
+BEFORE: Mapping[str, str] = {new: old for old, new in LEGACY_KINDS.items()}
 _OLD_NAMES: dict[str, tuple[str, ...]] = {}
 for _old, _new in LEGACY_KINDS.items():
     _OLD_NAMES[_new] = (*_OLD_NAMES.get(_new, ()), _old)

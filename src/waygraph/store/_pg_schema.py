@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 
 from waygraph.errors import StoreError
+from waygraph.model.record import BEFORE, RunKind
 from waygraph.store._counts_sql import counts_schema
 from waygraph.store._sql import migrate_data
 from waygraph.store._stats_sql import tables
@@ -26,9 +27,11 @@ SCHEMA_VERSION = 5
 #: Schema 2 renamed the run kinds (waygraph.model.record): tables of schema 1
 #: get the new names, and event runs their plan id in ``plan``, on open;
 #: their data is migrated as it is read.
+_GUIDED, _EVENT = RunKind.GUIDED.value, RunKind.EVENT.value
 _RENAME_KINDS = (
-    "UPDATE records SET kind = 'guided' WHERE kind = 'run'",
-    "UPDATE records SET kind = 'event', plan = data->>'plan_id' WHERE kind = 'plan_context'",
+    f"UPDATE records SET kind = '{_GUIDED}' WHERE kind = '{BEFORE[_GUIDED]}'",
+    f"UPDATE records SET kind = '{_EVENT}', plan = data->>'plan_id'"
+    f" WHERE kind = '{BEFORE[_EVENT]}'",
 )
 
 _FILL_LATEST, _ = latest_sql("%s", collate=' COLLATE "C"')

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 
 from waygraph.errors import StoreError
+from waygraph.model.record import BEFORE, RunKind
 from waygraph.store._counts_sql import counts_schema
 from waygraph.store._sql import migrate_data
 from waygraph.store._stats_sql import tables
@@ -34,10 +35,11 @@ SCHEMA_VERSION = 6
 #: Schema 2 renamed the run kinds (waygraph.model.record): records of
 #: schema 1 get the new names, and event runs their plan id in ``plan``, when
 #: the file is opened; their data is migrated as it is read.
+_GUIDED, _EVENT = RunKind.GUIDED.value, RunKind.EVENT.value
 _RENAME_KINDS = (
-    "UPDATE records SET kind = 'guided' WHERE kind = 'run'",
-    "UPDATE records SET kind = 'event', plan = json_extract(data, '$.plan_id')"
-    " WHERE kind = 'plan_context'",
+    f"UPDATE records SET kind = '{_GUIDED}' WHERE kind = '{BEFORE[_GUIDED]}'",
+    f"UPDATE records SET kind = '{_EVENT}', plan = json_extract(data, '$.plan_id')"
+    f" WHERE kind = '{BEFORE[_EVENT]}'",
 )
 
 #: Schema 6 drops two indexes no query needs, each one more page a commit

@@ -24,6 +24,7 @@ from contextlib import closing
 from typing import Any
 
 from waygraph.model._status import FINISHED
+from waygraph.model.record import RunKind
 from waygraph.store.base import Commit
 from waygraph.store.stats import (
     LISTED_ACTIVATIONS,
@@ -236,7 +237,7 @@ _CHUNK = 500
 
 
 def _finished(c: Commit) -> bool:
-    return c.kind == "guided" and c.status in FINISHED
+    return c.kind == RunKind.GUIDED and c.status in FINISHED
 
 
 def _rewinds(c: Commit) -> bool:
@@ -300,7 +301,7 @@ def fill(run: Run, many: Many, mark: str) -> int:
     """
     marks = ", ".join([mark] * len(_FINISHED))
     rows = run(
-        "SELECT key, plan, status, updated_at FROM records WHERE kind = 'guided'"
+        f"SELECT key, plan, status, updated_at FROM records WHERE kind = '{RunKind.GUIDED.value}'"
         f" AND status IN ({marks}) AND key NOT IN (SELECT key FROM stats_counted)",
         _FINISHED,
     )
@@ -395,7 +396,7 @@ def _read_running(
 ) -> None:
     # `kind || ''`: SQLite would walk every guided run through the kind
     # index; the status index finds the running ones, which are few.
-    where = " WHERE status = 'running' AND kind || '' = 'guided'"
+    where = f" WHERE status = 'running' AND kind || '' = '{RunKind.GUIDED.value}'"
     params: list[Any] = []
     if plan is not None:
         where += f" AND plan = {mark}"

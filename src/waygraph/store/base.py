@@ -106,7 +106,7 @@ class Write:
     record: Mapping[str, Any]
     expected_version: int
     events: Sequence[Mapping[str, Any]] = ()
-    kind: str = "guided"
+    kind: str = RunKind.GUIDED.value
     session: str | None = None
     status: str | None = None
     plan: str | None = None
@@ -152,7 +152,7 @@ class Store(ABC):
         expected_version: int,
         new_events: Sequence[dict[str, Any]],
         *,
-        kind: str = "guided",
+        kind: str = RunKind.GUIDED.value,
         session: str | None = None,
         status: str | None = None,
         plan: str | None = None,
@@ -530,7 +530,7 @@ def read_record(
     if kind in _MIGRATED:
         stored_kind = kind
         kind, data = migrate(kind, data)
-        if stored_kind == "plan_context":
+        if stored_kind != kind and kind == RunKind.EVENT:
             plan = data.get("plan", plan)
     return StoredRecord(
         key, kind, data, version, session, status, plan, correlation_ids, updated_at

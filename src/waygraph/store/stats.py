@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from waygraph.model._status import FINISHED
+from waygraph.model.record import RunKind
 
 if TYPE_CHECKING:
     from waygraph.store.base import Store
@@ -304,7 +305,7 @@ def scan_tallies(
     keep counters instead.
     """
     tallies = Tallies()
-    for record in store.list(kind="guided", plan=plan):
+    for record in store.list(kind=RunKind.GUIDED, plan=plan):
         minute = minute_of(record.updated_at)
         if since_minute is not None and minute < since_minute:
             continue
