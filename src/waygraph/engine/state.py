@@ -415,7 +415,8 @@ _RECORD_FIELDS = (
     "awaiting",
     "redirects",
 )
-_CORE = frozenset(CORE_FIELDS)
+#: The run's fields a guided record keeps besides the core every kind has.
+_DETAIL_FIELDS = tuple(name for name in _RECORD_FIELDS if name not in CORE_FIELDS)
 
 
 def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
@@ -439,9 +440,7 @@ def guided_record(plan: Plan | None, run: Run) -> RunRecord:
         >>> rec.kind, rec.plan, rec.current_node, rec.total_nodes
         (<RunKind.GUIDED: 'guided'>, 'p', 'fix', 0)
     """
-    details: dict[str, Any] = {
-        name: getattr(run, name) for name in _RECORD_FIELDS if name not in _CORE
-    }
+    details: dict[str, Any] = {name: getattr(run, name) for name in _DETAIL_FIELDS}
     for name in ("notice", "streak"):
         if details[name] is not None:
             details[name] = details[name].copy()
