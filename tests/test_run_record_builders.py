@@ -62,3 +62,16 @@ def test_every_kind_writes_the_core_fields_with_their_types(kind, records):
     assert isinstance(data["total_nodes"], int) and isinstance(data["completed_nodes"], int)
     assert 0 <= data["completed_nodes"] <= data["total_nodes"]
     assert RunRecord.from_dict(data).to_dict() == data
+
+
+@pytest.mark.parametrize("kind", [k.value for k in RunKind])
+def test_the_sessions_row_of_every_kind_shows_its_progress(kind, records):
+    from waygraph.describe import record_row
+    from waygraph.store import StoredRecord
+
+    data = records[kind]
+    row = record_row(StoredRecord(key=data["run_id"], kind=kind, data=data, version=1))
+    assert (row["total_nodes"], row["completed_nodes"]) == (
+        data["total_nodes"],
+        data["completed_nodes"],
+    )

@@ -80,6 +80,10 @@ def record_row(record: StoredRecord) -> dict[str, Any]:
         # "user" while a person must answer; event-driven plans keep a mapping
         # here (the response they wait for), which is not a person.
         "awaiting": _str(data.get("awaiting")),
+        # The progress every kind of run record carries (waygraph.model.record.RunRecord);
+        # None for records written before a kind had it.
+        "total_nodes": _int(data.get("total_nodes")),
+        "completed_nodes": _int(data.get("completed_nodes")),
         "updated_at": float(record.updated_at),
     }
 
