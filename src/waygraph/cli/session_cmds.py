@@ -31,7 +31,6 @@ from waygraph.cli.app import (
 from waygraph.cli.run_cmds import StoreOption
 from waygraph.describe import ago, describe_event, not_waiting, record_row, waiting_for
 from waygraph.errors import NotWaitingError, WaygraphError
-from waygraph.model.record import RunKind
 
 if TYPE_CHECKING:
     from waygraph.navigator import Navigator
@@ -116,6 +115,8 @@ def session_rows(
         ...     every=True)]
         (['r2'], ['r2', 'r1'])
     """
+    from waygraph.model.record import RunKind  # the model is not loaded for --help
+
     if offset < 0 or (limit is not None and limit < 1):
         raise ValueError(f"offset must be 0 or more and limit 1 or more (got {offset}, {limit})")
     wanted = None if limit is None else offset + limit
@@ -203,6 +204,8 @@ def sessions_list(
     library: LibraryOption = None,
 ) -> None:
     """List sessions with their current run, most recently updated first, a page at a time."""
+    from waygraph.model.record import RunKind  # the model is not loaded for --help
+
     nav = _navigator(store, library)
     size = limit or None
     offset = 0 if size is None else (page - 1) * size
@@ -303,6 +306,8 @@ def _record(nav: Navigator, session_id: str, run_id: str | None) -> StoredRecord
     records, which set no pointer) shows its newest record. One whose runs
     it forgot in a reset has no current run: the message names them, exit 1.
     """
+    from waygraph.model.record import RunKind  # the model is not loaded for --help
+
     store = nav.store
     records = [r for r in store.list(session=session_id) if r.kind not in HIDDEN_KINDS]
     if run_id is None:
@@ -351,6 +356,8 @@ def sessions_show(
     library: LibraryOption = None,
 ) -> None:
     """Show a session's current run record, a stored one (--run), or its session plan."""
+    from waygraph.model.record import RunKind  # the model is not loaded for --help
+
     if workspace is not None:
         from waygraph.sessions import load_session_plan, render_summary
 
@@ -518,6 +525,8 @@ def sessions_answer(
     that is none of the choices changes nothing but the record of it: the
     choices are printed, exit 1. A session that waits for nobody: exit 1.
     """
+    from waygraph.model.record import RunKind  # the model is not loaded for --help
+
     nav = _navigator(store, library)
     from waygraph.cli._pipeline_answer import answer_pipeline, pipeline_record
 
