@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from waygraph.errors import StoreError
+from waygraph.store._file_events import read_events
 from waygraph.store.base import (
     Commit,
     MonotonicClock,
@@ -539,43 +540,10 @@ class FileStore(Store):
                     raw = f.read(committed)
             except FileNotFoundError:
                 raw = b""
-        if len(raw) < committed:
-            logger.warning(
-                "%s: %s is %d bytes shorter than its record says; events were lost",
-                self.url,
-                events_path,
-                committed - len(raw),
-            )
-        lines = raw.split(b"\n")
-        tail = lines.pop()  # b"" when the committed bytes end on a whole line
-        if tail:
-            logger.warning(
-                "%s: %s ends in a torn line (%d bytes); ignored it",
-                self.url,
-                events_path,
-                len(tail),
-            )
-        out: list[StoredEvent] = []
-        for number, line in enumerate(lines, 1):
-            try:
-                item = decode(line)
-                seq, data = item["seq"], item["data"]
-                if not isinstance(seq, int) or not isinstance(data, dict):
-                    raise ValueError("needs an integer seq and an object data")
-            except (ValueError, KeyError, TypeError) as exc:
-                logger.warning(
-                    "%s: %s line %d is damaged (%s); skipped it",
-                    self.url,
-                    events_path,
-                    number,
-                    exc,
-                )
-                continue
-            if after_seq < seq <= count:
-                out.append(StoredEvent(key=key, seq=seq, data=data))
-                if limit is not None and len(out) >= limit:
-                    break
-        return out
+        where = f"{self.url}: {events_path}"
+        return read_events(
+            raw, key, where, committed=committed, count=count, after_seq=after_seq, limit=limit
+        )
 
     def current(self, session: str) -> str | None:
         self._check_open()

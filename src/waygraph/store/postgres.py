@@ -63,7 +63,7 @@ from waygraph.store.base import (
     read_record,
     redact_url,
 )
-from waygraph.store.rows import RowPage, check_rows, rows_sql
+from waygraph.store.rows import RowPage, check_rows, page_of, rows_sql
 from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore", "notify_channel", "split_schema"]
@@ -447,45 +447,22 @@ class PostgresStore(Store):
         count: bool = True,
     ) -> RowPage:
         check_rows(offset, limit)
-        rows, params = rows_sql(
-            "%s",
-            like="ILIKE",
-            kind=kind,
-            plan=plan,
-            search=search,
-            exclude_kinds=exclude_kinds,
+        filters = {"kind": kind, "plan": plan, "search": search, "exclude_kinds": exclude_kinds}
+        counts_query, counts_params, page_sql, page_params = _session_rows_sql(
+            filters, status, offset, limit
         )
-        page_sql = f"SELECT {_RECORD_COLUMNS} FROM ({rows}) AS rows"
-        page_params = list(params)
-        if status is not None:
-            page_sql += " WHERE status = %s"
-            page_params.append(status)
-        page_sql += ' ORDER BY updated_at DESC, key COLLATE "C" ASC LIMIT %s OFFSET %s'
-        page_params += [limit, offset]
-        if not search and plan is None:
-            # The kept counts (schema 5): a few hundred rows at most, whatever the size.
-            counts_query, counts_params = counts_sql(
-                "%s", "postgres", kind=kind, exclude_kinds=exclude_kinds
-            )
-        else:
-            counts_query = f"SELECT status, COUNT(*) FROM ({rows}) AS rows GROUP BY status"
-            counts_params = params
 
-        def read(conn: psycopg.Connection[Any]) -> tuple[list[Any], list[Any]]:
+        def read(conn: psycopg.Connection[Any]) -> tuple[list[Any] | None, list[Any]]:
             # The count's plan costs over jit_above_cost from a few thousand
             # rows on, and compiling it took ~260 ms of ~800 at 100,000 runs
             # (bench/scale.py): more than it saves.
             conn.execute("SET LOCAL jit = off")
-            counts = conn.execute(counts_query, counts_params).fetchall() if count else []
+            counts = conn.execute(counts_query, counts_params).fetchall() if count else None
             return counts, conn.execute(page_sql, page_params).fetchall()
 
         # One snapshot for both queries, so the counts and the page agree.
         counts, found = self._use("listing sessions", _snapshot(read), read=True)
-        if not count:
-            return RowPage([_row_to_record(row) for row in found], None)
-        by_status: dict[str | None, int] = {s: int(n) for s, n in counts}
-        total = by_status.get(status, 0) if status is not None else sum(by_status.values())
-        return RowPage([_row_to_record(row) for row in found], total, by_status)
+        return page_of([_row_to_record(row) for row in found], counts, status)
 
     def run_tallies(
         self, *, plan: str | None = None, since_minute: int | None = None, step: int = 60
@@ -534,3 +511,27 @@ class PostgresStore(Store):
         self._closed = True
         self._pool.close()
         self._watch.close()
+
+
+def _session_rows_sql(
+    filters: dict[str, Any], status: str | None, offset: int, limit: int
+) -> tuple[str, list[Any], str, list[Any]]:
+    """The counts query and the page query of :meth:`PostgresStore.session_rows`, with their
+    parameters: the kept counts (schema 5) unless a search or a plan filter narrows the rows."""
+    rows, params = rows_sql("%s", like="ILIKE", **filters)
+    page_sql = f"SELECT {_RECORD_COLUMNS} FROM ({rows}) AS rows"
+    page_params = list(params)
+    if status is not None:
+        page_sql += " WHERE status = %s"
+        page_params.append(status)
+    page_sql += ' ORDER BY updated_at DESC, key COLLATE "C" ASC LIMIT %s OFFSET %s'
+    page_params += [limit, offset]
+    if not filters["search"] and filters["plan"] is None:
+        # The kept counts (schema 5): a few hundred rows at most, whatever the size.
+        counts_query, counts_params = counts_sql(
+            "%s", "postgres", kind=filters["kind"], exclude_kinds=filters["exclude_kinds"]
+        )
+    else:
+        counts_query = f"SELECT status, COUNT(*) FROM ({rows}) AS rows GROUP BY status"
+        counts_params = params
+    return counts_query, counts_params, page_sql, page_params

@@ -20,7 +20,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,7 @@ __all__ = [
     "latest_sql",
     "like_pattern",
     "matches",
+    "page_of",
     "rows_by_listing",
     "rows_sql",
 ]
@@ -57,6 +58,26 @@ class RowPage:
     records: list[StoredRecord]
     total: int | None
     counts: dict[str | None, int] = field(default_factory=dict)
+
+
+def page_of(
+    records: list[StoredRecord],
+    counts: Iterable[tuple[str | None, Any]] | None,
+    status: str | None,
+) -> RowPage:
+    """The page of ``records`` with the totals of ``counts`` (status, rows) pairs.
+
+    ``counts`` None: the caller skipped counting (``total`` None).
+
+    Example:
+        >>> page_of([], [("running", 2), ("completed", 3)], "running").total
+        2
+    """
+    if counts is None:
+        return RowPage(records, None)
+    by_status: dict[str | None, int] = {s: int(n) for s, n in counts}
+    total = by_status.get(status, 0) if status is not None else sum(by_status.values())
+    return RowPage(records, total, by_status)
 
 
 def check_rows(offset: int, limit: int) -> None:

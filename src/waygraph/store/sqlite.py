@@ -61,7 +61,7 @@ from waygraph.store.base import (
     paging,
     read_record,
 )
-from waygraph.store.rows import RowPage, check_rows, keep_latest, rows_sql
+from waygraph.store.rows import RowPage, check_rows, keep_latest, page_of, rows_sql
 from waygraph.store.stats import Tallies
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -400,61 +400,20 @@ class SQLiteStore(Store):
         count: bool = True,
     ) -> RowPage:
         check_rows(offset, limit)
-
-        # The rows are the records flagged latest, counted in row_counts
-        # (schema 5) unless a search or a plan filter narrows them; a page
-        # walks the records newest first, keeps the flagged ones and stops
-        # once it has its rows (in a fleet the newest records are nearly all
-        # rows); a search or a plan filter, whose
-        # rows are few and far apart, reads every record's entry in the
-        # covering records_rows, never a record.
-        def query(index: str, columns: str) -> tuple[str, list[Any]]:
-            return rows_sql(
-                "?",
-                like="LIKE",
-                kind=kind,
-                plan=plan,
-                search=search,
-                exclude_kinds=exclude_kinds,
-                scan_index=f" INDEXED BY {index}",
-                columns=columns,
-            )
-
-        narrow = not search and plan is None
-        if narrow:
-            # The kept counts (schema 5): a few rows, whatever the store's size.
-            counts_query, params = counts_sql("?", "sqlite", kind=kind, exclude_kinds=exclude_kinds)
-        else:
-            rows, params = query("records_rows", "r.status")
-            counts_query = f"SELECT status, COUNT(*) FROM ({rows}) GROUP BY status"
-        newest, page_params = query(
-            "records_updated_at" if narrow else "records_rows",
-            "r.key, r.status, r.updated_at",
-        )
-        keys_sql = f"SELECT key FROM ({newest})"
-        if status is not None:
-            keys_sql += " WHERE status = ?"
-            page_params.append(status)
-        keys_sql += " ORDER BY updated_at DESC, key ASC LIMIT ? OFFSET ?"
-        page_params += [limit, offset]
-        page_sql = (
-            f"SELECT {_RECORD_COLUMNS} FROM records WHERE key IN ({keys_sql})"
-            " ORDER BY updated_at DESC, key ASC"
+        filters = {"kind": kind, "plan": plan, "search": search, "exclude_kinds": exclude_kinds}
+        counts_query, params, page_sql, page_params = _session_rows_sql(
+            filters, status, offset, limit
         )
         with self._lock, self._errors("listing sessions"):
             conn = self._conn()
             # One read transaction, so the counts and the page agree.
             conn.execute("BEGIN")
             try:
-                counts = conn.execute(counts_query, params).fetchall() if count else []
+                counts = conn.execute(counts_query, params).fetchall() if count else None
                 found = conn.execute(page_sql, page_params).fetchall()
             finally:
                 conn.execute("COMMIT")
-        if not count:
-            return RowPage([_row_to_record(row) for row in found], None)
-        by_status: dict[str | None, int] = dict(counts)
-        total = by_status.get(status, 0) if status is not None else sum(by_status.values())
-        return RowPage([_row_to_record(row) for row in found], total, by_status)
+        return page_of([_row_to_record(row) for row in found], counts, status)
 
     def run_tallies(
         self, *, plan: str | None = None, since_minute: int | None = None, step: int = 60
@@ -515,3 +474,47 @@ class SQLiteStore(Store):
                     self._checkpoints.close()
                 with self._errors("closing"):
                     self._connection.close()
+
+
+def _session_rows_sql(
+    filters: dict[str, Any], status: str | None, offset: int, limit: int
+) -> tuple[str, list[Any], str, list[Any]]:
+    """The counts query and the page query of :meth:`SQLiteStore.session_rows`, with their
+    parameters.
+
+    The rows are the records flagged latest, counted in row_counts (schema 5)
+    unless a search or a plan filter narrows them; a page walks the records
+    newest first, keeps the flagged ones and stops once it has its rows (in a
+    fleet the newest records are nearly all rows); a search or a plan filter,
+    whose rows are few and far apart, reads every record's entry in the
+    covering records_rows, never a record.
+    """
+
+    def query(index: str, columns: str) -> tuple[str, list[Any]]:
+        return rows_sql(
+            "?", like="LIKE", scan_index=f" INDEXED BY {index}", columns=columns, **filters
+        )
+
+    narrow = not filters["search"] and filters["plan"] is None
+    if narrow:
+        # The kept counts (schema 5): a few rows, whatever the store's size.
+        counts_query, params = counts_sql(
+            "?", "sqlite", kind=filters["kind"], exclude_kinds=filters["exclude_kinds"]
+        )
+    else:
+        rows, params = query("records_rows", "r.status")
+        counts_query = f"SELECT status, COUNT(*) FROM ({rows}) GROUP BY status"
+    newest, page_params = query(
+        "records_updated_at" if narrow else "records_rows", "r.key, r.status, r.updated_at"
+    )
+    keys_sql = f"SELECT key FROM ({newest})"
+    if status is not None:
+        keys_sql += " WHERE status = ?"
+        page_params.append(status)
+    keys_sql += " ORDER BY updated_at DESC, key ASC LIMIT ? OFFSET ?"
+    page_params += [limit, offset]
+    page_sql = (
+        f"SELECT {_RECORD_COLUMNS} FROM records WHERE key IN ({keys_sql})"
+        " ORDER BY updated_at DESC, key ASC"
+    )
+    return counts_query, params, page_sql, page_params
