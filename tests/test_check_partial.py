@@ -104,3 +104,18 @@ def test_load_library_raises_a_check_error_at_its_line(tmp_path: Path):
         load_library(path)
     assert raised.value.line == 17
     assert str(raised.value).startswith(f"{path}:17: plan 'release'")
+
+
+def test_a_deeply_nested_plan_with_a_load_error_is_reported_not_raised(tmp_path: Path):
+    deep = '{"a":' * 900 + "1" + "}" * 900
+    text = (
+        '{"id": "deep", "triggers": ["x"], "graph": {"start": "s", "nodes": {'
+        '"s": {"type": "start", "bogus": 1}, "t": {"type": "task", "action": "a", "meta": '
+        + deep
+        + '}}, "edges": []}}'
+    )
+    path = tmp_path / "deep.json"
+    path.write_text(text)
+    result = runner.invoke(app, ["check", "--json", str(path)])
+    assert result.exit_code == 1, result.output
+    assert "bogus" in result.stdout

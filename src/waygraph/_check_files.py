@@ -143,9 +143,11 @@ def read_plan_file(path: Path) -> PlanFile:
             found.linear[plan_id] = isinstance(body, dict) and "steps" in body
     if errors and isinstance(data, dict):
         loaded = {p.id for p in plans}
-        found.partial = [
-            p for p in _without_broken_fields(data, errors, name) if p.id not in loaded
-        ]
+        try:
+            partial = _without_broken_fields(data, errors, name)
+        except RecursionError:  # nested deeper than a copy can go: its errors stand alone
+            partial = []
+        found.partial = [p for p in partial if p.id not in loaded]
     return found
 
 
