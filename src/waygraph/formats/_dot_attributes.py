@@ -122,6 +122,7 @@ GRAPH_ATTRIBUTES: tuple[str, ...] = (
     "description",
     "domains",
     "triggers",
+    "examples",
     "trigger_threshold",
     "stale_after_turns",
     "match_mode",

@@ -149,7 +149,7 @@ class _Builder:
         # A DOT file is an Attractor pipeline unless it says otherwise: it
         # routes as the specification does (waygraph.engine documents how).
         data["routing"] = attrs["routing"].value if "routing" in attrs else "attractor"
-        for key in ("domains", "triggers"):
+        for key in ("domains", "triggers", "examples"):
             if key in attrs:
                 data[key] = self.read(attrs[key], values.text_list, field=key)
         for key in ("trigger_threshold", "stale_after_turns", "max_transitions", "repeat_limit"):

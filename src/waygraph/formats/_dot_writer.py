@@ -99,7 +99,7 @@ def _graph_attributes(plan: Plan) -> list[tuple[str, str]]:
         value = getattr(plan, key)
         if value is not None:
             out.append((key, quote_id(value)))
-    for key in ("domains", "triggers"):
+    for key in ("domains", "triggers", "examples"):
         items: tuple[str, ...] = getattr(plan, key)
         if items:
             out.append((key, quote_id(_text_list(items))))

@@ -60,6 +60,7 @@ PLAN_KEY_ORDER = (
     "goal",
     "domains",
     "triggers",
+    "examples",
     "trigger_threshold",
     "stale_after_turns",
     "match_mode",

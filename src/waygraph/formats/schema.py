@@ -75,6 +75,10 @@ PROPERTY_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "goal": "The outcome the plan works towards, shown to the model.",
         "domains": "Domains the plan serves; a plan without domains admits every message.",
         "triggers": "Phrases that activate the plan when they appear in a user message.",
+        "examples": (
+            "Requests a user might type for this plan's job, in their own words; matching by "
+            "meaning compares messages with them (phrase matching ignores them)."
+        ),
         "trigger_threshold": "How many triggers must appear before the plan activates.",
         "stale_after_turns": "Turns without a node transition before the run expires.",
         "match_mode": "How triggers match: 'phrase' (whole words, in order) or 'substring'.",

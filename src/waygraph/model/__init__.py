@@ -410,6 +410,9 @@ class Plan(_Frozen):
     goal: str | None = None
     domains: tuple[str, ...] = ()
     triggers: tuple[str, ...] = ()
+    #: Requests a user might type for this plan's job, in users' words; matching
+    #: by meaning compares a message with each (waygraph.match.semantic), phrases ignore them.
+    examples: tuple[str, ...] = ()
     trigger_threshold: int = 2
     stale_after_turns: int = Field(default=10, ge=1)
     match_mode: Literal["phrase", "substring"] | None = None
