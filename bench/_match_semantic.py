@@ -107,8 +107,8 @@ def stand_in_cache(model: str, library: Library, dims: int) -> None:
     """Unit vectors for every text of ``library`` in ``model``'s memory cache."""
     import numpy as np
 
-    from waygraph._semantic_cache import EmbeddingCache
-    from waygraph.semantic import plan_texts
+    from waygraph.match._semantic_cache import EmbeddingCache
+    from waygraph.match.semantic import plan_texts
 
     cache = EmbeddingCache.of(model, None)
     rng = np.random.default_rng(40)
@@ -129,7 +129,7 @@ def timed(fn: Callable[[str], object], messages: list[str]) -> tuple[float, floa
 
 def cost(report: Any) -> tuple[list[dict[str, str]], float]:
     """The cost table's rows, and CPU ms per message at 1,000 plans."""
-    from waygraph.semantic import SemanticMatcher, load_embedder, plan_texts
+    from waygraph.match.semantic import SemanticMatcher, load_embedder, plan_texts
 
     embedder = load_embedder()
     starter = load_library()
@@ -176,7 +176,7 @@ def cost(report: Any) -> tuple[list[dict[str, str]], float]:
 
 def run(report: Any) -> None:
     """Measure quality and cost, record figures and targets, print the tables."""
-    from waygraph.semantic import SemanticMatcher, check_extra
+    from waygraph.match.semantic import SemanticMatcher, check_extra
 
     try:
         check_extra()

@@ -178,7 +178,7 @@ def pure_floor(
     ``record=True`` adds the run record a turn returns (``engine.to_record``).
     """
     from waygraph import render
-    from waygraph.turns import evidence_of
+    from waygraph.guided.turns import evidence_of
     from waygraph.verify import VerifyContext
     from waygraph.verify import judge_for as verify_judge
 
@@ -214,7 +214,7 @@ def pure_floor(
 
 def turn_writes(workload: str) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """The record and new events each commit of one Navigator run writes (engine-made)."""
-    from waygraph.turns import evidence_of
+    from waygraph.guided.turns import evidence_of
     from waygraph.verify import judge_for as verify_judge
 
     plan, _, outputs = NAV_WORKLOADS[workload]

@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from waygraph import engine, render  # noqa: E402
-from waygraph.guidance_style import GuidanceStyle  # noqa: E402
 from waygraph.library import load_library  # noqa: E402
 from waygraph.model import Plan  # noqa: E402
+from waygraph.render.style import GuidanceStyle  # noqa: E402
 
 STYLES = {"full": GuidanceStyle.of("full"), "compact": GuidanceStyle.of("compact")}
 FAILURE = engine.Evidence(

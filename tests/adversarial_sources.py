@@ -48,7 +48,7 @@ from tests.adversarial_transcripts import (
     User,
     Write,
 )
-from waygraph.questions import asks_user
+from waygraph.verify.questions import asks_user
 
 SOURCES_LIBRARY = r"""
 plans:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from waygraph._match_words import phrase_words
+from waygraph.match._words import phrase_words
 
 DIMS = 256
 #: Words the stand-in model ignores, as a real one gives them little weight.

@@ -14,7 +14,6 @@ import time
 import pytest
 
 from tests.pipeline_helpers import Scripted, ok, plan_of, run, status
-from waygraph import landlock
 from waygraph.model import Plan
 from waygraph.pipelines.checkpoint import Checkpoint
 from waygraph.pipelines.conditions import evaluate_condition
@@ -40,6 +39,7 @@ from waygraph.pipelines.interviewers import (
 from waygraph.pipelines.outcome import Outcome
 from waygraph.pipelines.run_folder import load_checkpoint
 from waygraph.pipelines.stylesheet import parse_stylesheet
+from waygraph.sandbox import landlock
 
 TWO = """digraph two { start [shape=Mdiamond]; done [shape=Msquare]
     a [prompt="A"]; b [prompt="B"]

@@ -104,9 +104,9 @@ def test_a_malformed_tool_call_is_asked_again_and_is_never_evidence(tmp_path: Pa
 
 
 def test_the_demo_refuses_calls_that_cannot_run(tmp_path: Path):
-    from waygraph._demo_model import TOOLS, _call_tool
     from waygraph.chat import check_call
     from waygraph.demo import Workspace
+    from waygraph.demo._model import TOOLS, _call_tool
 
     ws = Workspace(tmp_path)
     offered = {t["function"]["name"]: t["function"] for t in TOOLS}

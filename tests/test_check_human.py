@@ -21,13 +21,13 @@ import pytest
 from waygraph import PlanFormatError, load_library
 from waygraph.check import Problem, check_plan
 from waygraph.draw import predicate_label, to_mermaid
+from waygraph.draw.svg import to_svg
 from waygraph.formats.dot import parse_dot, plan_to_dot
 from waygraph.formats.json_library import library_to_data, plan_to_data, plans_from_data
 from waygraph.formats.schema import library_schema
 from waygraph.formats.yaml_library import parse_yaml, to_yaml
 from waygraph.model import Graph, Plan, Verify
-from waygraph.people import accelerator, answer_keys, choice_labels
-from waygraph.svg import to_svg
+from waygraph.model.people import accelerator, answer_keys, choice_labels
 
 #: The codes this module covers (tests/test_check_codes.py: every code has a case).
 COVERED = {"human-without-choices", "duplicate-choice"}

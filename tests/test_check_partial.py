@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from waygraph import load_library
-from waygraph._check_files import read_plan_file
+from waygraph.check._files import read_plan_file
 from waygraph.cli import app
 from waygraph.errors import PlanFormatError
 

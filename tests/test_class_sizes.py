@@ -18,9 +18,6 @@ import waygraph
 
 SRC = Path(waygraph.__file__).parent
 MAX_CLASS_LINES = 400
-STILL_TO_FOLD = ["_check_codes.py:Reports", "_check_routes.py:RouteChecks"]
-
-
 def classes() -> list[tuple[str, ast.ClassDef]]:
     """Every class of the package, nested ones included, with its module's path."""
     found = []
@@ -56,9 +53,9 @@ def test_no_class_declares_another_classs_attributes_for_the_type_checker():
         for statement in node.body
         if isinstance(statement, ast.If) and "TYPE_CHECKING" in ast.unparse(statement.test)
     ]
-    # The plan checker's two mixins are the last ones (issue 38 item 5, still open): a new
-    # one fails here, and folding these in means taking them off this list.
-    assert restating == STILL_TO_FOLD, "compose around the state instead: " + "; ".join(restating)
+    # The plan checker's parts were the last mixins; they now take the pass's state
+    # (waygraph.check._scan.PlanScan) as an argument.
+    assert restating == [], "compose around the state instead: " + "; ".join(restating)
 
 
 @pytest.mark.parametrize(

@@ -137,7 +137,7 @@ def test_demo_llm_without_endpoint_says_so(tmp_path: Path):
 
 
 def test_demo_llm_answers_a_question_for_the_user_and_never_counts_it_a_claim(tmp_path: Path):
-    from waygraph._demo_model import DEMO_ANSWER
+    from waygraph.demo._model import DEMO_ANSWER
     from waygraph.navigator import Navigator
     from waygraph.testing import ScriptedChatServer
 

@@ -9,12 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.pipeline_helpers import run as run_api
-from waygraph import landlock
 from waygraph.cli import app
 from waygraph.cli.pipeline_cmds import read_answers
 from waygraph.errors import ConfigError
 from waygraph.pipelines.checkpoint import Checkpoint
 from waygraph.pipelines.record import PipelineRecords
+from waygraph.sandbox import landlock
 
 runner = CliRunner()
 SPEC = Path(__file__).parent / "fixtures" / "attractor" / "spec"

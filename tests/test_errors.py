@@ -84,7 +84,7 @@ def test_each_error_is_a_waygraph_error_and_the_builtin_it_means(name: str):
         ("waygraph.planning", "LLMError"),
         ("waygraph.draw", "GraphvizError"),
         ("waygraph.draw", "GraphvizNotFoundError"),
-        ("waygraph.patterns", "PatternTimeout"),
+        ("waygraph.sandbox.patterns", "PatternTimeout"),
         ("waygraph.sessions._files", "CorruptPlan"),
         ("waygraph.cli.plan_tools", "CommandFailed"),
         ("waygraph.server.errors", "ApiError"),

@@ -17,11 +17,11 @@ import pytest
 
 from waygraph import engine
 from waygraph.errors import WaygraphError
-from waygraph.gates import EXIT_CANNOT_START, EXIT_TIMEOUT, KEEP_CHARS, run_command
 from waygraph.library import Library
 from waygraph.model import Plan, Verify
 from waygraph.navigator import Navigator
 from waygraph.verify import EXIT_CODE_HINT, Observation, VerifyContext, evaluate
+from waygraph.verify.gates import EXIT_CANNOT_START, EXIT_TIMEOUT, KEEP_CHARS, run_command
 
 
 def linear(steps: list[dict[str, Any]], **fields: Any) -> Plan:

@@ -1,15 +1,15 @@
 """Evidence by where it came from (issue 32): the command behind a result, its exit status,
-and whether it ran at all (waygraph.evidence), through the verdicts and the Navigator."""
+and whether it ran at all (waygraph.verify_types.evidence), through the verdicts and the Navigator."""
 
 from __future__ import annotations
 
 import pytest
 
 from waygraph import Navigator
-from waygraph.evidence import command_of, never_ran, printed_exit_status
 from waygraph.library import Library
 from waygraph.model import Graph, Plan, Verify
 from waygraph.verify import Observation, evaluate
+from waygraph.verify_types.evidence import command_of, never_ran, printed_exit_status
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,10 @@ import pytest
 import waygraph
 from waygraph import engine, render
 from waygraph.errors import ConfigError
-from waygraph.guidance_style import COMPACT_TOKENS, GuidanceStyle
 from waygraph.hooks import Hooks
 from waygraph.integrations.mcp_server import build_server
 from waygraph.model import Plan
+from waygraph.render.style import COMPACT_TOKENS, GuidanceStyle
 from waygraph.verify import describe
 
 LIBRARY = waygraph.load_library()
@@ -157,7 +157,7 @@ def test_a_bad_guidance_value_names_the_argument_and_the_allowed_values(bad: str
 
 
 def test_a_smaller_budget_than_the_default_is_kept_too():
-    from waygraph._render_compact import compact_context
+    from waygraph.render._compact import compact_context
 
     plan = waygraph.load_library()["bugfix_workflow"]
     run, _ = engine.start(plan, run_id="r", turn=1)

@@ -11,9 +11,9 @@ import waygraph
 from waygraph import engine, render
 from waygraph.async_navigator import AsyncNavigator
 from waygraph.errors import ConfigError
-from waygraph.guidance_style import TOOL_NEEDS, GuidanceStyle, HostTools
 from waygraph.hooks import Hooks, open_navigator
 from waygraph.model import Plan
+from waygraph.render.style import TOOL_NEEDS, GuidanceStyle, HostTools
 
 LIBRARY = waygraph.load_library()
 HOST = ["run_command", "write_file"]

@@ -10,9 +10,9 @@ import pytest
 from waygraph import Navigator, engine, load_library, render
 from waygraph.check import check_plan
 from waygraph.engine.run_context import MAX_CONTEXT_KEYS, merge
-from waygraph.evidence import MAX_CONTEXT_LINE, context_updates_of
 from waygraph.formats.dot import parse_dot
 from waygraph.model import Graph, Plan
+from waygraph.verify_types.evidence import MAX_CONTEXT_LINE, context_updates_of
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dot" / "attractor_pipeline.dot"
 PASS = {"tests_passed": True}

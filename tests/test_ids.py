@@ -19,11 +19,11 @@ from fastapi.testclient import TestClient
 
 from tests.test_limits import plan_file
 from waygraph.errors import InputError, PlanFormatError
+from waygraph.guided.turns import check_turn
 from waygraph.ids import id_problem
 from waygraph.library import load_file
 from waygraph.server import create_app
 from waygraph.server.models import ID_PATTERN
-from waygraph.turns import check_turn
 
 FORMAT_CHARS = ["\u202e", "\u200d", "\ufeff", "\u2066", "\u00ad", "\U000e0041"]
 

@@ -205,7 +205,7 @@ def test_an_unexpected_error_in_strict_mode_is_a_waygraph_error(hold_library: st
 
 
 def test_the_session_cache_is_bounded(hold_library: str, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("waygraph.guided_sessions.CACHE_SESSIONS", 50)
+    monkeypatch.setattr("waygraph.guided.sessions.CACHE_SESSIONS", 50)
     nav = Navigator(hold_library, store="memory://")
     for i in range(200):
         nav.turn(f"s{i}", user_message="hold on")

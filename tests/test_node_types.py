@@ -11,10 +11,10 @@ import pytest
 
 from waygraph.check import check_plan
 from waygraph.draw import MERMAID_SHAPES, to_mermaid
+from waygraph.draw.svg import SVG_CSS, to_svg
 from waygraph.formats._dot_attributes import TYPE_OF_SHAPE
 from waygraph.formats.dot import parse_dot, plan_to_dot
 from waygraph.model import NODE_TYPE_SPECS, NODE_TYPES, Graph, NodeType, Plan
-from waygraph.svg import SVG_CSS, to_svg
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "plans.md"
 

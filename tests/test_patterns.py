@@ -9,7 +9,7 @@ import pytest
 
 from waygraph.check import check_plan
 from waygraph.model import Plan, Verify
-from waygraph.patterns import MATCH_TIMEOUT, PatternTimeout, nested_quantifier, search
+from waygraph.sandbox.patterns import MATCH_TIMEOUT, PatternTimeout, nested_quantifier, search
 from waygraph.verify import Observation, evaluate
 
 #: Slow for any backtracking engine: every way to split 50 characters is tried.

@@ -6,10 +6,10 @@ import pytest
 
 from waygraph import AsyncNavigator, Hooks, Navigator, engine
 from waygraph.errors import InputError, NotWaitingError
+from waygraph.guided.turns import MAX_MESSAGE_CHARS
 from waygraph.library import Library
 from waygraph.model import Graph, Plan
-from waygraph.people import choice_of, is_refusal
-from waygraph.turns import MAX_MESSAGE_CHARS
+from waygraph.model.people import choice_of, is_refusal
 
 
 def approval() -> Plan:

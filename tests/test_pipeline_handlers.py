@@ -7,7 +7,6 @@ import json
 import pytest
 
 from tests.pipeline_helpers import LINEAR, Scripted, plan_of, run, status
-from waygraph import landlock
 from waygraph.model import Node
 from waygraph.pipelines.context import Context, InterviewCompleted, InterviewStarted
 from waygraph.pipelines.handlers import (
@@ -28,6 +27,7 @@ from waygraph.pipelines.interviewers import (
     RecordingInterviewer,
 )
 from waygraph.pipelines.outcome import Outcome
+from waygraph.sandbox import landlock
 
 # ---------------------------------------------------------------- codergen
 

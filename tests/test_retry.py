@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from waygraph.errors import Conflict
-from waygraph.retry import retry_conflicts, retry_conflicts_async
+from waygraph.store.retry import retry_conflicts, retry_conflicts_async
 
 
 def test_a_write_that_loses_twice_is_retried_and_forgets_each_time():
@@ -53,7 +53,7 @@ def test_the_async_shell_returns_what_the_write_returns():
 
 def test_conflict_retry_is_written_once():
     # The table: "conflict retry: written four times". Every retry loop
-    # in the package goes through waygraph.retry.
+    # in the package goes through waygraph.store.retry.
     from pathlib import Path
 
     import waygraph

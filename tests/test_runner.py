@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from waygraph import runner
-from waygraph.gates import run_command
+from waygraph.sandbox import runner
+from waygraph.verify.gates import run_command
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the subreaper wrapper is Linux's"
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(
 #: the exit code, the bytes dropped and this process's peak memory (VmHWM, kB).
 CHILD = """
 import sys
-from waygraph import runner
+from waygraph.sandbox import runner
 env = {"PATH": "/usr/bin:/bin"}
 result = runner.run(sys.argv[1], timeout=float(sys.argv[2]), env=env, keep=100_000)
 peak = [l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM")][0]

@@ -26,7 +26,7 @@ from fastapi.testclient import TestClient
 
 from waygraph import Navigator
 from waygraph.errors import StoreError
-from waygraph.safe_files import MAX_FILE_BYTES, RefusedFile, read_regular_file
+from waygraph.sandbox.safe_files import MAX_FILE_BYTES, RefusedFile, read_regular_file
 from waygraph.server import create_app
 from waygraph.sessions import SessionPlanner, list_session_plans, load_session_plan, read_plan_file
 

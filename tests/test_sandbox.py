@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from waygraph import landlock
 from waygraph.cli.plan_tools import NO_CONFINEMENT, CommandFailed, workspace_tools
+from waygraph.sandbox import landlock
 
 SECRET = "TOP-SECRET-7731"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from waygraph import landlock
 from waygraph.eval.loop import run_shell
+from waygraph.sandbox import landlock
 
 pytestmark = pytest.mark.skipif(
     landlock.abi_version() < 1, reason="this kernel has no Landlock (Linux 5.13+)"

@@ -23,12 +23,12 @@ from tests.agent_zero_fake import (  # noqa: F401 (agent_zero_modules: an autous
     make_tree,
 )
 from tests.semantic_helpers import WordModel
-from waygraph import semantic
 from waygraph.errors import ConfigError
 from waygraph.integrations.agent_zero import install
 from waygraph.integrations.agent_zero.config import AgentZeroConfig
+from waygraph.match import semantic
+from waygraph.match.semantic import Embedder
 from waygraph.navigator import Navigator
-from waygraph.semantic import Embedder
 
 #: Shares "image" and "build" with the docker plan's trigger "build image", in the
 #: other order, so no trigger hits it: only meaning starts the plan.

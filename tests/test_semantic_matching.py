@@ -18,15 +18,17 @@ import pytest
 np = pytest.importorskip("numpy", reason="matching by meaning needs numpy (waygraph[semantic])")
 
 from tests.semantic_helpers import WordModel  # noqa: E402
-from waygraph import semantic  # noqa: E402
-from waygraph._semantic_cache import CACHE_FOLDER, EmbeddingCache, cache_dir_for  # noqa: E402
 from waygraph.errors import ConfigError  # noqa: E402
 from waygraph.library import Library  # noqa: E402
-from waygraph.match import Matcher  # noqa: E402
-from waygraph.matching import PlanSelector, check_matching  # noqa: E402
+from waygraph.match import (
+    Matcher,  # noqa: E402
+    semantic,  # noqa: E402
+)
+from waygraph.match._semantic_cache import CACHE_FOLDER, EmbeddingCache, cache_dir_for  # noqa: E402
+from waygraph.match.selector import PlanSelector, check_matching  # noqa: E402
+from waygraph.match.semantic import EMBED_CHARS, Embedder, SemanticMatcher, plan_texts  # noqa: E402
 from waygraph.model import Plan  # noqa: E402
 from waygraph.navigator import Navigator  # noqa: E402
-from waygraph.semantic import EMBED_CHARS, Embedder, SemanticMatcher, plan_texts  # noqa: E402
 
 
 def plan(pid: str, name: str, description: str, *, domains: Sequence[str] = ()) -> Plan:

@@ -22,10 +22,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from waygraph._match_words import phrase_words
 from waygraph.errors import MissingExtra
 from waygraph.library import Library, load_library
 from waygraph.match import Matcher
+from waygraph.match._words import phrase_words
 
 pytestmark = [pytest.mark.xdist_group("semantic")]
 
@@ -58,7 +58,7 @@ def library() -> Library:
 
 @pytest.fixture(scope="module")
 def matcher(library: Library) -> Any:
-    from waygraph.semantic import SemanticMatcher, check_extra, load_embedder
+    from waygraph.match.semantic import SemanticMatcher, check_extra, load_embedder
 
     try:
         check_extra()

@@ -13,16 +13,16 @@ import pytest
 pytest.importorskip("numpy", reason="matching by meaning needs numpy (waygraph[semantic])")
 
 from tests.semantic_helpers import WordModel
-from waygraph import semantic
 from waygraph.learning.runs import guided_runs
 from waygraph.learning.samples import Sample, SampleStep
 from waygraph.learning.tune import tune
 from waygraph.learning.tune_apply import apply_proposals, write_library
 from waygraph.learning.tune_semantic import semantic_proposals
 from waygraph.library import Library, load_library
+from waygraph.match import semantic
+from waygraph.match.semantic import Embedder, thresholds_of
 from waygraph.model import Plan
 from waygraph.navigator import Navigator
-from waygraph.semantic import Embedder, thresholds_of
 
 GOOD = "unpack the archive"  # similarity 0.82 to the restore plan's description
 OFF = "unpack the lunch box"  # 0.33: just over the default threshold

@@ -1,6 +1,6 @@
 """The server keeps answering while blocking work runs (issue 39 item 3).
 
-Command gates run in slots of their own (:mod:`waygraph.gates`), turns in
+Command gates run in slots of their own (:mod:`waygraph.verify.gates`), turns in
 the server's ``work`` pool (:mod:`waygraph.server.pools`), and
 ``/api/health`` takes no thread: 40 turns whose gates sleep leave health and
 the read routes answering, and a gate that gets no slot is *unknown*, naming
@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from waygraph import Navigator, gates
+from waygraph import Navigator
 from waygraph.library import Library
 from waygraph.model import Plan
 from waygraph.server import create_app
+from waygraph.verify import gates
 
 TURNS = 40
 #: Only a guard against a hung suite, never a measure of speed.

@@ -17,12 +17,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from waygraph import Navigator
+from waygraph.draw.svg import heat_colour, to_svg
 from waygraph.learning import plan_stats
 from waygraph.library import Library
 from waygraph.model import Plan
 from waygraph.server import create_app
 from waygraph.store.memory import MemoryStore
-from waygraph.svg import heat_colour, to_svg
 
 EVIL_PLAN = '<svg onload=alert("plan")>'
 EVIL_MESSAGE = "<img src=x onerror=alert(1)> deploy the app"

@@ -1,4 +1,4 @@
-"""waygraph.svg: valid XML, every node and edge drawn, escaping, status classes, layout."""
+"""waygraph.draw.svg: valid XML, every node and edge drawn, escaping, status classes, layout."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from hypothesis import given, settings
 
 from tests.strategies import graph_plans
 from waygraph.draw import to_svg as draw_svg
+from waygraph.draw.svg import to_svg
 from waygraph.library import load_library
 from waygraph.model import Graph, Plan
-from waygraph.svg import to_svg
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -151,7 +151,7 @@ def test_any_generated_plan_draws_as_valid_xml(plan):
 
 
 def _label_boxes(root: ET.Element) -> list[tuple[str, tuple[float, float, float, float]]]:
-    from waygraph._svg_layout import SMALL_SIZE, text_width
+    from waygraph.draw._svg_layout import SMALL_SIZE, text_width
 
     boxes = []
     for edge in edges(root):

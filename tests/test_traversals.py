@@ -19,12 +19,12 @@ import pytest
 import yaml
 
 from waygraph import AsyncNavigator, Hooks, Navigator, engine
-from waygraph.evidence import command_of
+from waygraph.guided.turns import evidence_of
 from waygraph.library import Library
 from waygraph.model import Plan
-from waygraph.questions import asks_user
-from waygraph.turns import evidence_of
 from waygraph.verify import Observation, judge_for
+from waygraph.verify.questions import asks_user
+from waygraph.verify_types.evidence import command_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traversals"
 DRIVERS = ("engine", "navigator", "async", "hooks")

@@ -12,11 +12,11 @@ import pytest
 
 from waygraph.check import check_plan
 from waygraph.draw import predicate_label, to_mermaid
+from waygraph.draw.svg import to_svg
 from waygraph.formats.schema import library_schema
 from waygraph.library import Library
 from waygraph.model import BUILTIN_VERIFY_TYPES, Graph, Plan, Verify, register_verify_type
 from waygraph.navigator import Navigator
-from waygraph.svg import to_svg
 from waygraph.verify import Observation, check, evaluate, judge_for, register, unregister
 from waygraph.verify_types import (
     BUILTIN_VERIFY_SPECS,

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from waygraph.turns import call_digest
+from waygraph.guided.turns import call_digest
 
 #: Words of the answers waygraph's loops give a call that ran nothing: one they could
 #: not run, and one their tools refused (a path or command outside the workspace).

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from waygraph.guided.turns import Guidance
 from waygraph.navigator import Navigator
-from waygraph.turns import Guidance
 
 __all__ = ["AsyncNavigator"]
 

@@ -41,7 +41,7 @@ keeps working for callers who do not know waygraph::
         └── AgentBusyError (RuntimeError)   a second run on an agent that is running
 
 Every class is defined here, once; the modules that raise them
-(:mod:`waygraph.planning`, :mod:`waygraph.draw`, :mod:`waygraph.patterns`,
+(:mod:`waygraph.planning`, :mod:`waygraph.draw`, :mod:`waygraph.sandbox.patterns`,
 ...) import them from here and keep exporting them under the same names.
 
 Example:
@@ -56,10 +56,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from waygraph.planning._models import Plan, PlanProblem
+from typing import Any
 
 __all__ = [
     "AgentBusyError",
@@ -244,7 +241,7 @@ class RunHeldError(WaygraphError, RuntimeError):
 
 class RefusedFile(WaygraphError, OSError):
     """A file waygraph would not read: not a regular file, or over its size limit
-    (:func:`waygraph.safe_files.read_regular_file`).
+    (:func:`waygraph.sandbox.safe_files.read_regular_file`).
 
     ``reason`` says what it is (``"a symbolic link"``, ``"a FIFO"``, ``"over
     the 4194304-byte limit"``); ``str()`` is one line naming the file.
@@ -483,12 +480,13 @@ class PlanningError(WaygraphError):
 class InvalidPlanError(PlanningError, ValueError):
     """A plan failed validation; ``problems`` lists every problem found.
 
-    ``plan`` is the offending plan when it could be parsed at all.
+    ``problems`` are :class:`waygraph.planning.PlanProblem` values and ``plan``
+    is the offending :class:`waygraph.planning.Plan` when it could be parsed at
+    all. They are typed loosely here because this module is the bottom of the
+    package: it imports nothing of waygraph (tests/test_layers.py).
     """
 
-    def __init__(
-        self, problems: Sequence[PlanProblem], *, plan: Plan | None = None, attempts: int = 1
-    ) -> None:
+    def __init__(self, problems: Sequence[Any], *, plan: Any = None, attempts: int = 1) -> None:
         self.problems = tuple(problems)
         self.plan = plan
         self.attempts = attempts

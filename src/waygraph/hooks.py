@@ -44,9 +44,9 @@ import os
 from typing import Any
 
 from waygraph.errors import ConfigError, WaygraphError
-from waygraph.guidance_style import GuidanceStyle, ToolsSpec
-from waygraph.matching import PlanSelector
+from waygraph.match.selector import PlanSelector
 from waygraph.navigator import Guidance, Navigator
+from waygraph.render.style import GuidanceStyle, ToolsSpec
 
 __all__ = ["Hooks", "open_navigator"]
 

@@ -25,20 +25,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from waygraph import engine, gates, questions, render, tracing
-from waygraph.chaining import start_next_plan
+from waygraph import engine, render, tracing
 from waygraph.errors import NotWaitingError, WaygraphError
-from waygraph.evidence import command_of
-from waygraph.guidance_style import GuidanceStyle, ToolsSpec
-from waygraph.guided_sessions import CACHE_SESSIONS, GuidedSessions
-from waygraph.library import Library
-from waygraph.match import Match
-from waygraph.matching import PlanSelector
-from waygraph.model import Plan
-from waygraph.people import rejected_answer
-from waygraph.retry import CONFLICT_TIMEOUT
-from waygraph.store import Store, default_store_url
-from waygraph.turns import (
+from waygraph.guided.chaining import start_next_plan
+from waygraph.guided.sessions import CACHE_SESSIONS, GuidedSessions
+from waygraph.guided.turns import (
     MAX_ID_CHARS,
     MAX_MESSAGE_CHARS,
     Event,
@@ -49,7 +40,16 @@ from waygraph.turns import (
     check_turn,
     evidence_of,
 )
-from waygraph.verify import Observation, VerifyContext, judge_for
+from waygraph.library import Library
+from waygraph.match import Match
+from waygraph.match.selector import PlanSelector
+from waygraph.model import Plan
+from waygraph.model.people import rejected_answer
+from waygraph.render.style import GuidanceStyle, ToolsSpec
+from waygraph.store import Store, default_store_url
+from waygraph.store.retry import CONFLICT_TIMEOUT
+from waygraph.verify import Observation, VerifyContext, gates, judge_for, questions
+from waygraph.verify_types.evidence import command_of
 
 __all__ = [
     "CACHE_SESSIONS",
@@ -88,7 +88,7 @@ class Navigator(GuidedSessions):
     ``tools``: the host's tool names, so the guidance names the host's tool
     and never one the host lacks: a mapping from the plan's tool names to the
     host's (``{"code_execution_tool": "run_command"}``) or a list of the
-    host's names (:mod:`waygraph.guidance_style`; default: the plan's names).
+    host's names (:mod:`waygraph.render.style`; default: the plan's names).
     ``guidance``: ``"full"`` (the workflow view, the default) or
     ``"compact"`` (the current step, its check and what failed last, within
     120 tokens, for small contexts). A bad value of either raises
@@ -97,7 +97,7 @@ class Navigator(GuidedSessions):
     triggers, the default), ``"semantic"`` (its meaning) or ``"both"``
     (triggers first, then meaning); the last two need the ``semantic`` extra
     (:class:`~waygraph.errors.MissingExtra` without it) and keep plan
-    embeddings next to the store (:mod:`waygraph.matching`, docs/matching.md).
+    embeddings next to the store (:mod:`waygraph.match.selector`, docs/matching.md).
 
     Example:
         >>> nav = Navigator(store="memory://", tools={"code_execution_tool": "run_command"})
@@ -435,7 +435,7 @@ class Navigator(GuidedSessions):
 
 def _embedding_dir(store: str | Store | None) -> Path | None:
     """The folder beside the store where plan embeddings are kept (None: memory only)."""
-    from waygraph._semantic_cache import cache_dir_for
+    from waygraph.match._semantic_cache import cache_dir_for
 
     url = store if isinstance(store, str) else getattr(store, "url", None)
     return cache_dir_for(url if store is not None else default_store_url())

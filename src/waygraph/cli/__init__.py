@@ -21,6 +21,7 @@ from waygraph.cli import integration_cmds  # noqa: F401
 from waygraph.cli import serve_cmds  # noqa: F401
 from waygraph.cli import eval_cmds  # noqa: F401
 from waygraph.cli import event_cmds  # noqa: F401
+from waygraph.cli import event_outbox_cmds  # noqa: F401  (after event_cmds: on its group)
 from waygraph.cli import learn_cmds  # noqa: F401
 from waygraph.cli import stats_cmds  # noqa: F401
 from waygraph.cli import tune_cmds  # noqa: F401

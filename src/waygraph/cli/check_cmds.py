@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from waygraph._check_files import PlanFile, read_plan_file
+from waygraph.check._files import PlanFile, read_plan_file
 from waygraph.cli._library_tables import folding_table, plural
 from waygraph.cli.app import (
     JsonOption,

@@ -584,7 +584,3 @@ def ask(
         _print_json(answer.data, indent=2)
     if answer.data.get("status") == "failed" or "error" in answer.data:
         raise typer.Exit(1)
-
-
-# Registers ``waygraph events outbox`` on events_app (its own module, by concept).
-from waygraph.cli import event_outbox_cmds as _event_outbox_cmds  # noqa: E402, F401

@@ -145,7 +145,7 @@ def mcp(
         raise ConfigError(f"--workspace {workspace}: no such folder")
     # Before the store is opened (and created): without mcp nothing is written.
     require("mcp", purpose="waygraph mcp")
-    from waygraph.matching import PlanSelector
+    from waygraph.match.selector import PlanSelector
 
     PlanSelector(matching)  # a bad mode or a missing extra: one line, before serving
     serve(

@@ -202,7 +202,7 @@ def other_kind_data(path: Path) -> tuple[str, Any] | None:
 
     Anything that does not read or parse is left to the caller's own loading.
     """
-    from waygraph._check_kinds import kind_of
+    from waygraph.check._kinds import kind_of
     from waygraph.formats import format_of
     from waygraph.formats.json_library import check_file_size, parse_json
     from waygraph.formats.yaml_library import parse_yaml

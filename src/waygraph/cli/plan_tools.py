@@ -15,12 +15,12 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from waygraph import landlock
 from waygraph.cli.user_code import load_user_module
 from waygraph.errors import CommandFailed, ConfigError
 from waygraph.eval.loop import COMMAND_TIMEOUT, inside, run_shell
 from waygraph.eval.loop import write_file as write_in_workspace
-from waygraph.safe_files import read_regular_file
+from waygraph.sandbox import landlock
+from waygraph.sandbox.safe_files import read_regular_file
 
 __all__ = [
     "READ_LIMIT",
@@ -56,7 +56,7 @@ def workspace_tools(
     """The ``shell``, ``write_file`` and ``read_file`` tools, confined to ``workspace``.
 
     ``shell`` runs each command under the kernel's confinement
-    (:mod:`waygraph.landlock`): it may write only in the workspace and a
+    (:mod:`waygraph.sandbox.landlock`): it may write only in the workspace and a
     private temporary folder, and read only those, the system and the Python
     installation, whatever paths, links or globs the command uses. Where the
     kernel has no Landlock the tool refuses to run commands, saying why,

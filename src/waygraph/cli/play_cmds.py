@@ -13,7 +13,6 @@ from typing import Annotated, Any
 import typer
 from rich.panel import Panel
 
-from waygraph import runner
 from waygraph.cli.app import (
     AllowCommandsOption,
     LibraryOption,
@@ -28,6 +27,7 @@ from waygraph.cli.app import (
 )
 from waygraph.describe import describe_event
 from waygraph.errors import ConfigError
+from waygraph.sandbox import runner
 
 PLAY_HELP = (
     "Type a tool's output and press Enter (it is verified as the tool result), "
@@ -196,7 +196,7 @@ def _resumed(
     library: Path | None,
 ) -> Any:
     """The guidance of the session's running run, which ``--resume`` continues."""
-    from waygraph.turns import Guidance
+    from waygraph.guided.turns import Guidance
 
     if plan or message is not None:
         raise ConfigError("--resume continues the session's run; give no PLAN or --message")

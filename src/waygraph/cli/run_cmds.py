@@ -43,7 +43,7 @@ def _print_json(data: Any) -> None:
 
 
 class Matching(StrEnum):
-    """The values of ``--matching`` (:data:`waygraph.matching.MATCHING_MODES`)."""
+    """The values of ``--matching`` (:data:`waygraph.match.selector.MATCHING_MODES`)."""
 
     PHRASE = "phrase"
     SEMANTIC = "semantic"
@@ -88,9 +88,9 @@ def match(
     library: LibraryOption = None,
 ) -> None:
     """Show which plan a user message would activate, and why."""
-    from waygraph._semantic_cache import cache_dir_for
     from waygraph.match import Matcher
-    from waygraph.matching import PlanSelector
+    from waygraph.match._semantic_cache import cache_dir_for
+    from waygraph.match.selector import PlanSelector
     from waygraph.store import default_store_url
 
     mode = matching.value if matching is not None else "both" if semantic else "phrase"

@@ -1,7 +1,7 @@
 """A guided run's context: the key-value data tool results set (§5.1), bounded.
 
 A tool result that prints ``{"context_updates": {...}}`` as its last line
-(:func:`waygraph.evidence.context_updates_of`) merges those keys into
+(:func:`waygraph.verify_types.evidence.context_updates_of`) merges those keys into
 ``Run.context``; edge conditions such as ``context.tests_passed=true`` read
 them (:mod:`waygraph.engine.choice`). The context is bounded so a run record
 stays small: at most :data:`MAX_CONTEXT_KEYS` keys and

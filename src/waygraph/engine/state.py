@@ -16,7 +16,14 @@ from typing import Any, NamedTuple, Protocol
 from waygraph.engine.run_context import frozen as frozen_value
 from waygraph.engine.run_context import thawed
 from waygraph.model import Plan, Verify
-from waygraph.model.record import CORE_FIELDS, RunKind, RunRecord
+from waygraph.model.record import (
+    CORE_FIELDS,
+    NodeStates,
+    RecentEvents,
+    RunKind,
+    RunRecord,
+    thawed_node,
+)
 
 MAX_EVENTS = 50
 #: How many non-task nodes one routing may pass through.
@@ -93,7 +100,7 @@ class Evidence:
     fingerprint: str | None = None
     #: The keys the result sets in the run's context: the ``context_updates``
     #: (or ``context``) object of a JSON last line of the whole output
-    #: (:func:`waygraph.evidence.context_updates_of`), read before ``output`` is cut.
+    #: (:func:`waygraph.verify_types.evidence.context_updates_of`), read before ``output`` is cut.
     context_updates: Mapping[str, Any] | None = None
 
 
@@ -308,15 +315,6 @@ def frozen_checkpoint(node_id: str, path_len: int, visited: Mapping[str, Any]) -
     return MappingProxyType({"node": node_id, "path_len": path_len, "visited": states})
 
 
-def _thawed_node(state: Mapping[str, Any]) -> dict[str, Any]:
-    tried = state.get("tried")
-    if tried is None:
-        return state.copy()  # type: ignore[attr-defined, no-any-return]
-    thawed: dict[str, Any] = state.copy()  # type: ignore[attr-defined]
-    thawed["tried"] = [e.copy() for e in tried]
-    return thawed
-
-
 class Result(NamedTuple):
     """What an engine call returns: the new run and the events it produced.
 
@@ -325,72 +323,6 @@ class Result(NamedTuple):
 
     run: Run
     events: list[Mapping[str, Any]]
-
-
-# ---------------------------------------------------------------- records
-
-
-class RecentEvents(list[dict[str, Any]]):
-    """A record's list of recent events: copies of read-only event mappings (``sources``).
-
-    The sources are the engine's events, which never change; a store may keep
-    or encode a source once and reuse that for every later record carrying
-    the same object (:mod:`waygraph.store.values`). The copies are what a
-    reader of the record sees; a store keeps what the sources say.
-
-    Example:
-        >>> from types import MappingProxyType
-        >>> source = MappingProxyType({"type": "plan_activated"})
-        >>> events = RecentEvents.of((source,))
-        >>> events, events.sources[0] is source
-        ([{'type': 'plan_activated'}], True)
-    """
-
-    __slots__ = ("sources",)
-
-    sources: tuple[Mapping[str, Any], ...]
-
-    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
-        # Copies and pickles are plain lists: the sources are this object's
-        # promise alone, and read-only mappings neither copy nor pickle.
-        return (list, (list(self),))
-
-    @classmethod
-    def of(cls, sources: tuple[Mapping[str, Any], ...]) -> RecentEvents:
-        """Copies of ``sources`` (read-only mappings), remembering them."""
-        # .copy() of a read-only mapping copies its dict at C speed.
-        events = cls(e.copy() for e in sources)  # type: ignore[attr-defined]
-        events.sources = sources
-        return events
-
-
-class NodeStates(dict[str, dict[str, Any]]):
-    """A record's node states: copies of a run's read-only node states (``sources``).
-
-    Like :class:`RecentEvents`: a store may keep a node state it has seen
-    before, by object, instead of checking or copying it again.
-
-    Example:
-        >>> from types import MappingProxyType
-        >>> source = MappingProxyType({"a": MappingProxyType({"attempts": 1})})
-        >>> NodeStates.of(source)
-        {'a': {'attempts': 1}}
-    """
-
-    __slots__ = ("sources",)
-
-    sources: Mapping[str, Mapping[str, Any]]
-
-    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
-        # Copies and pickles are plain dicts, as for RecentEvents.
-        return (dict, (dict(self),))
-
-    @classmethod
-    def of(cls, sources: Mapping[str, Mapping[str, Any]]) -> NodeStates:
-        """Copies of ``sources`` (node name -> read-only node state), remembering them."""
-        states = cls({k: _thawed_node(v) for k, v in sources.items()})
-        states.sources = sources
-        return states
 
 
 _RECORD_FIELDS = (
@@ -460,7 +392,7 @@ def guided_record(plan: Plan | None, run: Run) -> RunRecord:
             {
                 "node": c["node"],
                 "path_len": c["path_len"],
-                "visited": {k: _thawed_node(v) for k, v in c["visited"].items()},
+                "visited": {k: thawed_node(v) for k, v in c["visited"].items()},
             }
             for c in run.checkpoints
         ],

@@ -8,7 +8,7 @@ the current step. Without hooks the same loop is the unguided baseline.
 
 The tools are confined to the workspace as far as a plain subprocess allows:
 commands run there with a minimal environment and a timeout, their output is
-cut to :data:`MAX_OUTPUT` bytes as it is read (:mod:`waygraph.runner`), and
+cut to :data:`MAX_OUTPUT` bytes as it is read (:mod:`waygraph.sandbox.runner`), and
 commands or paths that name a place outside (``..``, absolute paths, ``~``)
 are refused. That keeps an honest model inside the folder; it is **not** a
 security sandbox against a hostile one (use a container for that).
@@ -32,10 +32,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from waygraph import runner
 from waygraph.chat import DEFAULT_MAX_TOKENS, ChatClient, tool_message
 from waygraph.errors import LLMError
 from waygraph.hooks import Hooks
+from waygraph.sandbox import runner
 
 __all__ = [
     "COMMAND_TIMEOUT",
@@ -194,7 +194,7 @@ def run_shell(
     Exit code 126: refused (it is empty, or it leaves the workspace); 124: timed out; 130:
     stopped because ``stop`` was set (the command and its children are killed).
     With ``sandboxed``, the kernel confines the command to the workspace and a
-    private temporary folder (:mod:`waygraph.landlock`), and without
+    private temporary folder (:mod:`waygraph.sandbox.landlock`), and without
     ``network`` it cannot open internet or UNIX sockets; the caller checks
     first that confinement is available.
 
@@ -220,7 +220,7 @@ def run_shell(
     }
     if not sandboxed:
         return _run(command, workspace, env, timeout, stop)
-    from waygraph import landlock
+    from waygraph.sandbox import landlock
 
     with tempfile.TemporaryDirectory(prefix="waygraph-sandbox-") as tmp:
         # `python3` is the interpreter waygraph runs on (shims in the home

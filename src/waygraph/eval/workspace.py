@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from waygraph import runner
+from waygraph.sandbox import runner
 
 __all__ = [
     "GITIGNORE",

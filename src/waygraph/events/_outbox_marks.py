@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from waygraph.errors import Conflict
-from waygraph.retry import retry_conflicts_async
 from waygraph.store import Store, Write
+from waygraph.store.retry import retry_conflicts_async
 
 __all__ = ["MARK_AFTER", "OutboxMarks", "mark_stored"]
 

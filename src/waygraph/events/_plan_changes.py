@@ -27,8 +27,8 @@ from waygraph.events.envelope import Envelope, Topic, new_event_id
 from waygraph.events.failures import error_payload
 from waygraph.events.statemachine import StateAction, StateConfig, validate_state_machine
 from waygraph.model import FINISHED
-from waygraph.retry import retry_conflicts_async
 from waygraph.store import Write
+from waygraph.store.retry import retry_conflicts_async
 
 if TYPE_CHECKING:
     from waygraph.events.context import PlanContext

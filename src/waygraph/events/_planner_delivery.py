@@ -26,7 +26,7 @@ from waygraph.events.context import PlanContext
 from waygraph.events.envelope import Envelope, Topic
 from waygraph.events.failures import answer_goal_failed, error_payload, is_permanent
 from waygraph.events.goals import GoalContext, TransitionContext
-from waygraph.retry import retry_conflicts_async
+from waygraph.store.retry import retry_conflicts_async
 
 if TYPE_CHECKING:
     from waygraph.events.planner import Planner

@@ -50,10 +50,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from waygraph._extras import require
 from waygraph.errors import IntegrationVersionError
-from waygraph.guidance_style import ToolsSpec
 from waygraph.hooks import Hooks, open_navigator
 from waygraph.integrations._framework import require_framework
 from waygraph.navigator import Navigator
+from waygraph.render.style import ToolsSpec
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage

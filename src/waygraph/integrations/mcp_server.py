@@ -69,7 +69,6 @@ from urllib.parse import quote, unquote
 
 from waygraph._extras import require
 from waygraph.errors import ConfigError, InputError, WaygraphError
-from waygraph.guidance_style import ToolsSpec
 from waygraph.integrations.mcp_people import Settled, ask_user, settle, waiting_for
 from waygraph.integrations.mcp_protocol import (
     REPORT_SOURCES,
@@ -79,6 +78,7 @@ from waygraph.integrations.mcp_protocol import (
     server_class,
 )
 from waygraph.navigator import Navigator
+from waygraph.render.style import ToolsSpec
 
 if TYPE_CHECKING:
     # Typed as mcp 2's server; mcp 1's FastMCP has the same decorators.

@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from waygraph._extras import require
 from waygraph.errors import WaygraphError
-from waygraph.guidance_style import ToolsSpec
 from waygraph.hooks import Hooks, open_navigator
 from waygraph.integrations._framework import require_framework
 from waygraph.navigator import Navigator
+from waygraph.render.style import ToolsSpec
 
 if TYPE_CHECKING:
     from pydantic_ai.capabilities import AbstractCapability

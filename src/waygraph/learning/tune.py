@@ -58,12 +58,12 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
+from waygraph.guided.versions import plan_version
 from waygraph.learning.runs import RunFacts, Visit, guided_runs
 from waygraph.learning.samples import Sample
 from waygraph.library import Library
 from waygraph.model import Node, Plan
 from waygraph.store import Store
-from waygraph.versions import plan_version
 
 __all__ = ["KINDS", "MIN_RUNS", "Proposal", "ProposalEvidence", "ProposalKind", "tune"]
 

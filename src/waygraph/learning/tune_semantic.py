@@ -1,6 +1,6 @@
 """Threshold proposals for starting plans by meaning (``_meta.semantic_threshold``).
 
-The threshold is the library's (:func:`waygraph.semantic.thresholds_of`), so
+The threshold is the library's (:func:`waygraph.match.semantic.thresholds_of`), so
 these proposals name no plan: their ``plan`` is :data:`LIBRARY_WIDE` and
 applying one sets the library's ``_meta``. They are made only when some
 stored run was started by meaning (its ``plan_activated`` event says
@@ -123,8 +123,8 @@ def _lower(
     if len(goals) < MIN_SAMPLES:
         return None
     try:
-        from waygraph._semantic_cache import cache_dir_for
-        from waygraph.semantic import SemanticMatcher
+        from waygraph.match._semantic_cache import cache_dir_for
+        from waygraph.match.semantic import SemanticMatcher
 
         matcher = SemanticMatcher(
             library, cache_dir=cache_dir_for(store_url), threshold=threshold - LOWER_BY
@@ -178,7 +178,7 @@ def semantic_proposals(
     ``runs``: each plan's guided runs; ``samples``: completed runs without a
     library plan; ``store_url``: where the plan embeddings are cached.
     """
-    from waygraph.semantic import thresholds_of
+    from waygraph.match.semantic import thresholds_of
 
     meaning = [
         r

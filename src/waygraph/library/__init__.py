@@ -230,7 +230,7 @@ def load_library(path: str | os.PathLike[str] | None = None, *, validate: bool =
 
 def _placed(problem: Problem) -> Problem:
     """``problem`` at the line of its field, when its file is JSON or YAML and still reads."""
-    from waygraph._check_files import read_plan_file
+    from waygraph.check._files import read_plan_file
 
     if problem.file is None or format_of(Path(problem.file)) not in ("json", "yaml"):
         return problem

@@ -3,7 +3,7 @@
 A node type's description, the fields the engine reads on it, its shape in
 waygraph's own SVG, in Mermaid and in DOT, and its colours are one row of
 :data:`NODE_TYPE_SPECS`. The model's ``NODE_TYPES`` is its keys;
-:mod:`waygraph.draw` (Mermaid), :mod:`waygraph.svg` (and so the dashboard,
+:mod:`waygraph.draw` (Mermaid), :mod:`waygraph.draw.svg` (and so the dashboard,
 which shows its drawings), the DOT writer and ``waygraph check`` read it,
 and a test holds the node paragraphs of docs/plans.md to the descriptions.
 What a type *does* is the engine's (:mod:`waygraph.engine`).
@@ -20,7 +20,7 @@ from typing import Literal
 
 __all__ = ["NODE_TYPE_SPECS", "NodeShape", "NodeTypeSpec"]
 
-#: The outlines waygraph's SVG drawings know (:mod:`waygraph.svg` draws each).
+#: The outlines waygraph's SVG drawings know (:mod:`waygraph.draw.svg` draws each).
 NodeShape = Literal["stadium", "box", "diamond", "octagon", "double-ellipse", "cylinder", "hexagon"]
 
 

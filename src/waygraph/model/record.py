@@ -47,12 +47,15 @@ __all__ = [
     "BEFORE",
     "CORE_FIELDS",
     "LEGACY_KINDS",
+    "NodeStates",
+    "RecentEvents",
     "RunKind",
     "RunRecord",
     "current_nodes",
     "kind_names",
     "migrate",
     "record_kind",
+    "thawed_node",
 ]
 
 
@@ -336,3 +339,81 @@ def _text(value: Any) -> str | None:
 
 def _time(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+# ---------------------------------------------------------------- record values
+# What a record's events and node states are, so that a store can keep what it
+# has seen before by object (waygraph.store.values) without importing the engine.
+
+
+def thawed_node(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a read-only node state, its ``tried`` events copied too."""
+    tried = state.get("tried")
+    if tried is None:
+        return state.copy()  # type: ignore[attr-defined, no-any-return]
+    thawed: dict[str, Any] = state.copy()  # type: ignore[attr-defined]
+    thawed["tried"] = [e.copy() for e in tried]
+    return thawed
+
+
+class RecentEvents(list[dict[str, Any]]):
+    """A record's list of recent events: copies of read-only event mappings (``sources``).
+
+    The sources are the engine's events, which never change; a store may keep
+    or encode a source once and reuse that for every later record carrying
+    the same object (:mod:`waygraph.store.values`). The copies are what a
+    reader of the record sees; a store keeps what the sources say.
+
+    Example:
+        >>> from types import MappingProxyType
+        >>> source = MappingProxyType({"type": "plan_activated"})
+        >>> events = RecentEvents.of((source,))
+        >>> events, events.sources[0] is source
+        ([{'type': 'plan_activated'}], True)
+    """
+
+    __slots__ = ("sources",)
+
+    sources: tuple[Mapping[str, Any], ...]
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        # Copies and pickles are plain lists: the sources are this object's
+        # promise alone, and read-only mappings neither copy nor pickle.
+        return (list, (list(self),))
+
+    @classmethod
+    def of(cls, sources: tuple[Mapping[str, Any], ...]) -> RecentEvents:
+        """Copies of ``sources`` (read-only mappings), remembering them."""
+        # .copy() of a read-only mapping copies its dict at C speed.
+        events = cls(e.copy() for e in sources)  # type: ignore[attr-defined]
+        events.sources = sources
+        return events
+
+
+class NodeStates(dict[str, dict[str, Any]]):
+    """A record's node states: copies of a run's read-only node states (``sources``).
+
+    Like :class:`RecentEvents`: a store may keep a node state it has seen
+    before, by object, instead of checking or copying it again.
+
+    Example:
+        >>> from types import MappingProxyType
+        >>> source = MappingProxyType({"a": MappingProxyType({"attempts": 1})})
+        >>> NodeStates.of(source)
+        {'a': {'attempts': 1}}
+    """
+
+    __slots__ = ("sources",)
+
+    sources: Mapping[str, Mapping[str, Any]]
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        # Copies and pickles are plain dicts, as for RecentEvents.
+        return (dict, (dict(self),))
+
+    @classmethod
+    def of(cls, sources: Mapping[str, Mapping[str, Any]]) -> NodeStates:
+        """Copies of ``sources`` (node name -> read-only node state), remembering them."""
+        states = cls({k: thawed_node(v) for k, v in sources.items()})
+        states.sources = sources
+        return states

@@ -27,11 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from waygraph import landlock
 from waygraph.chat import DEFAULT_MAX_TOKENS, ChatClient, tool_message
 from waygraph.eval.loop import inside, run_shell, write_file
 from waygraph.pipelines.outcome import Outcome
-from waygraph.safe_files import read_regular_file
+from waygraph.sandbox import landlock
+from waygraph.sandbox.safe_files import read_regular_file
 
 if TYPE_CHECKING:
     from waygraph.model import Node

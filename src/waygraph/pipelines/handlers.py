@@ -33,10 +33,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from waygraph import landlock
 from waygraph.eval.loop import run_shell
 from waygraph.model import Edge, Node, Plan
-from waygraph.people import accelerator, choice_label
+from waygraph.model.people import accelerator, choice_label
 from waygraph.pipelines.backends import CodergenBackend
 from waygraph.pipelines.context import (
     Context,
@@ -57,6 +56,7 @@ from waygraph.pipelines.interviewers import (
 from waygraph.pipelines.outcome import Outcome
 from waygraph.pipelines.routing import handler_type
 from waygraph.pipelines.run_folder import read_status, stage_dir, write_json, write_text
+from waygraph.sandbox import landlock
 
 __all__ = [
     "NEEDS_ALLOW_COMMANDS",
@@ -321,7 +321,7 @@ class ToolHandler:
     """A tool node (§4.10): runs its ``tool_command`` in ``workspace``, only when allowed.
 
     Commands run as ``waygraph plan``'s shell tool runs them: under the
-    kernel's confinement (:mod:`waygraph.landlock`) to the workspace, with a
+    kernel's confinement (:mod:`waygraph.sandbox.landlock`) to the workspace, with a
     minimal environment, no network and the node's ``timeout`` (else
     :data:`TOOL_TIMEOUT`). Where the kernel cannot confine, the command is
     refused unless ``unconfined``. The context gets ``tool.output``,

@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from waygraph.people import choice_of
+from waygraph.model.people import choice_of
 
 __all__ = [
     "Answer",
@@ -129,7 +129,7 @@ class _Base:
 
 
 def match_option(options: Sequence[Option], said: str) -> Option | None:
-    """The option ``said`` picks: its label or words (:func:`waygraph.people.choice_of`), else
+    """The option ``said`` picks: its label or words (:func:`waygraph.model.people.choice_of`), else
     its key (any case), else None.
 
     Example:

@@ -51,14 +51,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from waygraph.errors import InputError, NotWaitingError, RunHeldError, RunNotFoundError
 from waygraph.model import Plan
+from waygraph.model.people import choice_of, choices_text
 from waygraph.model.record import RunKind, RunRecord
-from waygraph.people import choice_of, choices_text
 from waygraph.pipelines.checkpoint import Checkpoint
 from waygraph.pipelines.record_view import ENDED as _ENDED
 from waygraph.pipelines.record_view import KIND, not_waiting, stored_plan
 from waygraph.planning._lease import LEASE_SECONDS, Lease
-from waygraph.retry import retry_conflicts
 from waygraph.store import Store, StoredRecord, open_store
+from waygraph.store.retry import retry_conflicts
 
 __all__ = ["KIND", "PipelineRecords", "PipelineRun"]
 
@@ -273,7 +273,7 @@ class PipelineRecords:
     def _write(self, run_id: str, change: Callable[[StoredRecord | None], _Change | None]) -> None:
         """Read ``run_id``, let ``change`` build the new record, commit; on a race, again.
 
-        :func:`waygraph.retry.retry_conflicts` repeats the read and the change
+        :func:`waygraph.store.retry.retry_conflicts` repeats the read and the change
         while another writer commits first (an answer, a renewal); a refusal
         ``change`` raises (:class:`~waygraph.errors.RunHeldError`) is final.
         """

@@ -50,9 +50,9 @@ from waygraph.planning._models import (
     StepResult,
     StepStatus,
     TokenUsage,
-    plan_json_schema,
 )
 from waygraph.planning._pattern import PlanningPattern
+from waygraph.planning._prompts import plan_json_schema
 from waygraph.planning._tools import StepContext, Tool, ToolRegistry
 from waygraph.planning._validate import find_cycles, parse_plan, validate_plan
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DECOMPOSE",
+    "DryRunLayer",
+    "DryRunReport",
     "ExecutionMode",
     "Plan",
     "PlanExecutionResult",
@@ -44,7 +46,6 @@ __all__ = [
     "StepResult",
     "StepStatus",
     "TokenUsage",
-    "plan_json_schema",
 ]
 
 #: The action of a step that hierarchical planning turns into a sub-plan.
@@ -457,74 +458,131 @@ class PlanExecutionResult(_Frozen):
         return tuple(PlanProblem(*p) if isinstance(p, list | tuple) else p for p in value)
 
 
-# The dry-run report lives with the dry-run logic (_dryrun) and builds on the
-# models above, so it can only be imported once they exist.
-from waygraph.planning._dryrun import DryRunReport  # noqa: E402
+# ------------------------------------------------------------------ dry run
+# What a dry run reports (waygraph.planning._dryrun works it out); a run's result
+# carries one, so it is defined with the models it sits among.
+
+
+def count(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless ``n`` is 1: ``count(3, "step")`` is ``'3 steps'``."""
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+class DryRunLayer(_Frozen):
+    """One dependency layer of a dry run.
+
+    Layer 0 holds the steps without dependencies; layer *k* the steps whose
+    longest chain of dependencies is *k* steps long. ``steps`` are in the
+    order the scheduler picks ready steps (plan order in ``sequential``
+    mode, longest chain behind a step first in the parallel modes);
+    ``batches`` split them into groups that may run at the same time: at
+    most the mode's concurrency each, and in ``adaptive`` mode a step whose
+    tool has side effects alone.
+
+    Example:
+        >>> DryRunLayer(index=0, steps=("a", "b"), batches=(("a", "b"),)).batches
+        (('a', 'b'),)
+    """
+
+    index: int = Field(ge=0)
+    steps: tuple[str, ...]
+    batches: tuple[tuple[str, ...], ...]
+    estimated_tokens: int = Field(default=0, ge=0)
+
+
+class DryRunReport(_Frozen):
+    """What a plan would do if it ran; nothing ran to find out.
+
+    ``valid`` is True when validation found no problem (``problems``), which
+    is exactly when a run would start. ``layers`` are the dependency layers
+    in order (see :class:`DryRunLayer`); ``unschedulable`` the steps that
+    could never start (on a dependency cycle, waiting on an unknown step, or
+    behind such a step). ``critical_path`` is the longest dependency chain in
+    steps (ties: most estimated tokens, then plan order), with its
+    ``critical_path_tokens``. ``concurrency`` is how many steps may run at
+    once (1 in ``sequential`` mode, else ``max_parallel``) and
+    ``peak_parallel`` the largest batch the plan reaches.
+
+    Tokens: ``estimated_tokens`` is the plan's estimate (steps without one,
+    ``unestimated_steps``, count 0); ``token_budget`` the pattern's budget,
+    ``tokens_spent`` what this call already used (planning, in a dry-run
+    ``execute``), ``budget_left`` what remains, and ``over_budget`` whether
+    the estimate exceeds it (also an ``over_budget`` problem). ``notes``
+    are caveats in words (sub-plans that are only planned when reached, ...).
+
+    Example:
+        >>> report = DryRunReport(goal="g", valid=False, problems=[
+        ...     ("unknown_tool", "unknown tool 'serch'", "s1")])
+        >>> report.problems[0].code, report.summary()
+        ('unknown_tool', "invalid: 1 problem (unknown_tool at 's1'); nothing would run")
+    """
+
+    goal: str
+    plan: Plan | None = None
+    valid: bool
+    problems: tuple[PlanProblem, ...] = ()
+    execution_mode: ExecutionMode = ExecutionMode.SEQUENTIAL
+    max_parallel: int = Field(default=3, ge=1)
+    concurrency: int = Field(default=1, ge=1)
+    peak_parallel: int = Field(default=0, ge=0)
+    layers: tuple[DryRunLayer, ...] = ()
+    unschedulable: tuple[str, ...] = ()
+    critical_path: tuple[str, ...] = ()
+    critical_path_tokens: int = Field(default=0, ge=0)
+    estimated_tokens: int = Field(default=0, ge=0)
+    unestimated_steps: tuple[str, ...] = ()
+    token_budget: int | None = None
+    tokens_spent: int = Field(default=0, ge=0)
+    budget_left: int | None = None
+    over_budget: bool = False
+    notes: tuple[str, ...] = ()
+
+    @field_validator("problems", mode="before")
+    @classmethod
+    def _problems(cls, value: Any) -> Any:
+        # JSON gives a problem back as a list: [code, message, step_id].
+        return tuple(PlanProblem(*p) if isinstance(p, list | tuple) else p for p in value)
+
+    @property
+    def step_count(self) -> int:
+        """Steps in the plan (0 without one)."""
+        return 0 if self.plan is None else len(self.plan.steps)
+
+    def summary(self) -> str:
+        """One line: valid or not, and the shape of the run.
+
+        Example:
+            >>> DryRunReport(goal="g", valid=True).summary()
+            'valid: 0 steps in 0 layers, 1 at a time (sequential); estimated 0 tokens'
+        """
+        if not self.valid:
+            shown = ", ".join(
+                f"{p.code} at {p.step_id!r}" if p.step_id else p.code for p in self.problems[:3]
+            )
+            more = f", +{len(self.problems) - 3} more" if len(self.problems) > 3 else ""
+            problems = count(len(self.problems), "problem")
+            return f"invalid: {problems} ({shown}{more}); nothing would run"
+        at_once = (
+            "1 at a time"
+            if self.concurrency == 1
+            else f"up to {self.concurrency} at once, {self.peak_parallel} at most in this plan"
+        )
+        parts = [
+            f"valid: {count(self.step_count, 'step')} in {count(len(self.layers), 'layer')}, "
+            f"{at_once} ({self.execution_mode.value})"
+        ]
+        if self.critical_path:
+            parts.append(
+                f"critical path {' -> '.join(self.critical_path)} "
+                f"({count(len(self.critical_path), 'step')})"
+            )
+        tokens = f"estimated {self.estimated_tokens} tokens"
+        if self.budget_left is not None:
+            tokens += f" of {self.budget_left} left in the budget"
+        parts.append(tokens)
+        return "; ".join(parts)
+
 
 PlanStep.model_rebuild()
 StepResult.model_rebuild()
 PlanExecutionResult.model_rebuild()
-
-
-# ------------------------------------------------------------------ JSON Schema
-
-
-def plan_json_schema(
-    *, hierarchical: bool = False, require_dependencies: bool = True
-) -> dict[str, Any]:
-    """The JSON Schema a model's plan must follow (sent as structured output).
-
-    Only ``goal`` and each step's ``id``, ``action``, ``parameters`` and
-    ``dependencies`` (the last unless ``require_dependencies`` is False) are
-    required. With ``hierarchical`` a step may carry a nested ``subplan``.
-
-    Example:
-        >>> plan_json_schema()["required"]
-        ['goal', 'steps']
-    """
-    step_required = ["id", "action", "parameters"]
-    if require_dependencies:
-        step_required.append("dependencies")
-    step: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "description": "unique id, referenced as $id"},
-            "description": {"type": "string"},
-            "action": {"type": "string", "description": "the name of a tool"},
-            "parameters": {
-                "type": "object",
-                "description": "the tool's arguments",
-                "additionalProperties": True,
-            },
-            "dependencies": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "ids of steps that must complete first",
-            },
-            "expected_output": {"type": "string"},
-            "fallback_action": {"type": "string", "description": "a tool to try on failure"},
-            "fallback_parameters": {"type": "object", "additionalProperties": True},
-            "estimated_tokens": {"type": "integer", "minimum": 0},
-        },
-        "required": step_required,
-    }
-    if hierarchical:
-        step["properties"]["subplan"] = {"$ref": "#/$defs/subplan"}
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "goal": {"type": "string"},
-            "steps": {"type": "array", "items": {"$ref": "#/$defs/step"}, "minItems": 1},
-            "success_criteria": {"type": "array", "items": {"type": "string"}},
-            "estimated_total_tokens": {"type": "integer", "minimum": 0},
-        },
-        "required": ["goal", "steps"],
-        "$defs": {"step": step},
-    }
-    if hierarchical:
-        schema["$defs"]["subplan"] = {
-            "type": "object",
-            "properties": {"steps": {"type": "array", "items": {"$ref": "#/$defs/step"}}},
-            "required": ["steps"],
-        }
-    return schema

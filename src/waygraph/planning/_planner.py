@@ -12,8 +12,9 @@ from waygraph.errors import InvalidPlanError, PlanParseError
 from waygraph.planning import _prompts as prompts
 from waygraph.planning._json import extract_json
 from waygraph.planning._llm import LLM, LLMResponse, Message
-from waygraph.planning._models import Plan, PlanProblem, PlanStep, plan_json_schema
+from waygraph.planning._models import Plan, PlanProblem, PlanStep
 from waygraph.planning._pattern import PlanningPattern
+from waygraph.planning._prompts import plan_json_schema
 from waygraph.planning._runtime import Meter
 from waygraph.planning._tools import ToolRegistry
 from waygraph.planning._validate import add_implied_dependencies, parse_plan, validate_plan

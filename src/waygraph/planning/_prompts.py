@@ -1,7 +1,8 @@
-"""The messages sent to the planning and execution models.
+"""The messages sent to the planning and execution models, and the plan schema they answer in.
 
 Kept apart from the logic so they can be read and tuned in one place. Every
-function returns a list of chat messages.
+``*_messages`` function returns a list of chat messages; :func:`plan_json_schema`
+is the structured-output schema a plan reply follows.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = [
     "decomposition_messages",
     "expectation_messages",
     "feasibility_messages",
+    "plan_json_schema",
     "planning_messages",
     "recovery_messages",
     "repair_message",
@@ -276,3 +278,67 @@ def expectation_messages(step: PlanStep, output: Any) -> list[dict[str, str]]:
         f"Output: {_result_text(output)}"
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+# ------------------------------------------------------------------ JSON Schema
+
+
+def plan_json_schema(
+    *, hierarchical: bool = False, require_dependencies: bool = True
+) -> dict[str, Any]:
+    """The JSON Schema a model's plan must follow (sent as structured output).
+
+    Only ``goal`` and each step's ``id``, ``action``, ``parameters`` and
+    ``dependencies`` (the last unless ``require_dependencies`` is False) are
+    required. With ``hierarchical`` a step may carry a nested ``subplan``.
+
+    Example:
+        >>> plan_json_schema()["required"]
+        ['goal', 'steps']
+    """
+    step_required = ["id", "action", "parameters"]
+    if require_dependencies:
+        step_required.append("dependencies")
+    step: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "unique id, referenced as $id"},
+            "description": {"type": "string"},
+            "action": {"type": "string", "description": "the name of a tool"},
+            "parameters": {
+                "type": "object",
+                "description": "the tool's arguments",
+                "additionalProperties": True,
+            },
+            "dependencies": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "ids of steps that must complete first",
+            },
+            "expected_output": {"type": "string"},
+            "fallback_action": {"type": "string", "description": "a tool to try on failure"},
+            "fallback_parameters": {"type": "object", "additionalProperties": True},
+            "estimated_tokens": {"type": "integer", "minimum": 0},
+        },
+        "required": step_required,
+    }
+    if hierarchical:
+        step["properties"]["subplan"] = {"$ref": "#/$defs/subplan"}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "goal": {"type": "string"},
+            "steps": {"type": "array", "items": {"$ref": "#/$defs/step"}, "minItems": 1},
+            "success_criteria": {"type": "array", "items": {"type": "string"}},
+            "estimated_total_tokens": {"type": "integer", "minimum": 0},
+        },
+        "required": ["goal", "steps"],
+        "$defs": {"step": step},
+    }
+    if hierarchical:
+        schema["$defs"]["subplan"] = {
+            "type": "object",
+            "properties": {"steps": {"type": "array", "items": {"$ref": "#/$defs/step"}}},
+            "required": ["steps"],
+        }
+    return schema

@@ -6,7 +6,7 @@ start below it; its ``<title>`` and ``<desc>`` say the same in words for
 screen readers. :func:`outcome_legend` and :func:`heat_legend` are the HTML
 keys under the charts and under the heat-coloured plan drawing. Colours
 follow the dashboard's statuses (``static/dashboard.css``) and the drawing's
-heat scale (:data:`waygraph.svg.HEAT_SCALE`). Every text is escaped.
+heat scale (:data:`waygraph.draw.svg.HEAT_SCALE`). Every text is escaped.
 
 Example:
     >>> from waygraph.learning.stats import Bucket
@@ -22,9 +22,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from waygraph.draw.svg import HEAT_SCALE
 from waygraph.learning.stats import OUTCOMES, Bucket
 from waygraph.server.html import e
-from waygraph.svg import HEAT_SCALE
 
 __all__ = [
     "HEAT_LABELS",

@@ -1,7 +1,7 @@
 """The dashboard's HTML, built from plain strings (no template engine to install).
 
 Every value from a plan, a session or a request goes through :func:`e`
-(``html.escape``); drawings come from :mod:`waygraph.svg`, which escapes its
+(``html.escape``); drawings come from :mod:`waygraph.draw.svg`, which escapes its
 own text. JSON handed to the page's script is embedded with ``<`` escaped,
 so no plan text can close the ``<script>`` element.
 

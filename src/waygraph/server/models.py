@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
+from waygraph.guided.turns import MAX_BY_CHARS
 from waygraph.ids import FORBIDDEN_ID_CHARS, MAX_ID_CHARS
-from waygraph.turns import MAX_BY_CHARS
 
 __all__ = [
     "ID_PATTERN",

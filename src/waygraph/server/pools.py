@@ -6,7 +6,7 @@ may block for long runs apart from it, each kind in a bounded pool:
 
 - ``work`` (:data:`WORK_THREADS`): turns, answers and resets. They write to
   the store and may run command gates (``--allow-commands``), which run in
-  slots of their own (:mod:`waygraph.gates`): a gate that gets no slot in time
+  slots of their own (:mod:`waygraph.verify.gates`): a gate that gets no slot in time
   is unknown, and its turn answers.
 - ``streams`` (:data:`STREAM_THREADS`): the event streams' store reads, so
   hundreds of open streams on a slow store cannot starve the reads.

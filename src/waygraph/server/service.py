@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from waygraph.describe import not_waiting, record_row, waiting_for
 from waygraph.draw import to_mermaid
+from waygraph.draw.svg import to_svg
 from waygraph.durations import parse_duration
 from waygraph.errors import InputError, NotWaitingError, WaygraphError
 from waygraph.events.context import KIND as EVENT_PLAN_KIND
@@ -39,7 +40,6 @@ from waygraph.sessions import to_plan as session_plan
 from waygraph.sessions._records import KIND as SESSION_KIND
 from waygraph.sessions._records import context as session_context
 from waygraph.store import StoredRecord
-from waygraph.svg import to_svg
 from waygraph.tracing import latest_trace_id, trace_link
 
 __all__ = ["MAX_OFFSET", "MAX_ROWS", "PAGE_ROWS", "Service", "plan_summary", "summary"]

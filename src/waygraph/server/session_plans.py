@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from waygraph.draw.svg import to_svg
 from waygraph.errors import StoreError
 from waygraph.server.errors import ApiError
 from waygraph.server.html import _json_for_script, _quote, badge, e
 from waygraph.sessions import list_session_plans, load_session_plan, session_view, to_plan
-from waygraph.svg import to_svg
 
 __all__ = ["find", "listing", "plan_page", "plans_section", "signature"]
 

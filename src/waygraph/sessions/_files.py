@@ -20,7 +20,7 @@ checks it), a refused file (not a regular file, or over the JSON budget: a model
 can leave a FIFO or a link there), and an I/O failure (raised as
 :class:`OSError`, so the caller can degrade instead of overwriting a file it
 merely could not read). Every read goes through
-:func:`waygraph.safe_files.read_regular_file`, and a session folder (or
+:func:`waygraph.sandbox.safe_files.read_regular_file`, and a session folder (or
 ``.sessions``) that is a symbolic link is refused, since reads and writes
 through it would land outside the workspace.
 
@@ -46,7 +46,7 @@ from typing import Any
 
 from waygraph.engine.session_plan_run import SessionPlanRun
 from waygraph.errors import CorruptPlan, StoreError
-from waygraph.safe_files import RefusedFile, read_regular_file
+from waygraph.sandbox.safe_files import RefusedFile, read_regular_file
 
 __all__ = [
     "PLAN_FILE",
@@ -160,7 +160,7 @@ def locate(workspace: str | os.PathLike[str], session_id: str) -> Slot:
     the session's folders (:func:`clean_stale_temps`). A plan file that is
     not a regular file or is too large is not read: the slot is corrupt and
     refused. Raises :class:`OSError` when a plan file exists but cannot be
-    read, and :class:`~waygraph.safe_files.RefusedFile` when ``.sessions`` or
+    read, and :class:`~waygraph.sandbox.safe_files.RefusedFile` when ``.sessions`` or
     the session's folder is a symbolic link.
     """
     root = sessions_root(workspace)
@@ -226,7 +226,7 @@ def save(
     at any point leaves the old plan.json or the new one, never half of
     either (after a corrupt one was moved aside, possibly none, which loads
     as no plan just as the corrupt one did). Raises :class:`OSError` on
-    failure, :class:`~waygraph.safe_files.RefusedFile` when ``.sessions`` or
+    failure, :class:`~waygraph.sandbox.safe_files.RefusedFile` when ``.sessions`` or
     the folder is a symbolic link.
     """
     _refuse_linked(slot.folder.parent, slot.folder)

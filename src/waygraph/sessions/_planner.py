@@ -32,10 +32,10 @@ from waygraph.engine.session_plan_text import (
     is_correction,
 )
 from waygraph.errors import ConfigError
-from waygraph.questions import asks_user as _asks_user
 from waygraph.sessions import _files, _render
 from waygraph.sessions._records import SessionRecords
 from waygraph.store import Store, open_store
+from waygraph.verify.questions import asks_user as _asks_user
 
 __all__ = ["SessionPlanner"]
 
@@ -208,7 +208,7 @@ class SessionPlanner:
         the plan stays running and waits on the user (``awaiting`` is
         ``"user"``) until the next user message answers. ``asks_user``: True
         or False when the host knows whether the reply asks the user; None
-        (the default) decides by :func:`waygraph.questions.asks_user` (the
+        (the default) decides by :func:`waygraph.verify.questions.asks_user` (the
         last sentence ends with ``?`` or ``？``). It matters only for replies
         without tool calls.
 

@@ -46,10 +46,10 @@ from waygraph.engine.session_plan_text import detect_language
 from waygraph.errors import StoreError
 from waygraph.model import node_outcome
 from waygraph.model.record import CORE_FIELDS, RunKind, RunRecord
-from waygraph.retry import retry_conflicts
 from waygraph.sessions import _render
 from waygraph.sessions._graph import declared_steps
 from waygraph.store import Store
+from waygraph.store.retry import retry_conflicts
 
 __all__ = ["KIND", "SessionRecords", "changes", "context", "to_record"]
 

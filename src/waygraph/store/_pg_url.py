@@ -19,8 +19,8 @@ import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from waygraph.errors import ConfigError
-from waygraph.retry import CONFLICT_TIMEOUT
 from waygraph.store.base import redact_url
+from waygraph.store.retry import CONFLICT_TIMEOUT
 
 __all__ = ["NOTIFY_MODES", "call_deadline", "notify_channel", "notify_mode", "split_schema"]
 

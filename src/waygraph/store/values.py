@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
-from waygraph.engine.state import NodeStates, RecentEvents
+from waygraph.model.record import NodeStates, RecentEvents
 
 __all__ = [
     "NODE_VALUES",

@@ -7,7 +7,7 @@ drawings put on it, the hints ``waygraph check`` gives about its fields, and
 its line in the JSON Schema and the docs. The plan model asks
 :data:`VERIFY_TYPES` which names plan files may use; verification
 (:mod:`waygraph.verify`), the guidance, the drawings (:mod:`waygraph.draw`,
-:mod:`waygraph.svg`), the checker (:mod:`waygraph.check`), the JSON Schema
+:mod:`waygraph.draw.svg`), the checker (:mod:`waygraph.check`), the JSON Schema
 and the table in docs/plans.md all read it, so adding a type is one
 ``VERIFY_TYPES.add(VerifySpec(...))`` and changing one is an edit in one place.
 

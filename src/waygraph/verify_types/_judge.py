@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 from regex import error as regex_error
 
-from waygraph import patterns
-from waygraph.evidence import never_ran
+from waygraph.sandbox import patterns
 from waygraph.verify_types._spec import VerifyRegistry, default_label
 from waygraph.verify_types._verdicts import (
     FAIL,
@@ -26,6 +25,7 @@ from waygraph.verify_types._verdicts import (
     VerifyContext,
     exit_status,
 )
+from waygraph.verify_types.evidence import never_ran
 
 if TYPE_CHECKING:
     from waygraph.model import Verify

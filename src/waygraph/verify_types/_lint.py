@@ -2,7 +2,7 @@
 
 Every regular expression of a plan (a ``regex`` check's ``value``, any
 check's ``command_matches``) is compiled the way verification compiles it
-(:func:`waygraph.patterns.compile_pattern`) and must not backtrack for long.
+(:func:`waygraph.sandbox.patterns.compile_pattern`) and must not backtrack for long.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from waygraph.patterns import FLAGS, MATCH_TIMEOUT, compile_pattern, nested_quantifier
+from waygraph.sandbox.patterns import FLAGS, MATCH_TIMEOUT, compile_pattern, nested_quantifier
 
 if TYPE_CHECKING:
     from waygraph.model import Verify

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from waygraph.evidence import printed_exit_status
+from waygraph.verify_types.evidence import printed_exit_status
 
 #: Output longer than this is verified on its first and last halves of this
 #: size: tool dumps can be megabytes, and a regex from a plan must not run for
@@ -39,7 +39,7 @@ class Observation:
     ``"model"`` (words the model wrote; never evidence), ``"host"`` (a check
     the host or waygraph ran) or ``"human"`` (a person's answer). ``call`` is
     a one-line digest of the command or arguments, when the host gives them;
-    ``command`` the whole command (:func:`waygraph.evidence.command_of`).
+    ``command`` the whole command (:func:`waygraph.verify_types.evidence.command_of`).
 
     Example:
         >>> Observation(output="5 passed", exit_code=0).source

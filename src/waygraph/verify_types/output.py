@@ -2,7 +2,7 @@
 ``regex`` and ``any_output``.
 
 Each compares lowercase where it says so, and fails on the output of a
-command that never ran its program (:func:`waygraph.evidence.never_ran`).
+command that never ran its program (:func:`waygraph.verify_types.evidence.never_ran`).
 
 Example:
     >>> from waygraph.model import Verify
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from regex import error as regex_error
 
-from waygraph import patterns
+from waygraph.sandbox import patterns
 from waygraph.verify_types._lint import check_regex, needs_text, text_value
 from waygraph.verify_types._spec import Report, VerifySpec
 from waygraph.verify_types._verdicts import FAIL, SUCCESS, Observation, Verdict, VerifyContext

@@ -83,7 +83,7 @@ def _command(v: Verify, o: Observation, c: VerifyContext) -> Verdict:
     evidence = c.run_command(command, float(v.timeout or DEFAULT_GATE_TIMEOUT))
     unavailable = (evidence.data or {}).get("unavailable")
     if evidence.exit_code is None and unavailable:
-        # The gate never ran (waygraph.gates had no free slot): no evidence either way.
+        # The gate never ran (waygraph.verify.gates had no free slot): no evidence either way.
         return Verdict("unknown", str(unavailable), evidence)
     if v.expect is not None:
         verdict = evaluate(v.expect, evidence, c)

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from waygraph.errors import ConfigError
-from waygraph.matching import MATCHING_MODES
+from waygraph.match.selector import MATCHING_MODES
 
 __all__ = [
     "COMPAT_EXTRAS_KEY",

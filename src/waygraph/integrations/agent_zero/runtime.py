@@ -65,6 +65,7 @@ import threading
 import uuid
 from typing import Any
 
+from waygraph.guided.versions import plan_version
 from waygraph.integrations.agent_zero import org, reading, views
 from waygraph.integrations.agent_zero.loglines import event_line
 from waygraph.integrations.agent_zero.reading import EXIT_MARKER
@@ -76,7 +77,6 @@ from waygraph.integrations.agent_zero.setups import (
 )
 from waygraph.model import Plan
 from waygraph.navigator import Guidance
-from waygraph.versions import plan_version
 
 __all__ = [
     "EXIT_MARKER",
