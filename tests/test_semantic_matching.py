@@ -20,10 +20,7 @@ np = pytest.importorskip("numpy", reason="matching by meaning needs numpy (waygr
 from tests.semantic_helpers import WordModel  # noqa: E402
 from waygraph.errors import ConfigError  # noqa: E402
 from waygraph.library import Library  # noqa: E402
-from waygraph.match import (
-    Matcher,  # noqa: E402
-    semantic,  # noqa: E402
-)
+from waygraph.match import Matcher, semantic  # noqa: E402
 from waygraph.match._semantic_cache import CACHE_FOLDER, EmbeddingCache, cache_dir_for  # noqa: E402
 from waygraph.match.selector import PlanSelector, check_matching  # noqa: E402
 from waygraph.match.semantic import EMBED_CHARS, Embedder, SemanticMatcher, plan_texts  # noqa: E402
@@ -119,6 +116,58 @@ def test_plan_texts_are_name_description_triggers_and_first_steps():
     ]
 
 
+def test_examples_are_embedded_after_the_triggers_and_start_their_plan(model: WordModel):
+    ship = library()["ship"].model_copy(update={"examples": ("put version two on pypi",)})
+    lib = Library([ship, library()["restore"]])
+    assert plan_texts(ship)[2:4] == ["ship now", "put version two on pypi"]
+    found = matcher(model, lib).best("put version two on pypi")
+    assert found is not None and found.plan_id == "ship"
+
+
+def test_a_plan_is_as_close_as_the_mean_of_its_two_closest_texts(model: WordModel):
+    one = Plan.model_validate({"id": "one", "name": "alpha", "steps": [{"name": "alpha"}]})
+    two = Plan.model_validate(
+        {"id": "two", "name": "alpha beta", "examples": ["alpha gamma"], "steps": [{"name": "x"}]}
+    )
+    scores = dict(matcher(model, Library([one, two])).similarities("alpha"))
+    # "one" has a single text ("alpha", its step repeats it) and is scored on it alone;
+    # "two" is the mean of 1/sqrt(2), twice (its step "x" is farther).
+    assert scores == {"one": 1.0, "two": pytest.approx(0.7071, abs=1e-4)}
+
+
+def test_the_examples_field_round_trips_and_is_in_the_schema(tmp_path: Path):
+    from waygraph.formats.dot import plan_to_dot
+    from waygraph.formats.json_library import library_to_data, to_json
+    from waygraph.formats.schema import library_schema
+    from waygraph.formats.yaml_library import to_yaml
+    from waygraph.library import load_library, load_text
+
+    ship = library()["ship"].model_copy(update={"examples": ("put 2.1 on pypi", "cut a release")})
+    for name, text in (
+        ("a.json", to_json(library_to_data([ship]))),
+        ("a.yaml", to_yaml(library_to_data([ship]))),
+        ("a.dot", plan_to_dot(ship)),
+    ):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        assert load_library(tmp_path / name)["ship"].examples == ship.examples, name
+    field = library_schema()["$defs"]["PlanBody"]["properties"]["examples"]
+    assert field["type"] == "array" and "meaning" in field["description"]
+    with pytest.raises(Exception, match="examples"):
+        load_text('{"plans": {"p": {"examples": "one", "steps": [{"name": "a"}]}}}', "json")
+
+
+def test_each_starter_example_starts_its_own_plan_or_none_by_phrase():
+    from waygraph.library import load_library
+
+    starter = load_library()
+    phrase = Matcher(starter)
+    for p in starter:
+        assert len(p.examples) >= 8, p.id
+        for example in p.examples:
+            hit = phrase.best(example)
+            assert hit is None or hit.plan_id == p.id, (p.id, example, hit.plan_id)
+
+
 def test_a_huge_message_is_cut_before_it_is_embedded(model: WordModel):
     m = matcher(model)
     model.calls.clear()
@@ -150,6 +199,16 @@ def test_a_changed_library_embeds_only_its_new_texts(model: WordModel, tmp_path:
     matcher(model, changed, cache_dir=tmp_path)
     assert model.calls == [["Lint the code", "Run the linter.", "lint now"]]
     assert len(list(tmp_path.glob("embeddings-*.npz"))) == 2
+
+
+def test_a_changed_examples_list_is_embedded_again(model: WordModel, tmp_path: Path):
+    matcher(model, cache_dir=tmp_path)
+    model.calls.clear()
+    ship = library()["ship"].model_copy(update={"examples": ("cut version two",)})
+    m = matcher(model, Library([ship, library()["restore"]]), cache_dir=tmp_path)
+    assert model.calls == [["cut version two"]]
+    assert len(list(tmp_path.glob("embeddings-*.npz"))) == 2
+    assert m.best("cut version two").plan_id == "ship"  # type: ignore[union-attr]
 
 
 def test_a_corrupt_cache_file_is_a_miss_with_a_warning(

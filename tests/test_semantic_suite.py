@@ -29,24 +29,32 @@ from waygraph.match._words import phrase_words
 
 pytestmark = [pytest.mark.xdist_group("semantic")]
 
-SUITE = Path(__file__).parent / "data" / "paraphrases.yaml"
-#: Recall and false activations the suite must keep (measured: docs/matching.md).
-#: The issue's goal is 90% recall; all-MiniLM-L6-v2 over the plans' own words
-#: does not reach it (see docs/matching.md), so these floors guard what it does.
-SEMANTIC_RECALL = 0.70
-BOTH_RECALL = 0.75
-FALSE_ACTIVATIONS = 2
+DATA = Path(__file__).parent / "data"
+#: The test set (never tuned on) and the development set (examples, thresholds and
+#: scoring were chosen on it); docs/matching.md gives the method and the figures.
+SETS = {"test": DATA / "paraphrases.yaml", "dev": DATA / "paraphrases_dev.yaml"}
+#: Recall and false activations each set must keep, a little under what was measured
+#: (test: semantic 88%, both 90%, 1 of 30 off-topic; dev: 93%, 95%, 1 of 30).
+FLOORS = {
+    "test": {"semantic": 0.85, "both": 0.88},
+    "dev": {"semantic": 0.90, "both": 0.92},
+}
+FALSE_ACTIVATIONS = 1
 
 
-def suite() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(SUITE.read_text(encoding="utf-8"))
+def suite(name: str = "test") -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(SETS[name].read_text(encoding="utf-8"))
     return data
 
 
-def jobs() -> list[tuple[str, str, bool]]:
+def off_topic(name: str = "test") -> list[str]:
+    return list(suite(name)["off_topic"])
+
+
+def jobs(name: str = "test") -> list[tuple[str, str, bool]]:
     return [
         (entry["message"], plan_id, bool(entry.get("no_trigger_word")))
-        for plan_id, entries in suite()["jobs"].items()
+        for plan_id, entries in suite(name)["jobs"].items()
         for entry in entries
     ]
 
@@ -67,14 +75,15 @@ def matcher(library: Library) -> Any:
     return SemanticMatcher(library, load_embedder())
 
 
-# ---------------------------------------------------------------- the suite itself
+# ---------------------------------------------------------------- the sets themselves
 
 
-def test_the_suite_has_what_the_issue_asks(library: Library):
-    written = jobs()
+@pytest.mark.parametrize("name", SETS)
+def test_each_set_has_what_the_issue_asks(library: Library, name: str):
+    written = jobs(name)
     assert len(written) >= 40
     assert {plan_id for _, plan_id, _ in written} == set(library.ids())
-    assert len(suite()["off_topic"]) >= 30
+    assert len(suite(name)["off_topic"]) >= 30
     unlike = [(m, p) for m, p, no_word in written if no_word]
     assert len(unlike) * 2 >= len(written)
     for message, plan_id in unlike:
@@ -83,9 +92,18 @@ def test_the_suite_has_what_the_issue_asks(library: Library):
         assert not shared, f"{message!r} shares {shared} with {plan_id}'s triggers"
 
 
-def test_phrases_alone_miss_every_message_in_other_words(library: Library):
+def test_the_sets_share_no_message_and_no_example_is_a_message_of_them(library: Library):
+    test = {m.lower() for m, _, _ in jobs("test")} | {m.lower() for m in suite("test")["off_topic"]}
+    dev = {m.lower() for m, _, _ in jobs("dev")} | {m.lower() for m in suite("dev")["off_topic"]}
+    assert not test & dev
+    examples = {e.lower() for plan in library for e in plan.examples}
+    assert not examples & (test | dev)
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_phrases_alone_miss_every_message_in_other_words(library: Library, name: str):
     phrase = Matcher(library)
-    assert [m for m, _, no_word in jobs() if no_word and phrase.best(m) is not None] == []
+    assert [m for m, _, no_word in jobs(name) if no_word and phrase.best(m) is not None] == []
 
 
 # ---------------------------------------------------------------- recall
@@ -93,8 +111,10 @@ def test_phrases_alone_miss_every_message_in_other_words(library: Library):
 
 @pytest.fixture(scope="module")
 def by_meaning(matcher: Any) -> dict[str, str | None]:
-    """The plan each message of the suite starts by meaning alone (one batch)."""
-    messages = [m for m, _, _ in jobs()] + suite()["off_topic"]
+    """The plan each message of both sets starts by meaning alone (one batch)."""
+    messages = [
+        m for name in SETS for m in [*(j[0] for j in jobs(name)), *suite(name)["off_topic"]]
+    ]
     found = matcher.match_many(messages)
     return {m: f[0].plan_id if f else None for m, f in zip(messages, found, strict=True)}
 
@@ -111,24 +131,26 @@ def outcomes(
     return started
 
 
-@pytest.mark.parametrize(("mode", "floor"), [("semantic", SEMANTIC_RECALL), ("both", BOTH_RECALL)])
+@pytest.mark.parametrize("name", SETS)
+@pytest.mark.parametrize("mode", ["semantic", "both"])
 def test_paraphrases_start_the_right_plan(
-    by_meaning: dict[str, str | None], library: Library, mode: str, floor: float
+    by_meaning: dict[str, str | None], library: Library, mode: str, name: str
 ):
-    written = jobs()
+    written = jobs(name)
     started = outcomes(by_meaning, library, mode, [m for m, _, _ in written])
     right = [s == plan_id for s, (_, plan_id, _) in zip(started, written, strict=True)]
-    assert sum(right) / len(written) >= floor
-    # Meaning catches messages phrases cannot: half of those sharing no trigger word.
+    assert sum(right) / len(written) >= FLOORS[name][mode]
+    # Meaning catches most messages phrases cannot.
     unlike = [ok for ok, (_, _, no_word) in zip(right, written, strict=True) if no_word]
-    assert sum(unlike) * 2 >= len(unlike)
+    assert sum(unlike) >= 0.8 * len(unlike)
 
 
+@pytest.mark.parametrize("name", SETS)
 @pytest.mark.parametrize("mode", ["semantic", "both"])
 def test_off_topic_messages_almost_never_start_a_plan(
-    by_meaning: dict[str, str | None], library: Library, mode: str
+    by_meaning: dict[str, str | None], library: Library, mode: str, name: str
 ):
-    started = outcomes(by_meaning, library, mode, suite()["off_topic"])
+    started = outcomes(by_meaning, library, mode, suite(name)["off_topic"])
     assert sum(s is not None for s in started) <= FALSE_ACTIVATIONS
 
 

@@ -33,6 +33,8 @@ def word_model(monkeypatch: pytest.MonkeyPatch) -> WordModel:
     model = WordModel()
     monkeypatch.setattr(semantic, "check_extra", lambda purpose="": None)
     monkeypatch.setattr(semantic, "load_embedder", lambda: Embedder(model, "words"))
+    # The similarities written here are of the plan's closest text alone.
+    monkeypatch.setattr(semantic, "TOP_TEXTS", 1)
     return model
 
 
@@ -47,7 +49,8 @@ def library() -> Library:
             "steps": [{"name": "Extract files", "action": "Extract every file."}],
         }
     )
-    return Library([restore])
+    # Its own threshold, so these tests do not follow the default.
+    return Library([restore], meta={"semantic_threshold": 0.3})
 
 
 def record_runs(store: str, good: int, off: int) -> None:
