@@ -80,6 +80,34 @@ def test_the_agent_zero_config_sets_matching(tmp_path: Path, layout: str):
     assert "docker_build_deploy" in str(a0.prompt().get(KEY))
 
 
+def test_waygraph_install_agent_zero_writes_the_matching_choice(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from waygraph.cli import app
+
+    tree = make_tree(tmp_path / "a0", "1.x")
+    runner = CliRunner()
+    done = runner.invoke(app, ["install", "agent-zero", str(tree), "--matching", "semantic"])
+    assert done.exit_code == 0, done.output
+    assert "pip install 'waygraph[semantic]'" in done.output
+    config = AgentZeroConfig.read(tree / "usr" / "waygraph" / "config.json")
+    assert config.matching == "semantic"
+    a0 = FakeAgentZero(tree, "1.x")
+    a0.user(MESSAGE)
+    assert "docker_build_deploy" in str(a0.prompt().get(KEY))
+    # Installed again without the option: back to the default, and said so.
+    again = runner.invoke(app, ["install", "agent-zero", str(tree)])
+    assert again.exit_code == 0 and "1 updated" in again.output
+    assert AgentZeroConfig.read(tree / "usr" / "waygraph" / "config.json").matching == "phrase"
+
+
+def test_a_bad_matching_for_install_is_refused_before_anything_is_written(tmp_path: Path):
+    tree = make_tree(tmp_path / "a0", "1.x")
+    with pytest.raises(ConfigError, match="matching must be one of"):
+        install(tree, matching="fuzzy")
+    assert not (tree / "usr" / "waygraph").exists()
+
+
 def test_a_bad_matching_in_the_agent_zero_config_names_the_field():
     with pytest.raises(ConfigError, match=r"config\.json: field 'matching' must be one of"):
         AgentZeroConfig.from_data({"layout": "1.x", "matching": "fuzzy"}, file="config.json")
@@ -107,3 +135,51 @@ def test_the_framework_adapters_take_matching():
     assert hooks.navigator is not None and hooks.navigator.matching == "both"
     capability: Any = waygraph_capability(store="memory://", matching="semantic")
     assert capability.navigator.matching == "semantic"
+
+
+def test_the_http_match_route_matches_in_the_servers_mode():
+    pytest.importorskip("fastapi", reason="the HTTP API needs the serve extra")
+    from fastapi.testclient import TestClient
+
+    from waygraph.server import create_app
+
+    phrase_server = create_app(Navigator(store="memory://", strict=True))
+    with TestClient(phrase_server, base_url="http://127.0.0.1") as client:
+        plain = client.post("/api/match", json={"message": MESSAGE}).json()
+        assert (plain["matching"], plain["activates"], plain["matched_by"]) == (
+            "phrase",
+            None,
+            None,
+        )
+        by_trigger = client.post("/api/match", json={"message": "fix bug in login"}).json()
+        assert (by_trigger["activates"], by_trigger["matched_by"]) == ("bugfix_workflow", "phrase")
+        assert by_trigger["matches"][0]["similarity"] is None
+    both_server = create_app(Navigator(store="memory://", strict=True, matching="both"))
+    with TestClient(both_server, base_url="http://127.0.0.1") as client:
+        asked = client.post("/api/match", json={"message": MESSAGE}).json()
+        assert (asked["matching"], asked["activates"]) == ("both", "docker_build_deploy")
+        assert asked["matched_by"] == "semantic" and asked["semantic_off"] is None
+        assert asked["matches"][0]["similarity"] > 0
+
+
+def test_waygraph_serve_takes_matching_and_refuses_a_bad_mode_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    pytest.importorskip("uvicorn", reason="waygraph serve needs the serve extra")
+    from typer.testing import CliRunner
+
+    from waygraph.cli import app
+
+    made: list[Navigator] = []
+
+    def stop_before_serving(navigator: Navigator, **_: Any) -> Any:
+        made.append(navigator)
+        raise SystemExit(0)
+
+    monkeypatch.setattr("waygraph.server.create_app", stop_before_serving)
+    runner = CliRunner()
+    done = runner.invoke(app, ["serve", "--store", "memory://", "--matching", "both"])
+    assert done.exit_code == 0, done.output
+    assert [nav.matching for nav in made] == ["both"]
+    bad = runner.invoke(app, ["serve", "--store", "memory://", "--matching", "fuzzy"])
+    assert bad.exit_code == 2 and "matching must be one of" in bad.output

@@ -47,6 +47,14 @@ InstallStoreOption = Annotated[
         "Default: SQLite in the Agent-Zero folder (usr/waygraph/waygraph.db).",
     ),
 ]
+MatchingOption = Annotated[
+    str,
+    typer.Option(
+        "--matching",
+        help="How a user message starts a plan: phrase (its triggers), semantic (its "
+        "meaning; pip install 'waygraph[semantic]') or both.",
+    ),
+]
 ServeStoreOption = Annotated[
     str | None,
     typer.Option(
@@ -90,12 +98,19 @@ def install(
             "(htn_active_plan) instead of waygraph_plan.",
         ),
     ] = False,
+    matching: MatchingOption = "phrase",
 ) -> None:
     """Install waygraph into an agent (all or nothing; running it again changes nothing)."""
     from waygraph.integrations.agent_zero import install as install_agent_zero
 
     report = install_agent_zero(
-        path, layout=layout.value, library=library, link_library=link, store=store, compat=compat
+        path,
+        layout=layout.value,
+        library=library,
+        link_library=link,
+        store=store,
+        compat=compat,
+        matching=matching,
     )
     console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
 
@@ -124,14 +139,7 @@ def mcp(
             "(default: the current folder).",
         ),
     ] = None,
-    matching: Annotated[
-        str,
-        typer.Option(
-            "--matching",
-            help="How a user message starts a plan: phrase (its triggers), semantic (its "
-            "meaning; pip install 'waygraph[semantic]') or both.",
-        ),
-    ] = "phrase",
+    matching: MatchingOption = "phrase",
 ) -> None:
     """Serve waygraph over the Model Context Protocol on stdio (for any MCP client).
 

@@ -18,6 +18,7 @@ from waygraph.cli.app import (
     friendly_errors,
     load,
 )
+from waygraph.cli.integration_cmds import MatchingOption
 from waygraph.errors import ConfigError
 
 
@@ -74,6 +75,7 @@ def serve(
             "for themselves, docs/sessions.md).",
         ),
     ] = None,
+    matching: MatchingOption = "phrase",
 ) -> None:
     """Serve the HTTP API and the live dashboard over a store.
 
@@ -98,6 +100,7 @@ def serve(
         store=store or default_store_url(),
         strict=True,
         allow_commands=allow_commands,
+        matching=matching,
     )
     # Without a token, only loopback Host names are served (no DNS rebinding).
     allowed = None if token else frozenset(LOOPBACK_HOSTS | {host.strip("[]").lower()})

@@ -166,7 +166,11 @@ def stats(
 
 @router.post("/match", response_model=MatchResponse, responses=responses(400, 401, 413, 415, 422))
 def match(request: Request, body: MatchRequest) -> dict[str, Any]:
-    """Which plan a message would activate, and why each plan hit did or did not."""
+    """Which plan a message would activate, and why each plan hit did or did not.
+
+    Matched in the server's mode (``waygraph serve --matching``: phrase,
+    semantic or both), which the answer names.
+    """
     return _service(request).match(body.message, body.domain, body.allowed_plans)
 
 

@@ -144,6 +144,9 @@ class MatchResult(BaseModel):
     domain_matched: bool
     activates: bool
     reason: str | None
+    #: Matches by meaning only: the cosine similarity, and ``"semantic"``.
+    similarity: float | None = None
+    matched_by: str | None = None
 
 
 class MatchResponse(BaseModel):
@@ -151,8 +154,12 @@ class MatchResponse(BaseModel):
 
     message: str
     domain: str | None
+    matching: str
     activates: str | None
+    matched_by: str | None
     matches: list[MatchResult]
+    #: Why matching by meaning was not used (the model did not load), else None.
+    semantic_off: str | None
 
 
 class SessionSummary(BaseModel):

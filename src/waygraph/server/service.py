@@ -26,7 +26,6 @@ from waygraph.events.context import KIND as EVENT_PLAN_KIND
 from waygraph.events.statemachine import to_plan, validate_state_machine
 from waygraph.formats.json_library import plan_to_data, plans_from_data
 from waygraph.learning.stats import PlanStats, Statistics, plan_stats
-from waygraph.match import Matcher
 from waygraph.model import Plan
 from waygraph.model.record import RunKind
 from waygraph.navigator import Navigator
@@ -135,16 +134,19 @@ class Service:
         return {"id": plan_id, **plan_to_data(self.plan(plan_id))}
 
     def match(self, message: str, domain: str | None, allowed: list[str] | None) -> dict[str, Any]:
-        """The ``waygraph match --json`` answer: the winner and every plan hit, with reasons."""
-        results = Matcher(self.navigator.library).match(
-            message, domain or None, allowed, include_misses=True
-        )
+        """The ``waygraph match --json`` answer: the winner and every plan hit, with reasons,
+        matched in the Navigator's mode (``waygraph serve --matching``)."""
+        nav = self.navigator
+        results = nav.match(message, domain or None, allowed)
         winner = next((m for m in results if m.activates), None)
         return {
             "message": message,
             "domain": domain,
+            "matching": nav.matching,
             "activates": winner.plan_id if winner else None,
+            "matched_by": winner.matched_by if winner else None,
             "matches": [m.to_dict() for m in results],
+            "semantic_off": nav.selector.failure,
         }
 
     # ------------------------------------------------------------ sessions

@@ -76,6 +76,7 @@ from waygraph.integrations.agent_zero.templates import (
     render,
 )
 from waygraph.integrations.agent_zero.transaction import Transaction
+from waygraph.match.selector import check_matching
 
 __all__ = [
     "MANIFEST_PATH",
@@ -111,6 +112,8 @@ class InstallReport:
     library_source: str | None = None
     #: Shipped starter plans added to it (ids it lacked).
     starters_added: list[str] = field(default_factory=list)
+    #: How plans start in the installed config (``waygraph install --matching``).
+    matching: str = "phrase"
 
     @property
     def changed(self) -> bool:
@@ -146,6 +149,11 @@ class InstallReport:
                 lines.append(
                     f"added starter plans your library lacks: {', '.join(self.starters_added)}"
                 )
+        if self.matching != "phrase":
+            lines.append(
+                f"plans start by meaning (matching {self.matching!r}): Agent-Zero's Python "
+                "needs pip install 'waygraph[semantic]'"
+            )
         return "\n".join(lines)
 
 
@@ -223,6 +231,7 @@ def install(
     link_library: bool = False,
     store: str | None = None,
     compat: bool = False,
+    matching: str = "phrase",
 ) -> InstallReport:
     """Install (or update) waygraph's extensions in the Agent-Zero folder ``root``.
 
@@ -233,7 +242,10 @@ def install(
     selector, its ``htn_plan_library.json`` plus the starter plans whose ids
     it lacks. ``store``: a store URL; None for SQLite at
     ``usr/waygraph/waygraph.db``. ``compat``: write the guidance under the
-    HTN selector's extras key ``htn_active_plan``.
+    HTN selector's extras key ``htn_active_plan``. ``matching``: how a message
+    starts a plan there (``phrase``, ``semantic`` or ``both``, docs/matching.md);
+    a mode other than ``phrase`` needs the ``semantic`` extra in Agent-Zero's
+    Python, which the summary says.
 
     An established plan selector (``*_htn_plan_selector*.py``, or any
     extension writing ``htn_active_plan``) is disabled: moved into the
@@ -260,6 +272,7 @@ def install(
         source, starters = None, []
     if store is not None:
         _check_store(store)
+    check_matching(matching)
 
     config = AgentZeroConfig(
         layout=chosen.name,
@@ -267,6 +280,7 @@ def install(
         store=store,
         compat=compat,
         extras_key=COMPAT_EXTRAS_KEY if compat else DEFAULT_EXTRAS_KEY,
+        matching=matching,
     )
     wanted: dict[str, bytes] = {}
     for hook in HOOKS:
@@ -277,7 +291,7 @@ def install(
     refuse_linked_parents(base, [*wanted, *_recorded(old), *selectors])
 
     old_files: dict[str, dict[str, Any]] = old.get("files", {}) if old else {}
-    report = InstallReport(root=base, layout=chosen.name, library_source=source)
+    report = InstallReport(root=base, layout=chosen.name, library_source=source, matching=matching)
     report.disabled = [rel for rel in selectors if rel not in wanted]
     if carried is not None and (old is None or old.get("carried") != source):
         report.starters_added = starters
