@@ -23,7 +23,7 @@ from nats.aio.subscription import Subscription as CoreSubscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from waygraph.errors import ConfigError, EventFormatError
-from waygraph.events.bus import Handler
+from waygraph.events.bus import DELIVERY, Handler
 from waygraph.events.envelope import Envelope, Topic
 
 if TYPE_CHECKING:
@@ -142,6 +142,10 @@ class NatsSubscription:
             return  # the first delivery is still being handled; its ack or nak settles it
         self._running.add(envelope.id)
         keep_alive = _KeepAlive(msg, max(self.bus.ack_wait / 3, 0.05))
+        # This task's own context: the handler may ask whether this is the first delivery.
+        count = _delivery_count(msg)
+        if count is not None:
+            DELIVERY.set((envelope.id, count))
         try:
             await self.handler(envelope)
         except asyncio.CancelledError:
@@ -239,10 +243,16 @@ class _KeepAlive:
 
 
 def _delivered(msg: Msg) -> int:
+    count = _delivery_count(msg)
+    return 1 if count is None else count
+
+
+def _delivery_count(msg: Msg) -> int | None:
+    """How many times JetStream has delivered ``msg`` (1: first), None when it cannot say."""
     try:
         return int(msg.metadata.num_delivered)
     except Exception:
-        return 1
+        return None
 
 
 async def _settle(call: Awaitable[None]) -> None:

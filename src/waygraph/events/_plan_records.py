@@ -11,6 +11,7 @@ object takes them only once that write succeeded. Loading goes through
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from waygraph import tracing
 from waygraph.engine.event_run import EventRun
 from waygraph.errors import Conflict, PlanContextNotFoundError
 from waygraph.events._outbox_marks import OUTBOX_PENDING
+from waygraph.events._plan_cache import Cached
 from waygraph.events._plan_view import run_fields
 from waygraph.events._planner_context import KIND, PlannerContext, plan_id_for
 from waygraph.events._run_record import event_record
@@ -37,6 +39,7 @@ __all__ = [
     "PARENT",
     "best_by_correlation",
     "by_correlation",
+    "cached",
     "commit",
     "document_goal",
     "from_record",
@@ -133,6 +136,13 @@ async def insert(plan: P, created: dict[str, Any]) -> P:
     return plan
 
 
+def cached(cls: type[P], hit: Cached, context: PlannerContext) -> P:
+    """The plan ``hit`` holds as its commit stored it, attached to ``context``
+    (_plan_cache: the store may hold a later version)."""
+    record = StoredRecord(hit.plan_id, KIND, json.loads(hit.text), hit.version)
+    return from_record(cls, record, context)
+
+
 def from_record(cls: type[P], record: StoredRecord, context: PlannerContext) -> P:
     """The plan ``record`` holds, attached to ``context``, at the record's version."""
     plan = cls.model_validate(unpack(record.data))
@@ -154,6 +164,8 @@ async def load(cls: type[P], plan_id: str, context: PlannerContext) -> P:
 async def reload(plan: PlanContext) -> None:
     """Make ``plan`` the plan as stored now (another writer may have changed it)."""
     context = plan.context
+    # Read again because the store moved on (a conflict): what was kept is out of date.
+    context.cache.drop(plan.plan_id)
     record = await context.call(context.store.get, plan.plan_id)
     if record is None:
         raise PlanContextNotFoundError(f"plan {plan.plan_id!r} is no longer in the store")
@@ -224,6 +236,26 @@ def _index(fields: dict[str, Any]) -> list[str]:
     return ids
 
 
+def _remember(
+    context: PlannerContext, fields: dict[str, Any], record: dict[str, Any], version: int
+) -> None:
+    """Keep a plan of ``context``'s planner that now waits for an answer (_plan_cache)."""
+    awaiting = fields["awaiting"]
+    plan_id = fields["plan_id"]
+    if (
+        fields["status"] == RunStatus.RUNNING
+        and awaiting
+        and isinstance(awaiting.get("correlation_id"), str)
+        and fields["planner"] == context.name
+    ):
+        text = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+        context.cache.keep(
+            plan_id, version, awaiting["correlation_id"], awaiting.get("event_type"), text
+        )
+    else:
+        context.cache.drop(plan_id)
+
+
 async def commit(
     plan: PlanContext,
     expected: int,
@@ -264,6 +296,7 @@ async def commit(
     )
     [version] = await context.call(context.store.commit_all, [write])
     plan._committed(changes, version)
+    _remember(context, fields, record, version)
     stored = dataclasses.replace(write, expected_version=version, events=())
     if sent:
         context.marks.committed(plan.plan_id, sent, stored)

@@ -21,6 +21,7 @@ from waygraph.engine.event_run import PLAN_NAMESPACE
 from waygraph.errors import PlanStateError
 from waygraph.events._outbox_marks import OutboxMarks
 from waygraph.events._outbox_retry import OutboxRetry
+from waygraph.events._plan_cache import PlanCache
 from waygraph.events.envelope import Envelope
 from waygraph.model.record import RunKind
 from waygraph.store import MemoryStore, SQLiteStore, Store, StoredRecord
@@ -68,6 +69,8 @@ class PlannerContext:
     marks: OutboxMarks = field(default_factory=OutboxMarks, repr=False)
     #: Plans whose outbox failed to go out, tried again with backoff.
     retries: OutboxRetry = field(default_factory=OutboxRetry, repr=False)
+    #: Plans committed here that wait for an answer (a guess the store's version check checks).
+    cache: PlanCache = field(default_factory=PlanCache, repr=False)
 
     @property
     def running(self) -> bool:

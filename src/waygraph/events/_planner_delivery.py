@@ -18,10 +18,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from waygraph import callbacks
-from waygraph.events._plan_records import from_record, reload
+from waygraph.events._plan_records import cached, from_record, reload
 from waygraph.events._planner_checks import run_state_machine
 from waygraph.events._planner_context import _CURRENT, plan_id_for
 from waygraph.events.activity import describe, handled
+from waygraph.events.bus import first_delivery
 from waygraph.events.context import PlanContext
 from waygraph.events.envelope import Envelope, Topic
 from waygraph.events.failures import answer_goal_failed, error_payload, is_permanent
@@ -82,7 +83,12 @@ def goal_handler(planner: Planner, handler: Callable[..., Awaitable[Any]]) -> Ha
     context = planner.context
 
     async def on_goal(goal: Envelope) -> None:
-        if look_first and await context.plan_started(plan_id_for(goal)):
+        # A first delivery (the bus says so) made no plan before: nothing to look up.
+        if (
+            look_first
+            and not first_delivery(goal.id)
+            and await context.plan_started(plan_id_for(goal))
+        ):
             log.debug("goal %s delivered again; its plan already started", goal.id)
             return
         values = {"goal": GoalContext.from_event(goal), "context": context, "planner": planner}
@@ -145,15 +151,21 @@ async def route(planner: Planner, event: Envelope) -> None:
     if any(event.type == t and event.topic is topic for t, topic, _ in planner._goals):
         return  # a goal: it starts a plan (on_goal), it never moves one
 
+    tries = 0
+
     async def attempt() -> None:
-        transition = None
+        nonlocal tries
+        tries += 1
         own = event.plan_id if event.source == context.source else None
-        # A plan's own request or response never moves it.
-        for plan in await candidates(planner, event.correlation_id, skip=own or ""):
-            next_state = plan.accepts(event)
-            if next_state is not None:
-                transition = TransitionContext(event, plan, next_state)
-                break
+        # The plan committed here that waits for this answer, unless a try failed.
+        transition = _cached_transition(planner, event, own) if tries == 1 else None
+        if transition is None:
+            # A plan's own request or response never moves it.
+            for plan in await candidates(planner, event.correlation_id, skip=own or ""):
+                next_state = plan.accepts(event)
+                if next_state is not None:
+                    transition = TransitionContext(event, plan, next_state)
+                    break
         if transition is None:
             return
         before = transition.plan.current_state
@@ -175,6 +187,31 @@ async def route(planner: Planner, event: Envelope) -> None:
 
     # A plan that changed meanwhile is looked up again on the next try.
     await retry_conflicts_async(attempt, what=f"routing {event.type} ({event.id})")
+
+
+def _cached_transition(
+    planner: Planner, event: Envelope, own: str | None
+) -> TransitionContext | None:
+    """The transition of the plan committed here that waits for ``event``, taken from the
+    planner's cache (_plan_cache); else None (ask the store).
+
+    Every change of this planner's plans commits version-checked, so a plan
+    another process changed since conflicts and is read again, the change
+    applied to it (a commit made here replaced the cached copy already). A
+    plan that waits on a request of a goal type of this planner may have a
+    child plan that knows the same id: the store decides. So it does when the
+    cached plan does not take the event.
+    """
+    cid = event.correlation_id
+    if cid is None:
+        return None
+    context = planner.context
+    hit = context.cache.waiting_for(cid)
+    if hit is None or hit.plan_id == own or hit.event_type in planner.goal_types:
+        return None
+    plan = cached(PlanContext, hit, context)
+    next_state = plan.accepts(event)
+    return None if next_state is None else TransitionContext(event, plan, next_state)
 
 
 async def advance(transition: TransitionContext) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -40,9 +41,33 @@ from typing import Any, Protocol, Self
 from waygraph.errors import EventTimeoutError
 from waygraph.events.envelope import Envelope, Topic, new_event_id
 
-__all__ = ["DEFAULT_TOPIC", "Bus", "Handler", "Subscription"]
+__all__ = ["DEFAULT_TOPIC", "Bus", "Handler", "Subscription", "first_delivery"]
 
 Handler = Callable[[Envelope], Awaitable[None]]
+
+#: The event a handler is running for and how many times the bus has delivered
+#: it, set by a bus that knows (NATS JetStream counts deliveries per message).
+DELIVERY: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar(
+    "waygraph_delivery", default=None
+)
+
+
+def first_delivery(event_id: str) -> bool:
+    """True when the handler running now handles ``event_id`` and the bus says this is
+    its first delivery; False when it is a redelivery or the bus cannot say.
+
+    A planner skips looking for the plan a goal's earlier delivery made when
+    this is True (no earlier delivery made one). A bus that cannot tell a
+    redelivery from a second publish of the same event (the in-process bus)
+    never says so.
+
+    Example:
+        >>> first_delivery("e1")
+        False
+    """
+    delivery = DELIVERY.get()
+    return delivery is not None and delivery == (event_id, 1)
+
 
 #: The topic of an envelope published with no topic anywhere.
 DEFAULT_TOPIC = Topic.BUSINESS_FACTS

@@ -8,7 +8,10 @@ document 002 writes them (a handler may also take fewer arguments, or name
   the handler gets a :class:`~waygraph.events.GoalContext` (the goal
   envelope) and usually creates a :class:`~waygraph.events.PlanContext` and
   calls ``execute_next()``. A goal delivered again after its plan started
-  is not passed on (the default handler gets it: it then changes nothing).
+  is not passed on (the default handler gets it: it then changes nothing);
+  on a bus that counts deliveries (NATS) a first delivery is passed on
+  without looking for a plan first, so the same goal published again
+  after the bus's duplicate window reaches the handler a second time.
 - ``@planner.on_transition()``: an event on ``action-requests`` or
   ``action-results`` whose correlation id belongs to one of this planner's
   plans and that the plan accepts (``plan.accepts(event)``: running, not a
@@ -52,6 +55,7 @@ from waygraph.events._planner_checks import (
     run_state_machine,
 )
 from waygraph.events._planner_context import PlannerContext, plan_id_for
+from waygraph.events.bus import first_delivery
 from waygraph.events.context import PlanContext
 from waygraph.events.envelope import Envelope, Topic
 from waygraph.events.goals import Transition, TransitionContext
@@ -399,9 +403,10 @@ class Planner:
         from waygraph.events.modelplans import goal_event, planner_model, request_state_machine
 
         envelope = goal_event(self.bus, self.name, goal)
+        # The goal's first delivery (the bus says so) made no plan of the goal's id before.
+        fresh = plan_id is None and first_delivery(envelope.id)
         plan_id = plan_id or plan_id_for(envelope)
-        existing = await self.context.call(self.store.get, plan_id)
-        if existing is not None:
+        if not fresh and await self.context.call(self.store.get, plan_id):
             return await PlanContext.restore(plan_id, self.context)
         notes = None if isinstance(context, PlannerContext) else context
         states = await request_state_machine(

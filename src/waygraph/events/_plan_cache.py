@@ -1,0 +1,94 @@
+"""The plans a planner committed a moment ago and that wait for an answer, kept in memory.
+
+A plan that sent a request waits for its answer, which comes back with the
+request's correlation id: a fresh id only that plan knows. Reading the plan
+back from the store when the answer arrives costs a round trip and the
+decoding of the record, for a plan this process wrote itself. The cache keeps
+what the last commit stored (the record's JSON text, so nothing handed out
+can change it) under the plan id and its version, found by the correlation
+id the plan waits on.
+
+It is a guess the store checks, never a source of truth: the plan built from
+it is moved by a version-checked commit, so when another writer changed the
+plan since (another process, a pause, a resume), the commit conflicts and
+the plan is read again from the store and the change applied to that
+(:func:`waygraph.events._plan_changes.change`). Only a plan that would take
+the event is served from here; any other answer is asked of the store.
+
+Example:
+    >>> cache = PlanCache(size=2)
+    >>> cache.keep("p1", 3, "c1", "job.requested", '{"plan_id": "p1"}')
+    >>> hit = cache.waiting_for("c1")
+    >>> (hit.plan_id, hit.version), cache.waiting_for("c2")
+    (('p1', 3), None)
+    >>> cache.drop("p1"); cache.waiting_for("c1") is None
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+__all__ = ["Cached", "PlanCache"]
+
+#: Plans kept at most: the oldest goes first (3 KB records: about 12 MB).
+SIZE = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Cached:
+    """One plan as its last commit stored it, waiting on ``correlation_id``."""
+
+    plan_id: str
+    version: int
+    correlation_id: str
+    event_type: str | None
+    text: str
+
+
+class PlanCache:
+    """Plans this process committed that wait for an answer, by the correlation id
+    they wait on; at most ``size``, the least recently kept dropped first."""
+
+    def __init__(self, size: int = SIZE) -> None:
+        self.size = size
+        self._plans: OrderedDict[str, Cached] = OrderedDict()
+        self._waiting: dict[str, str] = {}
+        # Commits may finish on store threads and in several event loops.
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def keep(
+        self, plan_id: str, version: int, correlation_id: str, event_type: str | None, text: str
+    ) -> None:
+        """Remember ``plan_id`` as committed at ``version`` (``text``: its stored record)."""
+        entry = Cached(plan_id, version, correlation_id, event_type, text)
+        with self._lock:
+            old = self._plans.pop(plan_id, None)
+            if old is not None and old.version > version:
+                self._plans[plan_id] = old  # a later commit got here first: keep it
+                return
+            if old is not None:
+                self._waiting.pop(old.correlation_id, None)
+            self._plans[plan_id] = entry
+            self._waiting[correlation_id] = plan_id
+            while len(self._plans) > self.size:
+                _, gone = self._plans.popitem(last=False)
+                self._waiting.pop(gone.correlation_id, None)
+
+    def drop(self, plan_id: str) -> None:
+        """Forget ``plan_id`` (it no longer waits, or its commit failed)."""
+        with self._lock:
+            old = self._plans.pop(plan_id, None)
+            if old is not None and self._waiting.get(old.correlation_id) == plan_id:
+                del self._waiting[old.correlation_id]
+
+    def waiting_for(self, correlation_id: str) -> Cached | None:
+        """The plan last seen waiting on ``correlation_id``, or None."""
+        with self._lock:
+            plan_id = self._waiting.get(correlation_id)
+            return None if plan_id is None else self._plans.get(plan_id)
