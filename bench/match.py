@@ -26,7 +26,8 @@ rather than not re-normalising triggers.
 
 Matching by meaning (``waygraph[semantic]``, issue 40) is measured after
 that by ``bench/_match_semantic.py``: recall and false activations on the
-paraphrase suite for phrase, semantic and both, and the cost per message at
+paraphrase development and test sets for phrase, semantic and both (the
+targets are judged on the test set), and the cost per message at
 10 and 1,000 plans. ``--semantic-only`` runs that part alone,
 ``--no-semantic`` skips it.
 """
