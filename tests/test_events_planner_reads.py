@@ -60,6 +60,14 @@ def counted_planner(stack: Stack) -> tuple[Planner, Store, Counted]:
     return Planner("reads", bus=stack.bus(), store=store, recovery_interval=None), store, reads
 
 
+async def running_planner(stack: Stack) -> tuple[Planner, Store, Counted]:
+    """:func:`counted_planner`, running plans of SM for its goals."""
+    planner, store, reads = counted_planner(stack)
+    planner.on_goal("reads.goal", state_machine=SM)
+    await planner.start()
+    return planner, store, reads
+
+
 def test_only_a_bus_that_counts_deliveries_says_first_delivery() -> None:
     assert not first_delivery("e1")  # no bus said anything
     token = DELIVERY.set(("e1", 1))
@@ -133,9 +141,7 @@ async def started_plan(stack: Stack, planner: Planner) -> tuple[PlanContext, str
 async def test_the_answer_moves_the_plan_committed_here_without_reading_it(
     stack: Stack,
 ) -> None:
-    planner, store, reads = counted_planner(stack)
-    planner.on_goal("reads.goal", state_machine=SM)
-    await planner.start()
+    planner, store, reads = await running_planner(stack)
     try:
         plan, waits_on = await started_plan(stack, planner)
         await planner.bus.respond("reads.work.done", {"ok": 1}, waits_on)
@@ -207,4 +213,40 @@ async def test_a_commit_made_here_replaces_the_cached_copy(stack: Stack) -> None
         assert planner.context.cache.waiting_for(waits_on) is None
     finally:
         await planner.close()
+        await stack.close()
+
+
+@async_test(60)
+async def test_a_finished_plans_answer_and_dependents_are_listed_in_its_commit(
+    stack: Stack,
+) -> None:
+    planner, store, reads = await running_planner(stack)
+    try:
+        plan, waits_on = await started_plan(stack, planner)
+        later = planner.bus.envelope("reads.goal", {}, correlation_id="c-later")
+        dependent = await PlanContext.create_from_goal(
+            later, state_machine=SM, context=planner.context, depends_on=[plan.plan_id], start=True
+        )
+        assert dependent.status == "pending"
+        await planner.bus.respond("reads.work.done", {"ok": 1}, waits_on)
+
+        async def started() -> bool:
+            now = await PlanContext.restore(dependent.plan_id, planner.context)
+            return now.status == "running" and now.current_state == "working"
+
+        for _ in range(200):
+            if await started():
+                break
+            await asyncio.sleep(0.05)
+        assert await started(), "the dependent plan did not start"
+        await stack.settle()
+        # Who else may take the answer, and who waited for the plan: read by the
+        # finishing commit (in its round trip on PostgreSQL; listed there by the
+        # other stores), not again when the answer and plan.completed arrive.
+        once = 0 if stack.kind == "nats+postgres" else 1
+        assert reads.lists["c-reads"] == once
+        assert reads.lists["waygraph:after:" + plan.plan_id] == once
+    finally:
+        await planner.close()
+        store.close()
         await stack.close()

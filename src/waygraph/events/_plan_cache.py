@@ -31,6 +31,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from waygraph.store import StoredRecord
+
 __all__ = ["Cached", "PlanCache"]
 
 #: Plans kept at most: the oldest goes first (3 KB records: about 12 MB).
@@ -56,6 +58,7 @@ class PlanCache:
         self.size = size
         self._plans: OrderedDict[str, Cached] = OrderedDict()
         self._waiting: dict[str, str] = {}
+        self._notes: dict[str, list[StoredRecord]] = {}
         # Commits may finish on store threads and in several event loops.
         self._lock = threading.Lock()
 
@@ -86,6 +89,19 @@ class PlanCache:
             old = self._plans.pop(plan_id, None)
             if old is not None and self._waiting.get(old.correlation_id) == plan_id:
                 del self._waiting[old.correlation_id]
+
+    def note(self, found: dict[str, list[StoredRecord]]) -> None:
+        """Keep what a commit read right after it (store.commit_then_list), by id, for the
+        handler of the events that commit sent: the records indexed under each id."""
+        with self._lock:
+            self._notes.update(found)
+            while len(self._notes) > self.size:
+                del self._notes[next(iter(self._notes))]
+
+    def noted(self, correlation_id: str) -> list[StoredRecord] | None:
+        """The records a commit read under ``correlation_id``, once; None when none did."""
+        with self._lock:
+            return self._notes.pop(correlation_id, None)
 
     def waiting_for(self, correlation_id: str) -> Cached | None:
         """The plan last seen waiting on ``correlation_id``, or None."""

@@ -26,10 +26,10 @@ from waygraph.events._plan_view import run_fields
 from waygraph.events._planner_context import KIND, PlannerContext, plan_id_for
 from waygraph.events._run_record import event_record
 from waygraph.events._shared_values import pack, unpack
-from waygraph.events.envelope import Envelope, new_event_id
+from waygraph.events.envelope import Envelope, Topic, new_event_id
 from waygraph.events.statemachine import StateMachine
-from waygraph.model import RunStatus
-from waygraph.store import StoredRecord, Write
+from waygraph.model import FINISHED, RunStatus
+from waygraph.store import StoredRecord, Write, commit_then_list
 
 if TYPE_CHECKING:
     from waygraph.events.context import PlanContext
@@ -236,6 +236,20 @@ def _index(fields: dict[str, Any]) -> list[str]:
     return ids
 
 
+def _read_after(fields: dict[str, Any], entries: Sequence[dict[str, Any]]) -> list[str]:
+    """The ids a planner lists once a commit's events arrive: the correlation id of each
+    answer it sends (who else may take it) and, for a plan it finishes, the plans that
+    depend on it."""
+    ids = [
+        e["envelope"]["correlationid"]
+        for e in entries
+        if e["topic"] == Topic.ACTION_RESULTS and e["envelope"].get("correlationid")
+    ]
+    if fields["status"] in FINISHED:
+        ids.append(AFTER + fields["plan_id"])
+    return ids
+
+
 def _remember(
     context: PlannerContext, fields: dict[str, Any], record: dict[str, Any], version: int
 ) -> None:
@@ -294,7 +308,13 @@ async def commit(
         plan=plan.plan_id,
         correlation_ids=_index(fields),
     )
-    [version] = await context.call(context.store.commit_all, [write])
+    follow = _read_after(fields, entries)
+    if follow:
+        # The lists the events this commit sends will need, in the commit's round trip.
+        [version], found = await context.call(commit_then_list, context.store, [write], follow)
+        context.cache.note(found)
+    else:
+        [version] = await context.call(context.store.commit_all, [write])
     plan._committed(changes, version)
     _remember(context, fields, record, version)
     stored = dataclasses.replace(write, expected_version=version, events=())

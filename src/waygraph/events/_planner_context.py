@@ -91,15 +91,19 @@ class PlannerContext:
         return lock
 
     async def by_correlation(
-        self, correlation_id: str, *, planner: str | None = None
+        self, correlation_id: str, *, planner: str | None = None, noted: bool = False
     ) -> list[StoredRecord]:
         """Plan context records indexed under ``correlation_id`` (of ``planner`` when given).
 
         The store is asked by correlation id alone and the kind and planner
         are checked here: with more filters SQLite picks a worse index and
         scans every record (measured: 3.3 ms instead of 17 us at 3,000 plans).
+        ``noted``: for an event a commit of this planner sent, what that commit
+        read right after it, when it did (_plan_records.commit), else the store.
         """
-        records = await self.call(self.store.list, correlation_id=correlation_id)
+        records = self.cache.noted(correlation_id) if noted else None
+        if records is None:
+            records = await self.call(self.store.list, correlation_id=correlation_id)
         return [
             r
             for r in records

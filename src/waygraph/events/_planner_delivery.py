@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from waygraph import callbacks
-from waygraph.events._plan_records import cached, from_record, reload
+from waygraph.events._plan_records import AFTER, cached, from_record, reload
 from waygraph.events._planner_checks import run_state_machine
 from waygraph.events._planner_context import _CURRENT, plan_id_for
 from waygraph.events.activity import describe, handled
@@ -132,7 +132,8 @@ async def candidates(
     if not correlation_id or correlation_id.startswith("waygraph:"):
         return []
     ctx = planner.context
-    records = await ctx.by_correlation(correlation_id, planner=planner.name)
+    # An event a plan of this planner sent: its commit may have listed the id already.
+    records = await ctx.by_correlation(correlation_id, planner=planner.name, noted=bool(skip))
     # ``skip``: a plan whose own event this is, left out before the cost of loading it.
     plans = [from_record(PlanContext, r, ctx) for r in records if r.key != skip]
     # The plan whose goal carried the id first, then the ones that sent it in a request.
@@ -224,6 +225,12 @@ async def dependency(planner: Planner, event: Envelope) -> None:
     finished = event.data.get("plan_id") or event.plan_id
     if not isinstance(finished, str):
         return
-    for plan in await PlanContext.dependents_of(finished, planner.context):
+    context = planner.context
+    # PlanContext.dependents_of, or what the finishing commit here listed right after it.
+    records = await context.by_correlation(
+        AFTER + finished, planner=context.name, noted=event.source == context.source
+    )
+    for record in records:
+        plan = from_record(PlanContext, record, context)
         if plan.status == "pending":
             await plan.execute_next()

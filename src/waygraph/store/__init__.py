@@ -39,6 +39,7 @@ from urllib.parse import parse_qsl
 
 from waygraph._extras import require
 from waygraph.errors import ConfigError
+from waygraph.store._then import commit_then_list
 from waygraph.store.base import Store, StoredEvent, StoredRecord, Write, redact_url
 from waygraph.store.memory import MemoryStore
 from waygraph.store.rows import RowPage
@@ -56,6 +57,7 @@ __all__ = [
     "StoredEvent",
     "StoredRecord",
     "Write",
+    "commit_then_list",
     "default_store_url",
     "open_store",
 ]

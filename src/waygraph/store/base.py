@@ -199,6 +199,11 @@ class Store(ABC):
             ...                   make_current=True)])
             [1, 1]
         """
+        commits = self._normalise_all(writes)
+        return self._commit_all(commits) if commits else []
+
+    def _normalise_all(self, writes: Sequence[Write]) -> tuple[Commit, ...]:
+        """``writes`` checked and encoded (:func:`normalise_commit`), each key once."""
         commits = tuple(
             normalise_commit(
                 w.key,
@@ -218,9 +223,7 @@ class Store(ABC):
         keys = [c.key for c in commits]
         if len(set(keys)) != len(keys):
             raise ValueError(f"commit_all writes each key once (got {keys})")
-        if not commits:
-            return []
-        return self._commit_all(commits)
+        return commits
 
     @abstractmethod
     def _commit_all(self, commits: Sequence[Commit]) -> list[int]:

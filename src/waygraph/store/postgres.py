@@ -58,6 +58,7 @@ from waygraph.store.base import (
     Store,
     StoredEvent,
     StoredRecord,
+    Write,
     conflict,
     paging,
     read_record,
@@ -86,6 +87,14 @@ _OPEN = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INER
 T = TypeVar("T")
 
 _RECORD_COLUMNS = "key, kind, data, version, session, status, plan, correlation_ids, updated_at"
+
+# The records indexed under some ids, each with the id, ordered as list() orders them.
+_AFTER = (
+    "SELECT c.correlation_id, r.key, r.kind, r.data, r.version, r.session, r.status,"
+    " r.plan, r.correlation_ids, r.updated_at FROM record_correlations c"
+    " JOIN records r ON r.key = c.key WHERE c.correlation_id = ANY(%s)"
+    ' ORDER BY r.updated_at DESC, r.key COLLATE "C" ASC'
+)
 
 
 def _prepare(conn: psycopg.Connection[Any]) -> None:
@@ -125,6 +134,28 @@ def _row_to_record(row: tuple[Any, ...]) -> StoredRecord:
         tuple(correlation_ids),
         float(updated_at),
     )
+
+
+def _versions(
+    url: str,
+    conn: psycopg.Connection[Any],
+    commits: Sequence[Commit],
+    rows: Sequence[tuple[Any, ...] | None],
+) -> list[int]:
+    """Each record's new version; Conflict for the first whose version check failed."""
+    versions = []
+    for c, row in zip(commits, rows, strict=True):
+        if row is None:
+            found = conn.execute("SELECT version FROM records WHERE key = %s", (c.key,)).fetchone()
+            raise conflict(url, c.key, c.expected_version, None if found is None else int(found[0]))
+        versions.append(int(row[0]))
+    return versions
+
+
+def _listed(rows: Sequence[tuple[Any, ...]], found: dict[str, list[StoredRecord]]) -> None:
+    """Put the rows of :data:`_AFTER` (a correlation id, then a record) in ``found``."""
+    for row in rows:
+        found[row[0]].append(_row_to_record(row[1:]))
 
 
 class PostgresStore(Store):
@@ -261,22 +292,40 @@ class PostgresStore(Store):
 
     # ------------------------------------------------------------ writes
 
-    def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
+    def _commit_all(
+        self,
+        commits: Sequence[Commit],
+        found: dict[str, builtins.list[StoredRecord]] | None = None,
+    ) -> builtins.list[int]:
         what = ", ".join(repr(c.key) for c in commits)
 
         def write(conn: psycopg.Connection[Any]) -> list[int]:
             try:
-                return self._write(conn, commits)
+                return self._write(conn, commits, found)
             except psycopg.errors.InvalidSqlStatementName:
                 # Something ran DEALLOCATE ALL on this connection (psycopg does
                 # after a rollback when it prepared statements of its own):
                 # nothing was written; prepare again and write once more.
                 _prepare(conn)
-                return self._write(conn, commits)
+                return self._write(conn, commits, found)
 
         return self._use(f"committing {what}", write, read=False)
 
-    def _write(self, conn: psycopg.Connection[Any], commits: Sequence[Commit]) -> list[int]:
+    def commit_and_list(
+        self, writes: Sequence[Write], correlation_ids: Sequence[str]
+    ) -> tuple[list[int], dict[str, builtins.list[StoredRecord]]]:
+        """:func:`waygraph.store.commit_then_list`: the lists run after the commit's
+        ``COMMIT`` in the same query string, one round trip."""
+        found: dict[str, builtins.list[StoredRecord]] = {c: [] for c in correlation_ids}
+        commits = self._normalise_all(writes)
+        return (self._commit_all(commits, found) if commits else []), found
+
+    def _write(
+        self,
+        conn: psycopg.Connection[Any],
+        commits: Sequence[Commit],
+        found: dict[str, builtins.list[StoredRecord]] | None = None,
+    ) -> builtins.list[int]:
         """Write ``commits`` in one transaction on ``conn``; their new versions.
 
         Each record's writes are one prepared statement (store._pg_commit),
@@ -287,7 +336,8 @@ class PostgresStore(Store):
         """
         counted = len(commits) > 1 or needs_count(commits)
         locks = sorted({(c.session, c.kind) for c in commits if c.session})
-        parts, values = [_BEGIN], []
+        parts: builtins.list[str] = [_BEGIN]
+        values: builtins.list[Any] = []
         for session, kind in locks:
             parts.append(_LATEST_LOCK)
             values += [session, kind]
@@ -300,6 +350,9 @@ class PostgresStore(Store):
             values += args
         if not counted:
             parts.append("COMMIT")
+            if found:  # read after the commit, in a transaction of its own: it sees it
+                parts.append(_AFTER)
+                values.append(builtins.list(found))
         cur = psycopg.ClientCursor(conn)
         try:
             cur.execute("; ".join(parts), values)
@@ -310,10 +363,15 @@ class PostgresStore(Store):
                 rows.append(cur.fetchone())
                 cur.nextset()
             if counted:
-                versions = self._versions(conn, commits, rows)
+                versions = _versions(self.url, conn, commits, rows)
                 count_commits(commits, times, *runners(conn), "%s")
                 conn.execute("COMMIT")
+                if found:
+                    _listed(conn.execute(_AFTER, (builtins.list(found),)).fetchall(), found)
                 return versions
+            if found:
+                cur.nextset()  # past COMMIT
+                _listed(cur.fetchall(), found)
         except BaseException:
             # A failed statement skipped the rest, COMMIT included: undo it all.
             if conn.info.transaction_status in _OPEN:
@@ -323,26 +381,7 @@ class PostgresStore(Store):
             cur.close()
         # A version check that failed wrote nothing: the empty transaction
         # committed, and the conflict is raised here.
-        return self._versions(conn, commits, rows)
-
-    def _versions(
-        self,
-        conn: psycopg.Connection[Any],
-        commits: Sequence[Commit],
-        rows: Sequence[tuple[Any, ...] | None],
-    ) -> list[int]:
-        """Each record's new version; Conflict for the first whose version check failed."""
-        versions = []
-        for c, row in zip(commits, rows, strict=True):
-            if row is None:
-                raise conflict(self.url, c.key, c.expected_version, self._version(conn, c.key))
-            versions.append(int(row[0]))
-        return versions
-
-    @staticmethod
-    def _version(conn: psycopg.Connection[Any], key: str) -> int | None:
-        row = conn.execute("SELECT version FROM records WHERE key = %s", (key,)).fetchone()
-        return None if row is None else int(row[0])
+        return _versions(self.url, conn, commits, rows)
 
     def listen(self) -> psycopg.Connection[Any]:
         """A new connection (not from the pool) that LISTENs on :attr:`channel`.
