@@ -17,7 +17,7 @@ the event is served from here; any other answer is asked of the store.
 
 Example:
     >>> cache = PlanCache(size=2)
-    >>> cache.keep("p1", 3, "c1", "job.requested", '{"plan_id": "p1"}')
+    >>> cache.keep(Cached("p1", 3, "c1", "job.requested", '{"plan_id": "p1"}'))
     >>> hit = cache.waiting_for("c1")
     >>> (hit.plan_id, hit.version), cache.waiting_for("c2")
     (('p1', 3), None)
@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from waygraph.events.statemachine import StateConfig, StateMachine
 from waygraph.store import StoredRecord
 
 __all__ = ["Cached", "PlanCache"]
@@ -41,13 +43,16 @@ SIZE = 4096
 
 @dataclass(frozen=True, slots=True)
 class Cached:
-    """One plan as its last commit stored it, waiting on ``correlation_id``."""
+    """One plan as its last commit stored it, waiting on ``correlation_id``: its record
+    as JSON text but for the state machine, kept validated (its states are frozen)."""
 
     plan_id: str
     version: int
     correlation_id: str
     event_type: str | None
     text: str
+    states: Mapping[str, StateConfig] = field(default_factory=dict)
+    machine: StateMachine | None = None
 
 
 class PlanCache:
@@ -65,11 +70,9 @@ class PlanCache:
     def __len__(self) -> int:
         return len(self._plans)
 
-    def keep(
-        self, plan_id: str, version: int, correlation_id: str, event_type: str | None, text: str
-    ) -> None:
-        """Remember ``plan_id`` as committed at ``version`` (``text``: its stored record)."""
-        entry = Cached(plan_id, version, correlation_id, event_type, text)
+    def keep(self, entry: Cached) -> None:
+        """Remember a plan as committed at ``entry.version``."""
+        plan_id, correlation_id, version = entry.plan_id, entry.correlation_id, entry.version
         with self._lock:
             old = self._plans.pop(plan_id, None)
             if old is not None and old.version > version:

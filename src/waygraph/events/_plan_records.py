@@ -30,6 +30,7 @@ from waygraph.events.envelope import Envelope, Topic, new_event_id
 from waygraph.events.statemachine import StateMachine
 from waygraph.model import FINISHED, RunStatus
 from waygraph.store import StoredRecord, Write, commit_then_list
+from waygraph.store.values import encode
 
 if TYPE_CHECKING:
     from waygraph.events.context import PlanContext
@@ -139,8 +140,12 @@ async def insert(plan: P, created: dict[str, Any]) -> P:
 def cached(cls: type[P], hit: Cached, context: PlannerContext) -> P:
     """The plan ``hit`` holds as its commit stored it, attached to ``context``
     (_plan_cache: the store may hold a later version)."""
-    record = StoredRecord(hit.plan_id, KIND, json.loads(hit.text), hit.version)
-    return from_record(cls, record, context)
+    data = json.loads(hit.text)
+    # Validated states pass validation as they are: the machine is not checked again.
+    data["state_machine"] = hit.states
+    plan = cls.model_validate(unpack(data))
+    plan._committed({}, hit.version, context, hit.machine)
+    return plan
 
 
 def from_record(cls: type[P], record: StoredRecord, context: PlannerContext) -> P:
@@ -250,24 +255,30 @@ def _read_after(fields: dict[str, Any], entries: Sequence[dict[str, Any]]) -> li
     return ids
 
 
-def _remember(
-    context: PlannerContext, fields: dict[str, Any], record: dict[str, Any], version: int
-) -> None:
-    """Keep a plan of ``context``'s planner that now waits for an answer (_plan_cache)."""
+def _remember(plan: PlanContext, fields: dict[str, Any], record: dict[str, Any]) -> None:
+    """Keep a plan of its context's planner that now waits for an answer (_plan_cache)."""
+    context = plan.context
     awaiting = fields["awaiting"]
-    plan_id = fields["plan_id"]
     if (
         fields["status"] == RunStatus.RUNNING
         and awaiting
         and isinstance(awaiting.get("correlation_id"), str)
         and fields["planner"] == context.name
     ):
-        text = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+        text = encode({k: v for k, v in record.items() if k != "state_machine"})
         context.cache.keep(
-            plan_id, version, awaiting["correlation_id"], awaiting.get("event_type"), text
+            Cached(
+                plan.plan_id,
+                plan.version,
+                awaiting["correlation_id"],
+                awaiting.get("event_type"),
+                text,
+                plan.state_machine,
+                plan._machine,
+            )
         )
     else:
-        context.cache.drop(plan_id)
+        context.cache.drop(plan.plan_id)
 
 
 async def commit(
@@ -316,7 +327,7 @@ async def commit(
     else:
         [version] = await context.call(context.store.commit_all, [write])
     plan._committed(changes, version)
-    _remember(context, fields, record, version)
+    _remember(plan, fields, record)
     stored = dataclasses.replace(write, expected_version=version, events=())
     if sent:
         context.marks.committed(plan.plan_id, sent, stored)
