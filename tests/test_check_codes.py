@@ -20,6 +20,7 @@ CASES = ERROR_CASES + WARNING_CASES
 def test_every_code_has_a_case():
     # Tested in tests/test_check_library.py, and the next_plan checks in tests/test_chaining.py.
     library_level = {"bad-match-mode", "unknown-next-plan", "next-plan-loop"}
+    library_level.add("example-starts-other-plan")
     # reported by `waygraph check` (dot-attribute: tests/test_check_dot.py)
     cli_level = {"load-error", "duplicate-plan", "no-plans", "dot-attribute"}
     from tests.test_check_human import COVERED as human_nodes  # human nodes

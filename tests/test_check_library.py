@@ -81,3 +81,23 @@ def test_library_match_mode_is_checked():
         "_meta.match_mode",
     )
     assert check_library(Library([plan()], meta={"match_mode": "substring"})) == []
+
+
+def test_an_example_that_starts_another_plan_by_its_triggers_is_a_warning():
+    deploy = plan(id="deploy", triggers=["deploy"], examples=["push the new build to prod"])
+    release = plan(
+        id="release",
+        triggers=["new build"],
+        examples=["cut a release", "ship the new build to pypi"],
+    )
+    problems = check_library(Library([deploy, release]))
+    assert [(p.code, p.level, p.plan, p.field) for p in problems] == [
+        ("example-starts-other-plan", "warning", "deploy", "examples.0"),
+    ]
+    assert "'release'" in problems[0].message and "'new build'" in problems[0].message
+    # An example its own plan's triggers take, or none take, is what examples are for.
+    assert check_library(Library([release])) == []
+
+
+def test_the_starter_plans_examples_start_no_other_plan():
+    assert [p for p in load_library().check() if p.code == "example-starts-other-plan"] == []

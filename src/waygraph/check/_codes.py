@@ -98,6 +98,10 @@ CODES: dict[str, tuple[Level, str]] = {
     "escalate-without-reason": ("warning", "an escalate node without a reason"),
     "ignored-field": ("warning", "a node sets a field its type does not use"),
     "next-plan-loop": ("warning", "next_plan links lead back to the plan they start from"),
+    "example-starts-other-plan": (
+        "warning",
+        "a plan's example, typed by a user, starts another plan by that plan's triggers",
+    ),
     "on-fail-ignored": ("warning", "a step with on_fail abort/block but required false"),
     "no-triggers": ("warning", "no triggers: the plan can only be started by id"),
     "unreachable-threshold": (

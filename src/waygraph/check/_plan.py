@@ -63,6 +63,39 @@ def check_library(library: Library) -> list[Problem]:
     for plan in library:
         out.extend(check_plan(plan, file=library.sources.get(plan.id)))
     out.extend(_chain_problems(library))
+    out.extend(_example_problems(library))
+    return out
+
+
+def _example_problems(library: Library) -> list[Problem]:
+    """Examples that start another plan by its triggers.
+
+    Triggers are matched before meaning (``matching="both"``), so a user who
+    types such an example gets the other plan whatever the example was written for.
+    """
+    if not any(plan.examples for plan in library):
+        return []
+    from waygraph.match import Matcher
+
+    matcher = Matcher(library)
+    out: list[Problem] = []
+    for plan in library:
+        for i, example in enumerate(plan.examples):
+            found = matcher.best(example)
+            if found is None or found.plan_id == plan.id:
+                continue
+            out.append(
+                problem(
+                    "example-starts-other-plan",
+                    f"the example {example!r} starts plan {found.plan_id!r} by its triggers "
+                    f"({', '.join(repr(h) for h in found.hits)}): a user who types it gets "
+                    f"that plan, not this one; reword the example, or narrow "
+                    f"{found.plan_id!r}'s triggers",
+                    file=library.sources.get(plan.id),
+                    plan=plan.id,
+                    field=f"examples.{i}",
+                )
+            )
     return out
 
 
