@@ -1,7 +1,7 @@
 """The ``human`` node checks of ``waygraph check``: a question a person can answer.
 
 A human node routes by the labels of its outgoing edges (its choices,
-:func:`waygraph._choices.choices`), so it needs at least one labelled edge,
+:func:`waygraph.model.people.choices`), so it needs at least one labelled edge,
 and no answer may pick two of them: labels must differ (case, spacing and
 surrounding punctuation ignored), and so must their accelerators (``[Y] Yes``)
 and their words without the accelerator. Run by the plan

@@ -50,6 +50,7 @@ class PlanScan:
         edge: Edge | None = None,
         field: str | None = None,
     ) -> None:
+        """Record a problem of ``code`` (its level from ``CODES``) in this plan's file."""
         self.problems.append(
             problem(
                 code,
