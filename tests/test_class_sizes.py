@@ -18,6 +18,8 @@ import waygraph
 
 SRC = Path(waygraph.__file__).parent
 MAX_CLASS_LINES = 400
+
+
 def classes() -> list[tuple[str, ast.ClassDef]]:
     """Every class of the package, nested ones included, with its module's path."""
     found = []

@@ -1,5 +1,6 @@
 """Evidence by where it came from (issue 32): the command behind a result, its exit status,
-and whether it ran at all (waygraph.verify_types.evidence), through the verdicts and the Navigator."""
+and whether it ran at all (waygraph.verify_types.evidence), through the verdicts and the
+Navigator."""
 
 from __future__ import annotations
 
