@@ -218,6 +218,15 @@ class Counts:
 
         store.commit, store.commit_all = counted_commit, counted_commit_all
         bus.publish = counted_publish  # type: ignore[method-assign]
+        together = getattr(store, "commit_and_list", None)
+        if together is not None:
+            # PostgreSQL's commit with the lists after it (store.commit_then_list): one commit.
+
+            def counted_together(*args: Any, **kwargs: Any) -> Any:
+                self.commits += 1
+                return together(*args, **kwargs)
+
+            store.commit_and_list = counted_together
 
     def reset(self) -> None:
         self.commits = self.publishes = 0
