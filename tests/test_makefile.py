@@ -40,13 +40,20 @@ def test_make_demo_installs_the_base_package_only(tmp_path: Path):
 
 def test_make_test_installs_the_test_tools(tmp_path: Path):
     commands = plan_of("test", tmp_path / "venv")
-    assert "pip install -q -e '.[dev]'" in commands
+    # One resolver call for the test tools and the semantic extra (its torch pinned).
+    installs = [c for c in commands.splitlines() if "pip install" in c and "-e '." in c]
+    assert installs == [
+        f"{tmp_path / 'venv'}/bin/python -m pip install -q -e '.[dev,semantic]' 'torch==2.13.0'"
+    ]
     assert "pytest -q" in commands
 
 
 def test_make_test_runs_the_suite_on_two_workers_unless_told_otherwise(tmp_path: Path):
     suite = [c for c in plan_of("test", tmp_path / "venv").splitlines() if "pytest -q" in c]
-    assert suite == [f"{tmp_path / 'venv'}/bin/python -m pytest -q -n 2 --dist loadgroup"]
+    assert suite == [
+        f"PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX={tmp_path / 'venv'}/pycache"
+        f" {tmp_path / 'venv'}/bin/python -m pytest -q -n 2 --dist loadgroup"
+    ]
     serial = plan_of("test", tmp_path / "venv", "TEST_WORKERS=0")
     assert "pytest -q -n 0 --dist loadgroup" in serial
     dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,47 @@ def wait_for(path: Path, limit: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+# What a command leaves behind is found by a marker in its command line, and it
+# waits on a FIFO nobody writes: no timer, so the test need not outwait one to
+# see that it never wrote. A test waits until no marked process is left (each
+# is gone or a zombie), not for a time that a loaded machine could overrun.
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> str:
+    """A name in the command line of every process the test's command starts."""
+    os.mkfifo(tmp_path / "never")
+    return f"wgtest-{uuid.uuid4().hex}"
+
+
+def detached(marker: str, redirect: str = "> /dev/null 2>&1") -> str:
+    """Starts a process outside the command's process group (setsid, as a daemon
+    would), which says it is up, then would write late.txt if it were ever woken."""
+    script = "touch up.txt; read x < never; echo late > late.txt"
+    return (
+        f"(setsid sh -c '{script}' {marker} {redirect} &); until [ -e up.txt ]; do sleep 0.01; done"
+    )
+
+
+def marked(marker: str) -> list[int]:
+    """The processes still running whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:  # ended while we looked
+            continue
+    return found
+
+
+def all_gone(marker: str, limit: float = 30.0) -> None:
+    deadline = time.monotonic() + limit
+    while left := marked(marker):
+        assert time.monotonic() < deadline, f"still running after {limit} s: {left}"
+        time.sleep(0.02)
+
+
 def test_the_buffer_keeps_head_and_tail_and_counts_the_middle():
     buf = runner.BoundedBuffer(keep=4)
     for chunk in (b"ab", b"cdef", b"ghijklmnop", b"q"):
@@ -78,40 +120,34 @@ def test_300_mb_of_output_keeps_the_host_under_200_mb(tmp_path: Path):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("redirect", ["", "> /dev/null 2>&1"])
-def test_a_detached_child_dies_at_the_deadline(tmp_path: Path, redirect: str):
+def test_a_detached_child_dies_at_the_deadline(tmp_path: Path, redirect: str, marker: str):
     # With the child holding the pipe (no redirect) reading stops at the deadline too.
-    command = f"(setsid sh -c 'sleep 6; echo late > late.txt' {redirect} &); sleep 100"
-    started = time.monotonic()
+    command = f"{detached(marker, redirect)}; read x < never"
     out, _ = child(command, tmp_path, 2).communicate(timeout=50)
     assert out.split()[0] == str(runner.EXIT_TIMEOUT)
-    assert not (tmp_path / "late.txt").exists()  # it returned before the child could write
-    time.sleep(max(0.0, started + 8 - time.monotonic()))
+    assert (tmp_path / "up.txt").exists()
+    all_gone(marker)
     assert not (tmp_path / "late.txt").exists()
 
 
 @pytest.mark.timeout(60)
-def test_what_a_command_leaves_behind_dies_when_it_ends(tmp_path: Path):
-    command = "(setsid sh -c 'sleep 3; echo late > late.txt' > /dev/null 2>&1 &); echo done"
-    started = time.monotonic()
+def test_what_a_command_leaves_behind_dies_when_it_ends(tmp_path: Path, marker: str):
+    command = f"{detached(marker)}; echo done"
     out, _ = child(command, tmp_path, 30).communicate(timeout=50)
     assert out.split()[0] == "0" and "done" in out
-    time.sleep(max(0.0, started + 5 - time.monotonic()))
+    all_gone(marker)
     assert not (tmp_path / "late.txt").exists()
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
-def test_killing_waygraph_kills_its_running_command(tmp_path: Path, how: int):
-    command = (
-        "(setsid sh -c 'sleep 6; echo late > late.txt' > /dev/null 2>&1 &); "
-        "touch started.txt; sleep 6; echo marker > marker.txt"
-    )
+def test_killing_waygraph_kills_its_running_command(tmp_path: Path, how: int, marker: str):
+    command = f"{detached(marker)}; touch started.txt; read x < never; echo marker > marker.txt"
     process = child(command, tmp_path, 40)
     wait_for(tmp_path / "started.txt")
-    started = time.monotonic()
     process.send_signal(how)
     process.communicate(timeout=30)
-    time.sleep(max(0.0, started + 8 - time.monotonic()))
+    all_gone(marker)  # the command itself and what it left behind
     assert not (tmp_path / "marker.txt").exists()
     assert not (tmp_path / "late.txt").exists()
 
@@ -138,18 +174,17 @@ def test_bad_commands_are_answered_not_raised(tmp_path: Path):
 
 
 @pytest.mark.timeout(60)
-def test_a_gate_kills_the_command_and_all_its_children(tmp_path: Path):
+def test_a_gate_kills_the_command_and_all_its_children(tmp_path: Path, marker: str):
     # docs/guided.md: "the command and all its children are killed", setsid ones too.
-    command = "(setsid sh -c 'sleep 6; echo late > late.txt' > /dev/null 2>&1 &); sleep 100"
-    started = time.monotonic()
-    obs = run_command(command, cwd=tmp_path, timeout=2)
+    obs = run_command(f"{detached(marker)}; read x < never", cwd=tmp_path, timeout=2)
     assert obs.exit_code == runner.EXIT_TIMEOUT and "timed out" in obs.output
-    time.sleep(max(0.0, started + 8 - time.monotonic()))
+    assert (tmp_path / "up.txt").exists()
+    all_gone(marker)
     assert not (tmp_path / "late.txt").exists()
 
 
 @pytest.mark.timeout(60)
-def test_every_other_caller_goes_through_the_runner(tmp_path: Path):
+def test_every_other_caller_goes_through_the_runner(tmp_path: Path, marker: str):
     from waygraph.cli.play_cmds import _tool_result
     from waygraph.demo import Workspace
     from waygraph.eval.workspace import run_python
@@ -158,12 +193,12 @@ def test_every_other_caller_goes_through_the_runner(tmp_path: Path):
     played = _tool_result("!yes 0123456789 | head -c 5000000", tmp_path)
     assert played is not None and "bytes dropped" in played[0] and played[1] == 0
     # The demo's tool and eval's checks leave nothing running behind them.
-    leave = "(setsid sh -c 'sleep 3; echo late >> late.txt' > /dev/null 2>&1 &)"
-    started = time.monotonic()
-    assert Workspace(tmp_path).run(f"{leave}; echo ok").exit_code == 0
-    code = f"import subprocess; subprocess.run({leave!r}, shell=True); print('ok')"
+    assert Workspace(tmp_path).run(f"{detached(marker)}; echo ok").exit_code == 0
+    all_gone(marker)
+    (tmp_path / "up.txt").unlink()
+    code = f"import subprocess; subprocess.run({detached(marker)!r}, shell=True); print('ok')"
     assert run_python(tmp_path, "-c", code) == (True, "ok\n")
-    time.sleep(max(0.0, started + 5 - time.monotonic()))
+    all_gone(marker)
     assert not (tmp_path / "late.txt").exists()
 
 
