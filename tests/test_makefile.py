@@ -52,10 +52,10 @@ def test_make_test_runs_the_suite_on_two_workers_unless_told_otherwise(tmp_path:
     suite = [c for c in plan_of("test", tmp_path / "venv").splitlines() if "pytest -q" in c]
     assert suite == [
         f"PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX={tmp_path / 'venv'}/pycache"
-        f" {tmp_path / 'venv'}/bin/python -m pytest -q -n 2 --dist loadgroup"
+        f" {tmp_path / 'venv'}/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder"
     ]
     serial = plan_of("test", tmp_path / "venv", "TEST_WORKERS=0")
-    assert "pytest -q -n 0 --dist loadgroup" in serial
+    assert "pytest -q -n 0 --dist loadfile" in serial
     dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(d.startswith("pytest-xdist") for d in dev["dev"])
 
