@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli_run import wg
+from tests.cli_helpers import wg
 from waygraph.describe import describe_event
 
 HELLO = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.test_cli_run import wg
+from tests.cli_helpers import wg
 from waygraph.navigator import Navigator
 from waygraph.store import open_store
 

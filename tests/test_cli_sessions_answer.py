@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.answer_plans import CHOICES, PROMPT, library, write_library
-from tests.test_cli_run import wg
+from tests.cli_helpers import wg
 from waygraph.cli import app
 from waygraph.model.people import MAX_ANSWER_CHARS
 from waygraph.navigator import Navigator

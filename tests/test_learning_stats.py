@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_cli_markup import wg
+from tests.cli_helpers import wg
 from waygraph import Navigator
 from waygraph.learning import Statistics, plan_stats
 from waygraph.store import Store
