@@ -11,6 +11,7 @@ from typing import Any
 from tests.bus_contract import async_test, eventually
 from tests.event_stacks import Stack, stack_fixture  # noqa: F401
 from waygraph.events import (
+    InProcessBus,
     PlanContext,
     Planner,
     StateAction,
@@ -54,10 +55,35 @@ class Counted:
 
 
 def counted_planner(stack: Stack) -> tuple[Planner, Store, Counted]:
-    """A planner "reads" on ``stack`` whose store's reads are counted."""
+    """A planner "reads" on ``stack`` whose store's reads are counted (its cache on, as
+    for a store in another process, on every stack)."""
     store = open_store(stack.store_url)
     reads = Counted(store)
-    return Planner("reads", bus=stack.bus(), store=store, recovery_interval=None), store, reads
+    planner = Planner("reads", bus=stack.bus(), store=store, recovery_interval=None)
+    planner.context.cache.enabled = True
+    return planner, store, reads
+
+
+def cached_planner(stack: Stack) -> Planner:
+    """A planner "reads" on ``stack``'s store, its cache on on every stack."""
+    planner = Planner("reads", bus=stack.bus(), store=stack.store_url, recovery_interval=None)
+    planner.context.cache.enabled = True
+    return planner
+
+
+def test_only_a_store_in_another_process_is_worth_a_cached_copy(tmp_path: Any) -> None:
+    for url, kept in (("memory://", False), (f"sqlite:///{tmp_path / 'p.db'}", False)):
+        planner = Planner("reads", bus=InProcessBus(), store=url, recovery_interval=None)
+        assert planner.context.cache.enabled is kept, url
+        planner.store.close()
+
+
+def test_a_postgresql_planner_keeps_cached_copies(postgres_url: str) -> None:
+    planner = Planner("reads", bus=InProcessBus(), store=postgres_url, recovery_interval=None)
+    try:
+        assert planner.context.cache.enabled
+    finally:
+        planner.store.close()
 
 
 async def running_planner(stack: Stack) -> tuple[Planner, Store, Counted]:
@@ -160,7 +186,7 @@ async def test_the_answer_moves_the_plan_committed_here_without_reading_it(
 async def test_a_plan_another_writer_changed_is_never_moved_from_the_cached_copy(
     stack: Stack,
 ) -> None:
-    planner = Planner("reads", bus=stack.bus(), store=stack.store_url, recovery_interval=None)
+    planner = cached_planner(stack)
     planner.on_goal("reads.goal", state_machine=SM)
     await planner.start()
     # Another process's planner of the same name, on the same store: its commits
@@ -192,7 +218,7 @@ async def test_a_plan_another_writer_changed_is_never_moved_from_the_cached_copy
 
 @async_test(60)
 async def test_a_commit_made_here_replaces_the_cached_copy(stack: Stack) -> None:
-    planner = Planner("reads", bus=stack.bus(), store=stack.store_url, recovery_interval=None)
+    planner = cached_planner(stack)
     planner.on_goal("reads.goal", state_machine=SM)
     await planner.start()
     try:

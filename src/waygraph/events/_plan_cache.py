@@ -59,8 +59,11 @@ class PlanCache:
     """Plans this process committed that wait for an answer, by the correlation id
     they wait on; at most ``size``, the least recently kept dropped first."""
 
-    def __init__(self, size: int = SIZE) -> None:
+    def __init__(self, size: int = SIZE, *, enabled: bool = True) -> None:
         self.size = size
+        #: Whether commits keep plans here: not for a store in this process
+        #: (memory://, SQLite), whose read costs less than the copy kept.
+        self.enabled = enabled
         self._plans: OrderedDict[str, Cached] = OrderedDict()
         self._waiting: dict[str, str] = {}
         self._notes: dict[str, list[StoredRecord]] = {}

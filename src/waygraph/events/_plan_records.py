@@ -258,6 +258,8 @@ def _read_after(fields: dict[str, Any], entries: Sequence[dict[str, Any]]) -> li
 def _remember(plan: PlanContext, fields: dict[str, Any], record: dict[str, Any]) -> None:
     """Keep a plan of its context's planner that now waits for an answer (_plan_cache)."""
     context = plan.context
+    if not context.cache.enabled:
+        return
     awaiting = fields["awaiting"]
     if (
         fields["status"] == RunStatus.RUNNING

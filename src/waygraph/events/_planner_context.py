@@ -72,6 +72,10 @@ class PlannerContext:
     #: Plans committed here that wait for an answer (a guess the store's version check checks).
     cache: PlanCache = field(default_factory=PlanCache, repr=False)
 
+    def __post_init__(self) -> None:
+        # A read of a store in this process costs less than the copy the cache keeps.
+        self.cache.enabled = not isinstance(self.store, MemoryStore | SQLiteStore)
+
     @property
     def running(self) -> bool:
         """Whether the planner is started and not closing (it then tries failed outboxes again)."""
