@@ -5,7 +5,8 @@ markdown table (or, with ``--json``, the figures as one JSON object).
 ``--only "NATS + PostgreSQL, 3"`` (any start of a stack's name) runs that stack
 alone. ``WAYGRAPH_BENCH_GOAL_HANDLER=default``: the planner's default goal
 handler (``on_goal(..., state_machine=SM)``) instead of the benchmark's own,
-which does the same but, being the application's, costs a look-up first.
+which does the same but, being the application's, costs a look-up of the
+goal's plan first on a bus that cannot say a delivery is the first (in-process).
 ``WAYGRAPH_BENCH_PROFILE=FILE`` runs the 3-process stack's planner under
 bench/_profiled.py: a cProfile of its main thread's CPU in FILE, or with FILE
 ending in ``.txt`` a sampled profile as text.
