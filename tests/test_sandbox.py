@@ -8,12 +8,16 @@ still runs.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import DISK_TEMP
 from waygraph.cli.plan_tools import NO_CONFINEMENT, CommandFailed, workspace_tools
 from waygraph.sandbox import landlock
 
@@ -26,15 +30,20 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
-def box(tmp_path: Path) -> tuple[Path, Path]:
+def box() -> Iterator[tuple[Path, Path]]:
     """A workspace with a secret beside it and a link pointing at the secret."""
-    workspace = tmp_path / "ws"
+    # Not tmp_path: the suite keeps it in /dev/shm when it can (tests/conftest.py),
+    # and a confined command may read /dev. The escapes start from a folder on
+    # disk, where a workspace and its neighbours normally are.
+    root = Path(tempfile.mkdtemp(prefix="waygraph-box-", dir=DISK_TEMP))
+    workspace = root / "ws"
     workspace.mkdir()
-    secret = tmp_path / "secret.txt"
+    secret = root / "secret.txt"
     secret.write_text(SECRET)
     (workspace / "link_to_secret").symlink_to(secret)
-    (workspace / "link_to_parent").symlink_to(tmp_path, target_is_directory=True)
-    return workspace, tmp_path
+    (workspace / "link_to_parent").symlink_to(root, target_is_directory=True)
+    yield workspace, root
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def run(workspace: Path, command: str) -> str:
