@@ -20,8 +20,11 @@ $(BASE_STAMP): pyproject.toml | $(BIN)/python
 # The semantic extra's tests run too. torch is pinned to the CPU build this
 # machine keeps on disk (pip's find-links): a bare range would pull a CUDA build
 # of several GB from PyPI. One pip call: one resolve and one editable build.
+# --no-compile: pip would compile every module of every package (torch's
+# thousands) to bytecode; the suite compiles the few it imports, once, into
+# $(PYCACHE) (below). 74 s against 28 s for this install on an idle machine.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,semantic]' 'torch==2.13.0'
+	$(BIN)/python -m pip install -q --no-compile -e '.[dev,semantic]' 'torch==2.13.0'
 	touch $(STAMP) $(BASE_STAMP)
 
 setup: $(STAMP)
@@ -42,15 +45,16 @@ browser:
 		echo "make browser: apt-get install chromium failed; the browser test will skip"; \
 	else echo "make browser: /usr/bin/chromium is missing and cannot be installed here (needs root and apt-get); the browser test will skip"; fi
 
-# The suite runs on TEST_WORKERS processes (pytest-xdist): half of its time is
-# spent waiting on subprocesses, servers and timeouts, which a second worker
-# overlaps. Two suits a 2-core box whose tests also start processes of their
-# own; `make test TEST_WORKERS=0` runs it serially in one process.
+# The suite runs on TEST_WORKERS processes (pytest-xdist): much of its time is
+# spent waiting on subprocesses, servers and timeouts, which other workers
+# overlap. On a 2-core box with a CPU hog beside it, two workers used about
+# one core between them (docs/benchmarks.md); three keep both busier.
+# `make test TEST_WORKERS=0` runs it serially in one process.
 # --dist loadfile runs each module on one worker, so a module-scoped fixture is
 # built once (--dist loadgroup split xdist_group modules across workers with
 # pytest 9, whose node ids xdist 3.8 can no longer tag); --no-loadscope-reorder
 # keeps tests/conftest.py's order, the slowest modules first.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 
 # Bytecode is written during the run (a shell may export PYTHONDONTWRITEBYTECODE=1),
 # into the virtual environment, not the source tree: each of the suite's ~200

@@ -43,16 +43,17 @@ def test_make_test_installs_the_test_tools(tmp_path: Path):
     # One resolver call for the test tools and the semantic extra (its torch pinned).
     installs = [c for c in commands.splitlines() if "pip install" in c and "-e '." in c]
     assert installs == [
-        f"{tmp_path / 'venv'}/bin/python -m pip install -q -e '.[dev,semantic]' 'torch==2.13.0'"
+        f"{tmp_path / 'venv'}/bin/python -m pip install -q --no-compile"
+        " -e '.[dev,semantic]' 'torch==2.13.0'"
     ]
     assert "pytest -q" in commands
 
 
-def test_make_test_runs_the_suite_on_two_workers_unless_told_otherwise(tmp_path: Path):
+def test_make_test_runs_the_suite_on_three_workers_unless_told_otherwise(tmp_path: Path):
     suite = [c for c in plan_of("test", tmp_path / "venv").splitlines() if "pytest -q" in c]
     assert suite == [
         f"PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX={tmp_path / 'venv'}/pycache"
-        f" {tmp_path / 'venv'}/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder"
+        f" {tmp_path / 'venv'}/bin/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder"
     ]
     serial = plan_of("test", tmp_path / "venv", "TEST_WORKERS=0")
     assert "pytest -q -n 0 --dist loadfile" in serial
