@@ -16,7 +16,8 @@ from waygraph.eval.suite import all_tasks, get_task
 from waygraph.testing import ScriptedChatServer
 
 # Its module-scoped fixture takes seconds to build: one worker runs the whole module
-# (make test distributes with --dist loadgroup), so the fixture is built once.
+# (make test distributes whole modules, --dist loadfile), so the fixture is built once;
+# the group does so under --dist loadgroup where xdist can tag node ids (pytest < 9).
 pytestmark = [pytest.mark.timeout(120), pytest.mark.xdist_group("eval_models")]
 
 TASKS = all_tasks()

@@ -32,7 +32,8 @@ from waygraph.store.sqlite import SQLiteStore
 RUNNER = "python -m pytest -q"
 
 # Its module-scoped fixture takes seconds to build: one worker runs the whole module
-# (make test distributes with --dist loadgroup), so the fixture is built once.
+# (make test distributes whole modules, --dist loadfile), so the fixture is built once;
+# the group does so under --dist loadgroup where xdist can tag node ids (pytest < 9).
 pytestmark = pytest.mark.xdist_group("learning_stats")
 
 BUG = "I need to fix a bug in the login module"

@@ -33,7 +33,8 @@ from waygraph.sessions import SessionPlanner
 from waygraph.store import open_store
 
 # Its module-scoped fixture takes seconds to build: one worker runs the whole module
-# (make test distributes with --dist loadgroup), so the fixture is built once.
+# (make test distributes whole modules, --dist loadfile), so the fixture is built once;
+# the group does so under --dist loadgroup where xdist can tag node ids (pytest < 9).
 pytestmark = pytest.mark.xdist_group("learning_tune")
 
 PASS = {"type": "output_contains", "value": "PASS"}
