@@ -11,11 +11,19 @@ What a confined command may do:
 - read, write, create and delete anything under the workspace and under a
   private temporary folder (``TMPDIR`` points there);
 - read and execute the system (``/usr``, ``/bin``, ``/lib*``, ``/etc``,
-  ``/opt``, ``/var/lib``, ``/run``), the Python installation it was started
-  from, and the folders on ``PATH``; read ``/proc`` and ``/sys``; use the
-  devices in ``/dev`` (``/dev/null``, ``/dev/urandom``, a terminal);
+  ``/opt``, ``/var/lib``), the Python installation it was started from, and
+  the folders on ``PATH``; read ``/proc``, ``/sys`` and the folders
+  ``/etc/resolv.conf`` may point into under ``/run`` (:data:`RUN`); use the
+  devices in :data:`DEVICES` (``/dev/null``, ``/dev/zero``, ``/dev/urandom``,
+  a terminal, pseudo-terminals);
 - nothing else: no reading of the user's home (outside those folders), of
-  ``/tmp`` or of other projects, and no writing anywhere else. Paths are the
+  ``/tmp`` or of other projects, and no writing anywhere else. Not the rest
+  of ``/dev`` either: ``/dev/shm`` holds other programs' shared memory (a
+  database's buffers, files people keep in RAM) and a disk's device is the
+  whole disk to root, so POSIX shared memory and named semaphores
+  (``multiprocessing``'s locks) are not available to a confined command. Not
+  the rest of ``/run``: ``/run/secrets`` is where containers mount secrets,
+  ``/run/user`` a login's keyrings and sockets. Paths are the
   kernel's business, so symlinks, ``..``, globbing, ``$(dirname $PWD)`` or a
   ``python3 -c "open(...)"`` reach nothing more than the rules allow.
 
@@ -39,7 +47,7 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 
-__all__ = ["abi_version", "command_line", "read_only_paths", "restrict"]
+__all__ = ["DEVICES", "RUN", "SYSTEM", "abi_version", "command_line", "read_only_paths", "restrict"]
 
 # Syscall numbers: the same on every architecture (asm-generic and x86_64).
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
@@ -94,7 +102,20 @@ SYSTEM = (
     "/etc",
     "/opt",
     "/var/lib",
-    "/run",
+)
+#: The folders of ``/run`` a command may read: where ``/etc/resolv.conf`` points
+#: (systemd-resolved, resolvconf, NetworkManager), so that names resolve.
+RUN = ("/run/systemd/resolve", "/run/resolvconf", "/run/NetworkManager")
+#: The devices a command may use (read, write and, for terminals, ioctl).
+DEVICES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
 )
 
 
@@ -124,7 +145,7 @@ def _handled(abi: int) -> int:
 
 def read_only_paths(extra: Iterable[str] = ()) -> list[str]:
     """The folders a confined command may read: the system, Python, ``PATH``, ``extra``."""
-    paths = [*SYSTEM, sys.prefix, sys.base_prefix, sys.exec_prefix, *extra]
+    paths = [*SYSTEM, *RUN, sys.prefix, sys.base_prefix, sys.exec_prefix, *extra]
     paths += os.environ.get("PATH", "").split(os.pathsep)
     seen: list[str] = []
     for path in paths:
@@ -160,7 +181,8 @@ def restrict(writable: Sequence[str], readable: Sequence[str], *, network: bool 
         rules = [(p, handled & (READ | WRITE)) for p in writable]
         rules += [(p, handled & READ) for p in readable]
         rules += [("/proc", READ_FILE | READ_DIR), ("/sys", READ_FILE | READ_DIR)]
-        rules += [("/dev", handled & (READ_FILE | READ_DIR | WRITE_FILE | IOCTL_DEV | TRUNCATE))]
+        device = handled & (READ_FILE | READ_DIR | WRITE_FILE | IOCTL_DEV | TRUNCATE)
+        rules += [(path, device) for path in DEVICES]
         for path, access in rules:
             _add_rule(libc, ruleset, path, access)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
