@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DISK_TEMP
-from waygraph.cli.plan_tools import CommandFailed, workspace_tools
+from tests.test_sandbox import run
 from waygraph.sandbox import landlock
 
 SECRET = "SHM-SECRET-4410"
@@ -34,14 +34,6 @@ def workspace() -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="waygraph-dev-", dir=DISK_TEMP))
     yield root
     shutil.rmtree(root, ignore_errors=True)
-
-
-def run(workspace: Path, command: str) -> str:
-    shell = workspace_tools(workspace, timeout=20)[0]
-    try:
-        return shell(command)
-    except CommandFailed as exc:
-        return f"FAILED {exc}"
 
 
 def _planted(folder: Path) -> Iterator[Path]:
