@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import SLOWEST_FIRST, _ram_temp_folder
+from tests.conftest import DISK_TEMP, SLOWEST_FIRST, _ram_temp_folder
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,3 +28,8 @@ def test_the_modules_named_first_run_first(request):
             names.append(item.path.name)
     present = [name for name in SLOWEST_FIRST if name in names]
     assert names[: len(present)] == present
+
+
+def test_the_disk_folder_is_not_under_dev_on_any_worker():
+    # Run under xdist too: a worker inherits TMPDIR=/dev/shm from the main process.
+    assert not Path(DISK_TEMP).resolve().is_relative_to("/dev")
