@@ -57,8 +57,8 @@ def _ram_temp_folder(folder: str = "/dev/shm", room: int = 2 << 30) -> str | Non
 # RAM, 20 s on disk beside the rest of the suite). What the tests check (a
 # process killed mid-write, concurrent writers, what a file holds) does not
 # depend on the disk under the page cache; power loss is not simulated.
-#: The temporary folder without that (on disk here), for files that must not be
-#: under /dev: a confined command may read /dev (tests/test_sandbox.py). xdist's
+#: The temporary folder without that (on disk here), for tests that want a folder
+#: where one normally is (tests/test_sandbox.py escapes from both). xdist's
 #: workers inherit TMPDIR from the main process, and this with it.
 DISK_TEMP = os.environ.get("WAYGRAPH_TEST_DISK_TEMP") or tempfile.gettempdir()
 if "TMPDIR" not in os.environ and (_RAM := _ram_temp_folder()) is not None:

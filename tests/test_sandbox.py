@@ -29,13 +29,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def box() -> Iterator[tuple[Path, Path]]:
-    """A workspace with a secret beside it and a link pointing at the secret."""
-    # Not tmp_path: the suite keeps it in /dev/shm when it can (tests/conftest.py),
-    # and a confined command may read /dev. The escapes start from a folder on
-    # disk, where a workspace and its neighbours normally are.
-    root = Path(tempfile.mkdtemp(prefix="waygraph-box-", dir=DISK_TEMP))
+@pytest.fixture(params=["disk", "tmp_path"])
+def box(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A workspace with a secret beside it and a link pointing at the secret, on
+    disk (where a workspace and its neighbours normally are) and in tmp_path, which
+    the suite keeps in /dev/shm when it can (tests/conftest.py): a confined
+    command reached all of /dev before only the devices it needs were opened."""
+    if request.param == "disk":
+        root = Path(tempfile.mkdtemp(prefix="waygraph-box-", dir=DISK_TEMP))
+    else:
+        root = tmp_path
     workspace = root / "ws"
     workspace.mkdir()
     secret = root / "secret.txt"
@@ -43,7 +46,8 @@ def box() -> Iterator[tuple[Path, Path]]:
     (workspace / "link_to_secret").symlink_to(secret)
     (workspace / "link_to_parent").symlink_to(root, target_is_directory=True)
     yield workspace, root
-    shutil.rmtree(root, ignore_errors=True)
+    if request.param == "disk":
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def run(workspace: Path, command: str) -> str:
