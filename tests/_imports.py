@@ -102,12 +102,26 @@ def imports(root: Path = SRC, package: str = "waygraph") -> list[Import]:
     return list(_cached(root, package))
 
 
+def _parents(module: str) -> list[str]:
+    """The packages above ``module`` below the top one: ``a.b.c`` -> ``[a.b]``."""
+    parts = module.split(".")
+    return [".".join(parts[:n]) for n in range(2, len(parts))]
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
 def top_cycles(root: Path = SRC, package: str = "waygraph") -> list[list[str]]:
     """Groups of modules that import each other at import time (strongly connected)."""
     graph: dict[str, set[str]] = {}
     for i in imports(root, package):
         if i.at_import:
-            graph.setdefault(i.source, set()).add(i.target)
+            edges = graph.setdefault(i.source, set())
+            edges.add(i.target)
+            # Importing a.b.c runs a.b's __init__ first: a package's __init__ is
+            # imported too, unless it is one the importer already sits in.
+            edges.update(p for p in _parents(i.target) if not _within(i.source, p))
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

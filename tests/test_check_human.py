@@ -27,7 +27,7 @@ from waygraph.formats.json_library import library_to_data, plan_to_data, plans_f
 from waygraph.formats.schema import library_schema
 from waygraph.formats.yaml_library import parse_yaml, to_yaml
 from waygraph.model import Graph, Plan, Verify
-from waygraph.model.people import accelerator, answer_keys, choice_labels
+from waygraph.verify_types.people import accelerator, answer_keys, choice_labels
 
 #: The codes this module covers (tests/test_check_codes.py: every code has a case).
 COVERED = {"human-without-choices", "duplicate-choice"}

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from tests.answer_plans import CHOICES, PROMPT, library, write_library
 from tests.cli_helpers import wg
 from waygraph.cli import app
-from waygraph.model.people import MAX_ANSWER_CHARS
 from waygraph.navigator import Navigator
+from waygraph.verify_types.people import MAX_ANSWER_CHARS
 
 runner = CliRunner()
 

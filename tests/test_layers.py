@@ -168,3 +168,40 @@ def test_the_import_picture_in_architecture_md_is_current():
         "docs/architecture.md's import picture is stale: "
         "run python scripts/import_picture.py --write"
     )
+
+
+# Each package imported first, in a process of its own: an import cycle that the
+# reading above misses (through a package's __init__) fails here as an ImportError.
+_IMPORT_EACH = """
+import os, sys
+failed = []
+for name in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            __import__(name)
+        except BaseException as exc:
+            print(f"{name}: {type(exc).__name__}: {exc}", flush=True)
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status:
+        failed.append(name)
+sys.exit(1 if failed else 0)
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_every_package_imports_first_in_a_fresh_process():
+    import subprocess
+    import sys
+
+    packages = sorted(
+        name
+        for name, path in module_names().items()
+        if path.name == "__init__.py" and name != "waygraph"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _IMPORT_EACH, *packages], capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -9,7 +9,7 @@ from waygraph.errors import InputError, NotWaitingError
 from waygraph.guided.turns import MAX_MESSAGE_CHARS
 from waygraph.library import Library
 from waygraph.model import Graph, Plan
-from waygraph.model.people import choice_of, is_refusal
+from waygraph.verify_types.people import choice_of, is_refusal
 
 
 def approval() -> Plan:

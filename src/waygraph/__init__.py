@@ -134,7 +134,7 @@ MOVED_MODULES = {
     "waygraph.live_library": "waygraph.guided.live_library",
     "waygraph.matching": "waygraph.match.selector",
     "waygraph.patterns": "waygraph.sandbox.patterns",
-    "waygraph.people": "waygraph.model.people",
+    "waygraph.people": "waygraph.verify_types.people",
     "waygraph.questions": "waygraph.verify.questions",
     "waygraph.retry": "waygraph.store.retry",
     "waygraph.runner": "waygraph.sandbox.runner",

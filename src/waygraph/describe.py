@@ -158,7 +158,7 @@ def _quoted(value: object) -> str:
 
 
 def _choices(value: object) -> str:
-    from waygraph.model.people import choices_text
+    from waygraph.verify_types.people import choices_text
 
     return choices_text([str(v) for v in value]) if isinstance(value, list) else ""
 
@@ -192,7 +192,7 @@ def _result_ignored(ev: Mapping[str, Any]) -> str:
     return f"{what}{_at(ev)} was only recorded: a person decides here"
 
 
-#: Timeline words for what people are asked and answer (waygraph.model.people).
+#: Timeline words for what people are asked and answer (waygraph.verify_types.people).
 _PERSON_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "question_asked": lambda ev: (
         f"The model asked the user{_at(ev)}"

@@ -44,12 +44,12 @@ from waygraph.library import Library
 from waygraph.match import Match
 from waygraph.match.selector import PlanSelector
 from waygraph.model import Plan
-from waygraph.model.people import rejected_answer
 from waygraph.render.style import GuidanceStyle, ToolsSpec
 from waygraph.store import Store, default_store_url
 from waygraph.store.retry import CONFLICT_TIMEOUT
 from waygraph.verify import Observation, VerifyContext, gates, judge_for, questions
 from waygraph.verify_types.evidence import command_of
+from waygraph.verify_types.people import rejected_answer
 
 __all__ = [
     "CACHE_SESSIONS",

@@ -1,7 +1,7 @@
 """The ``human`` node checks of ``waygraph check``: a question a person can answer.
 
 A human node routes by the labels of its outgoing edges (its choices,
-:func:`waygraph.model.people.choices`), so it needs at least one labelled edge,
+:func:`waygraph.verify_types.people.choices`), so it needs at least one labelled edge,
 and no answer may pick two of them: labels must differ (case, spacing and
 surrounding punctuation ignored), and so must their accelerators (``[Y] Yes``)
 and their words without the accelerator. Run by the plan
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waygraph.model.people import answer_keys, choice_label, choices
+from waygraph.verify_types.people import answer_keys, choice_label, choices
 
 if TYPE_CHECKING:
     from waygraph.check._scan import PlanScan

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from waygraph.engine.choice import first_edge, is_data_check, reads_context
 from waygraph.model import Edge, Node
-from waygraph.model.people import answer_keys, choice_label
+from waygraph.verify_types.people import answer_keys, choice_label
 
 if TYPE_CHECKING:
     from waygraph.check._scan import PlanScan

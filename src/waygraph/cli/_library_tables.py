@@ -205,7 +205,7 @@ def _retries_text(node: Node) -> str:
 def _node_details(node: Node, plan: Plan) -> list[str]:
     parts = []
     if node.type == "human":
-        from waygraph.model.people import choice_labels
+        from waygraph.verify_types.people import choice_labels
 
         parts.append(f"asks: {node.question}")
         labels = choice_labels(plan.graph, node.id)

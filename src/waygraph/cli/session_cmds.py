@@ -435,7 +435,7 @@ def _asked_line(session_id: str, asked: dict[str, Any]) -> str:
         >>> line.split(" Answer with")[0]
         "Waiting for the user at ok: Ship it. Choices: 'yes' or 'no'."
     """
-    from waygraph.model.people import choices_text
+    from waygraph.verify_types.people import choices_text
 
     what = {"choice": "", "confirm": " to confirm", "question": " (the model asked)"}
     text = f"Waiting for the user{what.get(asked['kind'], '')} at {asked['node']}"

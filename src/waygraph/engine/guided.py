@@ -41,7 +41,7 @@ from waygraph.engine.state import (
     Run,
 )
 from waygraph.model import Plan, RunStatus
-from waygraph.model.people import asks_person
+from waygraph.verify_types.people import asks_person
 
 # ---------------------------------------------------------------- public API
 

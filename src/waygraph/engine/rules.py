@@ -40,8 +40,8 @@ from waygraph.engine.state import (
     frozen_checkpoint,
 )
 from waygraph.model import Edge, Node, Plan, RunStatus, Verify
-from waygraph.model.people import asks_person, choice_label, choice_of, manual_check
-from waygraph.model.people import choices as choice_edges
+from waygraph.verify_types.people import asks_person, choice_label, choice_of, manual_check
+from waygraph.verify_types.people import choices as choice_edges
 
 
 class Turn:

@@ -28,8 +28,8 @@ from typing import Any
 
 from waygraph.describe import waiting_for as describe_waiting
 from waygraph.errors import WaygraphError
-from waygraph.model.people import MAX_ANSWER_CHARS, choices_text
 from waygraph.navigator import Guidance, Navigator
+from waygraph.verify_types.people import MAX_ANSWER_CHARS, choices_text
 
 __all__ = [
     "BY",

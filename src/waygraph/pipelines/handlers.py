@@ -35,7 +35,6 @@ from typing import Protocol, runtime_checkable
 
 from waygraph.eval.loop import run_shell
 from waygraph.model import Edge, Node, Plan
-from waygraph.model.people import accelerator, choice_label
 from waygraph.pipelines.backends import CodergenBackend
 from waygraph.pipelines.context import (
     Context,
@@ -57,6 +56,7 @@ from waygraph.pipelines.outcome import Outcome
 from waygraph.pipelines.routing import handler_type
 from waygraph.pipelines.run_folder import read_status, stage_dir, write_json, write_text
 from waygraph.sandbox import landlock
+from waygraph.verify_types.people import accelerator, choice_label
 
 __all__ = [
     "NEEDS_ALLOW_COMMANDS",

@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from waygraph.model.people import choice_of
+from waygraph.verify_types.people import choice_of
 
 __all__ = [
     "Answer",
@@ -129,8 +129,8 @@ class _Base:
 
 
 def match_option(options: Sequence[Option], said: str) -> Option | None:
-    """The option ``said`` picks: its label or words (:func:`waygraph.model.people.choice_of`), else
-    its key (any case), else None.
+    """The option ``said`` picks: its label or words
+    (:func:`waygraph.verify_types.people.choice_of`), else its key (any case), else None.
 
     Example:
         >>> opts = [Option(key="A", label="[A] Approve"), Option(key="F", label="[F] Fix")]

@@ -51,7 +51,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from waygraph.errors import InputError, NotWaitingError, RunHeldError, RunNotFoundError
 from waygraph.model import Plan
-from waygraph.model.people import choice_of, choices_text
 from waygraph.model.record import RunKind, RunRecord
 from waygraph.pipelines.checkpoint import Checkpoint
 from waygraph.pipelines.record_view import ENDED as _ENDED
@@ -59,6 +58,7 @@ from waygraph.pipelines.record_view import KIND, not_waiting, stored_plan
 from waygraph.planning._lease import LEASE_SECONDS, Lease
 from waygraph.store import Store, StoredRecord, open_store
 from waygraph.store.retry import retry_conflicts
+from waygraph.verify_types.people import choice_of, choices_text
 
 __all__ = ["KIND", "PipelineRecords", "PipelineRun"]
 

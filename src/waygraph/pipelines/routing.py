@@ -36,9 +36,9 @@ from typing import Any, Literal
 # One definition of where an unsatisfied goal gate sends a run, guided or executed.
 from waygraph.engine.choice import gate_target
 from waygraph.model import Edge, Graph, Node, Plan, Verify
-from waygraph.model.people import answer_keys
 from waygraph.pipelines.conditions import evaluate_condition, resolve_key, value_text
 from waygraph.pipelines.outcome import Outcome
+from waygraph.verify_types.people import answer_keys
 
 __all__ = [
     "DEFAULT_HANDLERS",

@@ -37,7 +37,6 @@ from typing import Protocol
 
 from waygraph.engine import Run
 from waygraph.model import Node, Plan
-from waygraph.model.people import asks_person, choice_labels, choices_text
 from waygraph.render._compact import compact_context
 from waygraph.render._compact import fit as _fit
 from waygraph.render._node import ARROW, attempt_text, cached_block
@@ -45,6 +44,7 @@ from waygraph.render._node import target as _target  # noqa: F401  (kept importa
 from waygraph.render._pipeline import context_lines
 from waygraph.render.style import COMPACT_TOKENS, FULL, GuidanceStyle
 from waygraph.verify import describe
+from waygraph.verify_types.people import asks_person, choice_labels, choices_text
 
 __all__ = [
     "context",

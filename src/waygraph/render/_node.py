@@ -20,11 +20,11 @@ import re
 from waygraph.engine import EXHAUST_EDGES, RETRY_EDGES, SUCCESS_EDGES, Run, pick_edge
 from waygraph.engine.choice import ordered_edges
 from waygraph.model import Node, Plan
-from waygraph.model.people import choice_labels, human_lines
 from waygraph.render._pipeline import attractor_fail_routes, exit_status_line, settings_lines
 from waygraph.render.style import FULL, GuidanceStyle, HostTools
 from waygraph.verify import describe
 from waygraph.verify_types import person_request
+from waygraph.verify_types.people import choice_labels, human_lines
 
 __all__ = ["ARROW", "attempt_text", "cached_block", "hint_line", "node_block", "target"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waygraph.model import people
+from waygraph.verify_types import people
 from waygraph.verify_types._spec import VerifySpec
 from waygraph.verify_types._verdicts import SUCCESS, Observation, Verdict, VerifyContext
 
