@@ -10,7 +10,6 @@ refused before it is read, so refusing costs milliseconds, not the 32 s and
 from __future__ import annotations
 
 import json
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -80,13 +79,10 @@ def test_a_file_over_its_budget_is_refused_before_it_is_read(tmp_path: Path, suf
     with path.open("wb") as out:
         out.truncate(31 * 1024 * 1024)  # 31 MB, sparse: cheap to make
     tracemalloc.start()
-    started = time.monotonic()
     with pytest.raises(PlanSyntaxError, match="split the library"):
         load_file(path)
-    took = time.monotonic() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert took < 2 and peak < 300 * 1024 * 1024
     assert peak < 1024 * 1024  # refused by its size alone: nothing was read
     assert FILE_BUDGETS[fmt] < 31 * 1024 * 1024
 
@@ -98,7 +94,10 @@ def test_a_long_dot_chain_over_the_budget_is_refused(tmp_path: Path):
     path = tmp_path / "chain.dot"
     path.write_text("\n".join([*lines, "}"]))
     assert path.stat().st_size > FILE_BUDGETS["dot"]
-    started = time.monotonic()
+    tracemalloc.start()
     with pytest.raises(PlanSyntaxError, match="split the library"):
         load_file(path)
-    assert time.monotonic() - started < 2
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # Refused by its size: the 50,000 nodes were never parsed into a graph.
+    assert peak < path.stat().st_size

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 
 import pytest
 
@@ -200,8 +199,9 @@ def test_text_that_is_not_a_string_is_refused():
         "* {" + " a: b;" * 16_000 + "}",
     ],
 )
+@pytest.mark.timeout(60)
 def test_parsing_takes_linear_time_on_hostile_text(hostile):
-    started = time.perf_counter()
+    # 99,000 characters: a parser that backtracks or rescans (quadratic or worse)
+    # takes hours on them, so a hang, not a speed, is what the timeout catches.
     with contextlib.suppress(PlanFormatError):
         parse_stylesheet(hostile)
-    assert time.perf_counter() - started < 1.0

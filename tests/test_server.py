@@ -432,13 +432,12 @@ def test_stream_on_postgresql_is_woken_by_notify(postgres_url, tmp_path):
         time.sleep(0.5)
         # Listening: streams read only when notified (they poll only while the feed is not).
         assert app.state.feed.listening
-        started = time.monotonic()
         writer.turn("pg-1", tool_output="boom", exit_code=1)
         reader.join(timeout=15)
-        elapsed = time.monotonic() - started
         ids = [int(m["id"]) for m in results[0] if "id" in m]
-        assert ids == [5, 6, 7]
-        assert elapsed < 2.0, f"took {elapsed:.2f} s: the NOTIFY did not wake the stream"
+        # A listening feed's streams read only when notified: without the NOTIFY the
+        # stream would have read nothing before its 3 s read ended.
+        assert ids == [5, 6, 7], "the NOTIFY did not wake the stream"
         writer.close()
     finally:
         server.should_exit = True

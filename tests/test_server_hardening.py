@@ -80,11 +80,10 @@ def test_slow_clients_cannot_lock_out_a_real_one(closing: list[socket.socket]):
     # Fewer connections allowed than slow clients: each new one evicts the slowest.
     with ServerThread(header_timeout=30, max_connections=50) as port:
         closing += slow_clients(port, SLOW_CLIENTS)
-        started = time.monotonic()
         for _ in range(5):
+            # Locked out, the request would time out (httpx raises) instead of answering.
             reply = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=5)
             assert reply.status_code == 200
-        assert time.monotonic() - started < 5
 
 
 def test_a_client_that_never_finishes_its_headers_is_dropped(closing: list[socket.socket]):
@@ -102,10 +101,10 @@ def test_a_keep_alive_connection_gets_the_deadline_again(closing: list[socket.so
         s.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         assert s.recv(4096).startswith(b"HTTP/1.1 200")
         s.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
-        started = time.monotonic()
+        # Closed by the server at its 0.5 s deadline; without one, recv raises at
+        # the socket's 5 s timeout and the test fails.
         while s.recv(4096):
             pass
-        assert time.monotonic() - started < 4
 
 
 @pytest.fixture
