@@ -108,8 +108,9 @@ def _parents(module: str) -> list[str]:
     return [".".join(parts[:n]) for n in range(2, len(parts))]
 
 
-def _within(module: str, package: str) -> bool:
-    return module == package or module.startswith(package + ".")
+def within(module: str, *packages: str) -> bool:
+    """Whether ``module`` is one of ``packages`` or inside one of them."""
+    return any(module == p or module.startswith(p + ".") for p in packages)
 
 
 def top_cycles(root: Path = SRC, package: str = "waygraph") -> list[list[str]]:
@@ -121,7 +122,7 @@ def top_cycles(root: Path = SRC, package: str = "waygraph") -> list[list[str]]:
             edges.add(i.target)
             # Importing a.b.c runs a.b's __init__ first: a package's __init__ is
             # imported too, unless it is one the importer already sits in.
-            edges.update(p for p in _parents(i.target) if not _within(i.source, p))
+            edges.update(p for p in _parents(i.target) if not within(i.source, p))
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
