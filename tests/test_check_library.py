@@ -97,7 +97,3 @@ def test_an_example_that_starts_another_plan_by_its_triggers_is_a_warning():
     assert "'release'" in problems[0].message and "'new build'" in problems[0].message
     # An example its own plan's triggers take, or none take, is what examples are for.
     assert check_library(Library([release])) == []
-
-
-def test_the_starter_plans_examples_start_no_other_plan():
-    assert [p for p in load_library().check() if p.code == "example-starts-other-plan"] == []

@@ -160,12 +160,9 @@ def test_each_starter_example_starts_its_own_plan_or_none_by_phrase():
     from waygraph.library import load_library
 
     starter = load_library()
-    phrase = Matcher(starter)
-    for p in starter:
-        assert len(p.examples) >= 8, p.id
-        for example in p.examples:
-            hit = phrase.best(example)
-            assert hit is None or hit.plan_id == p.id, (p.id, example, hit.plan_id)
+    assert [p.id for p in starter if len(p.examples) < 8] == []
+    # The checker's rule for it (waygraph check warns example-starts-other-plan).
+    assert [str(p) for p in starter.check() if p.code == "example-starts-other-plan"] == []
 
 
 def test_a_huge_message_is_cut_before_it_is_embedded(model: WordModel):
