@@ -27,8 +27,7 @@ import pytest
 
 from tests.bus_contract import BusContract, BusFactory, async_test, eventually
 from tests.conftest import require_service, unavailable
-from waygraph.errors import BusClosedError, ConfigError, EventFormatError
-from waygraph.events import Envelope, Topic, open_bus
+from waygraph.events import Envelope, Topic
 from waygraph.events.nats_bus import DEFAULT_NATS_URL, NatsBus
 
 # ------------------------------------------------------------------ helpers
@@ -339,6 +338,58 @@ async def test_an_event_whose_worker_vanished_is_redelivered_to_another_member_a
 
 
 @async_test()
+async def test_members_that_create_their_group_at_once_all_get_events(
+    nats_prefixes: tuple[str, str, str],
+) -> None:
+    """Two planners started together both found no consumer and both created it;
+    the second create re-pointed it at the second's inbox and the first got nothing."""
+    url, stream_prefix, subject_prefix = nats_prefixes
+    make = bus_maker(url, stream_prefix, subject_prefix)
+    async with make() as first, make() as second:
+        got: dict[str, list[int]] = {"first": [], "second": []}
+
+        def take(name: str) -> Callable[[Envelope], object]:
+            async def handler(event: Envelope) -> None:
+                got[name].append(event.data["n"])
+
+            return handler
+
+        js = second._jetstream()
+        looked_up = js.consumer_info
+
+        async def not_there_yet(stream: str, consumer: str, *args: object) -> object:
+            # The second member looked before the first had created the consumer.
+            js.consumer_info = looked_up  # type: ignore[method-assign]
+            raise nats.js.errors.NotFoundError
+
+        assert first._nc is not None
+        listen = first._nc.subscribe
+
+        async def second_creates_before_first_listens(*args: object, **kwargs: object) -> object:
+            if "queue" not in kwargs:  # nats-py's own inbox for replies, not the consumer's
+                return await listen(*args, **kwargs)  # type: ignore[arg-type]
+            first._nc.subscribe = listen  # type: ignore[method-assign, union-attr]
+            js.consumer_info = not_there_yet  # type: ignore[method-assign]
+            await second.subscribe(Topic.ACTION_REQUESTS, "job.race", take("second"), "racers")
+            return await listen(*args, **kwargs)  # type: ignore[arg-type]
+
+        first._nc.subscribe = second_creates_before_first_listens  # type: ignore[method-assign]
+        await first.subscribe(Topic.ACTION_REQUESTS, "job.race", take("first"), "racers")
+        [one], [two] = first._subscriptions, second._subscriptions
+        info = await js.consumer_info(one.stream, one.consumer)
+        assert one.deliver_subject == two.deliver_subject == info.config.deliver_subject
+        for n in range(40):
+            await first.publish(first.envelope("job.race", {"n": n}), Topic.ACTION_REQUESTS)
+        await eventually(
+            lambda: sorted(got["first"] + got["second"]) == list(range(40)),
+            timeout=10,
+            what="every event",
+        )
+    # NATS picks a member at random per event: all 40 to one member is a 2**-39 chance.
+    assert got["first"] and got["second"]
+
+
+@async_test()
 async def test_close_cancels_a_handler_past_close_timeout_and_its_event_moves_on_at_once(
     nats_prefixes: tuple[str, str, str],
 ) -> None:
@@ -515,59 +566,3 @@ async def test_a_server_that_lost_its_store_gets_streams_and_consumers_back(
             await eventually(lambda: got == [1, 2], timeout=15, what="the event on the new server")
     finally:
         first.stop(signal.SIGKILL)
-
-
-# ------------------------------------------------------------ configuration
-
-
-def test_url_options_configure_the_bus_and_keywords_win() -> None:
-    bus = NatsBus("nats://h:1?stream_prefix=A&subject_prefix=a.b&ack_wait=2.5&max_deliver=3")
-    assert (bus.stream_prefix, bus.subject_prefix, bus.ack_wait, bus.max_deliver) == (
-        "A",
-        "a.b",
-        2.5,
-        3,
-    )
-    assert bus.servers == ["nats://h:1"]
-    assert NatsBus("nats://h:1?ack_wait=2", ack_wait=9).ack_wait == 9
-    assert bus.stream_name(Topic.NOTIFICATION_EVENTS) == "A_NOTIFICATION_EVENTS"
-    assert isinstance(open_bus("nats://h:1?stream_prefix=Q"), NatsBus)
-
-
-@pytest.mark.parametrize(
-    ("url", "options", "message"),
-    [
-        ("http://h:1", {}, "not a NATS URL"),
-        ("nats://h:1?color=red", {}, "unknown option"),
-        ("nats://h:1?ack_wait=soon", {}, "ack_wait='soon'"),
-        ("nats://h:1", {"stream_prefix": "a.b"}, "stream_prefix"),
-        ("nats://h:1", {"subject_prefix": "a.>"}, "subject_prefix"),
-        ("nats://h:1", {"max_deliver": 0}, "max_deliver"),
-        ("nats://h:1", {"ack_wait": 0}, "ack_wait"),
-    ],
-)
-def test_bad_settings_are_config_errors(url: str, options: dict[str, object], message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        NatsBus(url, **options)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("event_type", ["a b", "a.*", "a.>", "a..b", ".a", ""])
-def test_event_types_nats_cannot_carry_are_refused(event_type: str) -> None:
-    with pytest.raises(EventFormatError, match="type"):
-        NatsBus().subject(Topic.BUSINESS_FACTS, event_type)
-
-
-@async_test()
-async def test_an_unreachable_server_is_a_clear_config_error() -> None:
-    bus = NatsBus(f"nats://127.0.0.1:{free_port()}", connect_timeout=0.5)
-    with pytest.raises(ConfigError, match=r"cannot connect to NATS .*scripts/services.sh up"):
-        await bus.start()
-
-
-@async_test()
-async def test_publish_and_subscribe_before_start_say_so() -> None:
-    bus = NatsBus()
-    with pytest.raises(BusClosedError, match="start"):
-        await bus.publish(bus.envelope("x"))
-    with pytest.raises(BusClosedError, match="start"):
-        await bus.subscribe(Topic.BUSINESS_FACTS, "*", record([]))

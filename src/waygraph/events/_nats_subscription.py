@@ -87,7 +87,7 @@ class NatsSubscription:
             info = None
         if info is None:
             if not self.deliver_subject:
-                self.deliver_subject = self.bus._nc.new_inbox()  # type: ignore[union-attr]
+                self.deliver_subject = self._shared_deliver_subject()
             try:
                 info = await js.add_consumer(self.stream, self._config(since))
             except nats.js.errors.BadRequestError:
@@ -105,6 +105,18 @@ class NatsSubscription:
                 "waygraph's queue groups are push consumers: use another queue group name"
             )
         self.deliver_subject = config.deliver_subject
+
+    def _shared_deliver_subject(self) -> str:
+        """The inbox every member of this consumer would choose: named, not random.
+
+        Members starting together all find no consumer and all create it. On
+        NATS a create of an existing durable updates it, so with random inboxes
+        the last member's inbox won and the others listened on one nothing
+        reached: they got no event at all. Under the connection's inbox prefix,
+        so accounts allowed ``_INBOX.>`` still may subscribe.
+        """
+        inbox_prefix = self.bus._nc.new_inbox().rpartition(".")[0]  # type: ignore[union-attr]
+        return f"{inbox_prefix}.waygraph.{self.stream}.{self.consumer}"
 
     async def open(self) -> None:
         await self.bus._retry(self.ensure_consumer, f"create consumer {self.consumer}")
