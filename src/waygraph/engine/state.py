@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -349,6 +350,8 @@ _RECORD_FIELDS = (
 )
 #: The run's fields a guided record keeps besides the core every kind has.
 _DETAIL_FIELDS = tuple(name for name in _RECORD_FIELDS if name not in CORE_FIELDS)
+#: Those fields of a run, read in C (a comprehension of getattr costs a turn ~1 µs more).
+_DETAILS_OF = operator.attrgetter(*_DETAIL_FIELDS)
 
 
 def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
@@ -372,7 +375,7 @@ def guided_record(plan: Plan | None, run: Run) -> RunRecord:
         >>> rec.kind, rec.plan, rec.current_node, rec.total_nodes
         (<RunKind.GUIDED: 'guided'>, 'p', 'fix', 0)
     """
-    details: dict[str, Any] = {name: getattr(run, name) for name in _DETAIL_FIELDS}
+    details: dict[str, Any] = dict(zip(_DETAIL_FIELDS, _DETAILS_OF(run), strict=True))
     for name in ("notice", "streak"):
         if details[name] is not None:
             details[name] = details[name].copy()

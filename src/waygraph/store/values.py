@@ -258,7 +258,10 @@ class SourceMemo(Generic[T]):
         # events appended. Object identity, never equality: {"a": 1} equals
         # {"a": True} and {"a": 1.0}, whose JSON differs.
         first = sources[0]
-        drop = next((i for i, source in enumerate(old) if source is first), -1)
+        if old and old[0] is first:
+            drop = 0  # no event dropped off the front yet (a run's first 50)
+        else:
+            drop = next((i for i, source in enumerate(old) if source is first), -1)
         if drop < 0:
             by_id = {id(s): f for s, f in zip(old, old_forms, strict=True)}
             return [by_id[id(s)] if id(s) in by_id else make(s, what) for s in sources]
@@ -363,30 +366,38 @@ class StateMemo:
     def __init__(self, *, keys: int = 1024) -> None:
         self._keys = keys
         self._lock = threading.Lock()
-        self._memo: OrderedDict[str, dict[str, tuple[Mapping[str, Any], Any]]] = OrderedDict()
+        # Per key: the last record's node state sources and their held forms.
+        self._memo: OrderedDict[str, tuple[Mapping[str, Any], dict[str, Any]]] = OrderedDict()
 
     def states(
         self, key: str, sources: Mapping[str, Mapping[str, Any]], what: str
     ) -> dict[str, Any]:
         """Node name -> held state, in order; states not seen last time are held anew."""
         with self._lock:
-            last = self._memo.pop(key, None) or {}
-        if not all(type(name) is str for name in sources):
-            sources = {held({n: None}, what).popitem()[0]: s for n, s in sources.items()}
-        # Comprehensions: a node state unchanged since the last record is the
-        # same object, and its held form is taken as it was.
-        current = {
-            name: hit
-            if (hit := last.get(name)) is not None and hit[0] is source
-            else (source, held(source, what))
-            for name, source in sources.items()
-        }
-        kept = {name: hit[1] for name, hit in current.items()}
+            last_sources, last_kept = self._memo.pop(key, _NO_STATES)
+        kept: dict[str, Any] = {}
+        # A node state unchanged since the last record is the same object, and
+        # its held form is taken as it was (shared with the last record's
+        # copy: a store replaces what it keeps, never changes it).
+        for name, source in sources.items():
+            if type(name) is not str:
+                return self._states_with_odd_names(key, sources, what)
+            kept[name] = last_kept[name] if last_sources.get(name) is source else held(source, what)
         with self._lock:
-            self._memo[key] = current
+            self._memo[key] = (sources, kept)
             while len(self._memo) > self._keys:
                 self._memo.popitem(last=False)
         return kept
+
+    def _states_with_odd_names(
+        self, key: str, sources: Mapping[Any, Mapping[str, Any]], what: str
+    ) -> dict[str, Any]:
+        # Names a JSON object key would turn into text: held as JSON would read them.
+        named = {held({name: None}, what).popitem()[0]: s for name, s in sources.items()}
+        return self.states(key, named, what)
+
+
+_NO_STATES: tuple[Mapping[str, Any], dict[str, Any]] = ({}, {})
 
 
 #: ``memory://``'s memo of held node states.
