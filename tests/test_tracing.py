@@ -173,6 +173,31 @@ def test_following_the_global_provider_makes_no_span_until_one_is_set(exporter):
     assert exported.get_finished_spans() == ()
 
 
+def test_a_global_provider_set_after_the_first_turns_gets_the_next_turns_spans():
+    # In a process of its own: OpenTelemetry's global provider is set once, for good.
+    done = run_python(
+        """
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from waygraph import Navigator, tracing
+
+        nav = Navigator(store="memory://")
+        assert tracing.instrument()  # follows the global provider, which nobody set yet
+        nav.turn("a", user_message="I need to fix a bug in the login module")
+        exported = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exported))
+        trace.set_tracer_provider(provider)
+        nav.turn("a", tool_output="traceback in login.py")
+        print([span.name for span in exported.get_finished_spans()])
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['waygraph.turn']"
+
+
 def test_gen_ai_names_are_the_semantic_conventions_own():
     gen_ai = pytest.importorskip(
         "opentelemetry.semconv._incubating.attributes.gen_ai_attributes",
