@@ -85,6 +85,10 @@ def id_problem(value: str) -> str | None:
         >>> id_problem("p\\ufeff")
         'must not contain invisible or direction-changing format characters (U+FEFF)'
     """
+    if value.isascii() and value.isprintable() and len(value) <= MAX_ID_CHARS:
+        # The usual id, checked in C: printable ASCII holds no control, format
+        # or surrogate character (an id is checked every turn).
+        return None if value.strip() else "must not be empty"
     if not value.strip():
         return "must not be empty"
     if len(value) > MAX_ID_CHARS:

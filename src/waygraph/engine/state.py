@@ -23,6 +23,7 @@ from waygraph.model.record import (
     RecentEvents,
     RunKind,
     RunRecord,
+    stored_dict,
     thawed_node,
 )
 
@@ -362,7 +363,11 @@ def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
     existing supervisors read records unchanged. It is :func:`guided_record`'s
     stored form.
     """
-    return guided_record(plan, run).to_dict()
+    return stored_dict(*_guided_parts(plan, run))
+
+
+#: A guided record's fields, as :func:`~waygraph.model.record.stored_dict` takes them.
+_Parts = tuple[RunKind, str, str, str, str | None, NodeStates, list[str], int, int, dict[str, Any]]
 
 
 def guided_record(plan: Plan | None, run: Run) -> RunRecord:
@@ -375,6 +380,12 @@ def guided_record(plan: Plan | None, run: Run) -> RunRecord:
         >>> rec.kind, rec.plan, rec.current_node, rec.total_nodes
         (<RunKind.GUIDED: 'guided'>, 'p', 'fix', 0)
     """
+    # The parts are the record's first fields, in order.
+    return RunRecord(*_guided_parts(plan, run), session=run.session_id)
+
+
+def _guided_parts(plan: Plan | None, run: Run) -> _Parts:
+    """A guided record's fields in :func:`~waygraph.model.record.stored_dict`'s order."""
     details: dict[str, Any] = dict(zip(_DETAIL_FIELDS, _DETAILS_OF(run), strict=True))
     for name in ("notice", "streak"):
         if details[name] is not None:
@@ -413,19 +424,18 @@ def guided_record(plan: Plan | None, run: Run) -> RunRecord:
         # read-only events, which a store encodes (or copies) once per event.
         events=RecentEvents.of(run.events),
     )
-    return RunRecord(
-        kind=RunKind.GUIDED,
-        run_id=run.run_id,
-        plan=run.plan_id,
+    return (
+        RunKind.GUIDED,
+        run.run_id,
+        run.plan_id,
         # Plain text in records, whatever the engine set (a RunStatus is a str subclass).
-        status=str(run.status),
-        current_node=run.current_node,
-        visited=NodeStates.of(run.visited),
-        path=list(run.path),
-        total_nodes=total,
-        completed_nodes=completed,
-        details=details,
-        session=run.session_id,
+        str(run.status),
+        run.current_node,
+        NodeStates.of(run.visited),
+        list(run.path),
+        total,
+        completed,
+        details,
     )
 
 

@@ -169,6 +169,43 @@ CORE_FIELDS: tuple[str, ...] = (
 )
 
 
+def stored_dict(
+    kind: RunKind,
+    run_id: str,
+    plan: str,
+    status: str,
+    current_node: str | list[str] | None,
+    visited: Mapping[str, Any],
+    path: Sequence[str],
+    total_nodes: int,
+    completed_nodes: int,
+    details: Mapping[str, Any],
+) -> dict[str, Any]:
+    """:meth:`RunRecord.to_dict` of these fields, without making the record first.
+
+    A guided turn stores one record a turn, and a frozen record's fields
+    cost a microsecond or two to set: ``engine.to_record`` builds the dict
+    straight from its parts through here, so the order of the keys has one home.
+
+    Example:
+        >>> stored_dict(RunKind.DAG, "d", "p", "running", None, {}, [], 0, 0, {"goal": "g"})["goal"]
+        'g'
+    """
+    data: dict[str, Any] = {
+        "kind": kind.value,
+        "run_id": run_id,
+        "plan": plan,
+        "status": status,
+        "current_node": current_node,
+        "visited": visited,
+        "path": path,
+        "total_nodes": total_nodes,
+        "completed_nodes": completed_nodes,
+    }
+    data.update(details)
+    return data
+
+
 class _Stored(Protocol):
     """What :meth:`RunRecord.from_stored` reads of a store's record (``StoredRecord``)."""
 
@@ -230,19 +267,18 @@ class RunRecord:
         last in their own order, so a guided record's ``events`` stays the
         last key, where a JSON store splices it in.
         """
-        data: dict[str, Any] = {
-            "kind": self.kind.value,
-            "run_id": self.run_id,
-            "plan": self.plan,
-            "status": self.status,
-            "current_node": self.current_node,
-            "visited": self.visited,
-            "path": self.path,
-            "total_nodes": self.total_nodes,
-            "completed_nodes": self.completed_nodes,
-        }
-        data.update(self.details)
-        return data
+        return stored_dict(
+            self.kind,
+            self.run_id,
+            self.plan,
+            self.status,
+            self.current_node,
+            self.visited,
+            self.path,
+            self.total_nodes,
+            self.completed_nodes,
+            self.details,
+        )
 
     @classmethod
     def from_dict(
