@@ -73,6 +73,8 @@ def test_json_report_has_figures_and_targets(
         "waygraph engine, linear": 10.0,
         "LangGraph, no checkpointer, linear": 300.0,
         "LangGraph, no checkpointer, retry loop": 100.0,
+        "LangGraph, SqliteSaver, linear": 3000.0,
+        "waygraph Navigator.turn, sqlite (FULL), linear": 600.0,
     }
     for workload in bench.NAV_WORKLOADS:
         rows[f"floor: advance + render, {workload}"] = 50.0
@@ -98,10 +100,15 @@ def test_json_report_has_figures_and_targets(
     assert report["missed"] == [
         "memory turn >= 1.5x cheaper than a LangGraph node step, retry loop"
     ]
-    # Target 1's bounds, as ratios to the pure floor of the same workload.
+    # The memory guards' bounds, as ratios to the pure floor of the same workload.
     bounds = report["bounds"]
     assert bounds["Navigator.turn, a store that keeps nothing / the pure floor, linear"] == 1.2
     assert bounds["advance + render + the run record / the pure floor, retry loop"] == 1.1
+    # The SqliteSaver guard's: its step against the raw transaction plus a
+    # turn that stores nothing (3000 / (200 + 60)); only where it was measured.
+    saver = "LangGraph + SqliteSaver / (raw SQLite transaction + a turn whose store keeps nothing)"
+    assert bounds[f"{saver}, linear"] == pytest.approx(11.538, abs=1e-3)
+    assert f"{saver}, retry loop" not in bounds
 
 
 def test_the_store_that_keeps_nothing_runs_the_same_turns_and_keeps_nothing() -> None:

@@ -105,6 +105,7 @@ def _finite(value: float) -> float:
 #: Ints this far from 0 may pass the interpreter's limit on digits in int <-> str
 #: conversion (4,300 by default), which the JSON encoder enforces: check them.
 _BIG = 10**4000
+_NEG_BIG = -_BIG  # made once: negating it allocates 1.7 KB each time
 
 
 #: Values kept as they are without a look inside (ints and floats need one).
@@ -118,20 +119,20 @@ def _value(value: Any) -> Any:
     if kind is str or value is None or value is True or value is False:
         return value
     if kind is int:
-        if -_BIG < value < _BIG:
+        if _NEG_BIG < value < _BIG:
             return value
         int.__repr__(value)  # raises past the interpreter's digit limit, as encoding does
         return value
     if kind is dict or kind is NodeStates:
         return {
             k if type(k) is str else _key(k): v
-            if type(v) in _PLAIN or (type(v) is int and -_BIG < v < _BIG)
+            if type(v) in _PLAIN or (type(v) is int and _NEG_BIG < v < _BIG)
             else _value(v)
             for k, v in value.items()
         }
     if kind is list or kind is tuple or kind is RecentEvents:
         return [
-            v if type(v) in _PLAIN or (type(v) is int and -_BIG < v < _BIG) else _value(v)
+            v if type(v) in _PLAIN or (type(v) is int and _NEG_BIG < v < _BIG) else _value(v)
             for v in value
         ]
     if kind is float:
