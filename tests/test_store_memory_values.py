@@ -255,3 +255,38 @@ def test_floats_keep_their_exact_value() -> None:
     for number in (0.1, 1 / 3, 2.0**-1074, 1.7976931348623157e308):
         assert held({"x": number})["x"] == number == json.loads(encode({"x": number}))["x"]
     assert math.copysign(1, held([-0.0])[0]) == -1
+
+
+def test_memory_holds_each_carried_over_event_and_node_state_once_while_the_run_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from waygraph.store import values
+
+    made: list[Any] = []
+
+    def counted(value: Any, what: str = "the value") -> Any:
+        made.append(value)
+        return held(value, what)
+
+    monkeypatch.setattr(values, "held", counted)
+    store = open_store("memory://")
+    first = MappingProxyType({"type": "plan_activated", "turn": 1})
+    second = MappingProxyType({"type": "node_entered", "turn": 2})
+    one, two = MappingProxyType({"attempts": 1}), MappingProxyType({"attempts": 2})
+    commit = {"kind": "guided", "status": "running"}
+    store.commit("k", _record((first,), {"a": one}, 1), 0, [], **commit)
+    made.clear()
+    store.commit("k", _record((first, second), {"a": one, "b": two}, 2), 1, [], **commit)
+    # The second commit held the new event and node state and the record's
+    # other fields, not what the first had held already.
+    assert second in made and two in made
+    assert first not in made and one not in made
+    made.clear()
+    store.commit("k", _record((first, second), {"a": one, "b": two}, 3), 2, [], status="done")
+    assert first not in made and second not in made
+    made.clear()
+    # A finished run keeps no sources: written again, it is held whole.
+    store.commit("k", _record((first, second), {"a": one, "b": two}, 4), 3, [], status="done")
+    assert first in made and second in made and one in made
+    rec = store.get("k")
+    assert rec is not None and rec.data["events"] == [dict(first), dict(second)]

@@ -33,7 +33,7 @@ from waygraph.errors import Conflict
 from waygraph.model.record import LEGACY_KINDS, RunKind, kind_names, migrate
 from waygraph.store.rows import RowPage, check_rows, rows_by_listing
 from waygraph.store.stats import Tallies, scan_tallies
-from waygraph.store.values import TEXTS, encode, encode_record, held, held_record
+from waygraph.store.values import TEXTS, HeldSources, encode, encode_record, held, held_record
 
 __all__ = [
     "MAX_SEQ",
@@ -181,6 +181,7 @@ class Store(ABC):
             correlation_ids=correlation_ids,
             make_current=make_current,
             as_values=self.keeps_values,
+            last=self._held_sources(key) if self.keeps_values else None,
         )
         return self._commit_all((commit,))[0]
 
@@ -217,6 +218,7 @@ class Store(ABC):
                 correlation_ids=w.correlation_ids,
                 make_current=w.make_current,
                 as_values=self.keeps_values,
+                last=self._held_sources(w.key) if self.keeps_values else None,
             )
             for w in writes
         )
@@ -224,6 +226,10 @@ class Store(ABC):
         if len(set(keys)) != len(keys):
             raise ValueError(f"commit_all writes each key once (got {keys})")
         return commits
+
+    def _held_sources(self, key: Any) -> HeldSources | None:
+        """A ``keeps_values`` store: what the record now under ``key`` was held from, or None."""
+        return None
 
     @abstractmethod
     def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
@@ -381,6 +387,9 @@ class Commit:
     plan: str | None
     correlation_ids: tuple[str, ...]
     make_current: bool
+    #: With ``keeps_values``: what the record's events and node states were
+    #: held from, for the key's next commit to reuse (None otherwise).
+    held_sources: HeldSources | None = None
 
 
 def normalise_commit(
@@ -396,11 +405,13 @@ def normalise_commit(
     correlation_ids: Sequence[str],
     make_current: bool,
     as_values: bool = False,
+    last: HeldSources | None = None,
 ) -> Commit:
     """Check a commit's arguments and encode its JSON once, before any lock is taken.
 
     With ``as_values`` the record and events are checked by the same rules
-    and copied instead (``memory://``). A record's recent events
+    and copied instead (``memory://``), taking what ``last`` (the key's
+    previous commit's sources) held already. A record's recent events
     (:class:`~waygraph.store.values.RecentEvents`) are encoded or copied once
     per event, not once per commit. Raises TypeError or ValueError for misuse
     (these are caller bugs, not store trouble), so a failed check never
@@ -452,11 +463,15 @@ def normalise_commit(
             fresh[id(event)] = form
         events.append(form)
     what = f"the record for key {key!r}"
+    sources = None
+    data: dict[str, Any] | str
+    if as_values:
+        data, sources = held_record(record, what, fresh, last)
+    else:
+        data = encode_record(record, TEXTS, key, what, fresh)
     return Commit(
         key=key,
-        data=held_record(record, key, what, fresh)
-        if as_values
-        else encode_record(record, TEXTS, key, what, fresh),
+        data=data,
         expected_version=expected_version,
         events=tuple(events),
         kind=kind,
@@ -465,6 +480,7 @@ def normalise_commit(
         plan=plan,
         correlation_ids=ids,
         make_current=bool(make_current),
+        held_sources=sources,
     )
 
 

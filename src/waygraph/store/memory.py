@@ -42,7 +42,7 @@ from waygraph.store.base import (
     paging,
     read_record,
 )
-from waygraph.store.values import thawed
+from waygraph.store.values import HeldSources, thawed
 
 __all__ = ["MemoryStore"]
 
@@ -59,6 +59,9 @@ class _Row:
     plan: str | None
     correlation_ids: tuple[str, ...]
     updated_at: float
+    # What data's events and node states were held from, while the run goes
+    # on: its next commit holds only what changed (None once it ended).
+    sources: HeldSources | None = None
 
     def to_record(self, key: str) -> StoredRecord:
         return read_record(
@@ -113,6 +116,12 @@ class MemoryStore(Store):
             row = self._rows.get(key)
         return None if row is None else row.to_record(key)
 
+    def _held_sources(self, key: Any) -> HeldSources | None:
+        # Read without the lock: rows are replaced whole, and sources matched
+        # by identity are right whichever version of the row they came from.
+        row = self._rows.get(key) if type(key) is str else None
+        return None if row is None else row.sources
+
     def _commit_all(self, commits: Sequence[Commit]) -> list[int]:
         with self._lock:
             self._check_open()
@@ -140,6 +149,9 @@ class MemoryStore(Store):
                     plan=c.plan,
                     correlation_ids=c.correlation_ids,
                     updated_at=self._clock(),
+                    # A finished run is rarely written again: its sources
+                    # (the engine's own events) are not kept alive for it.
+                    sources=c.held_sources if c.status == "running" else None,
                 )
                 if c.events:
                     self._events.setdefault(c.key, []).extend(c.events)

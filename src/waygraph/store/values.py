@@ -8,8 +8,10 @@ strings, ints, finite floats, booleans and None.
 
 A run record's recent events (:class:`RecentEvents`) are copies of the
 engine's read-only events; a store encodes (or checks) each such event once
-and reuses the work while the same event object comes again (:class:`SourceMemo`),
-so a turn pays for its new events, not for the last fifty.
+and reuses the work while the same event object comes again (a JSON store
+through :class:`SourceMemo`, ``memory://`` through the :class:`HeldSources`
+it keeps with each record), so a turn pays for its new events, not for the
+last fifty.
 
 Example:
     >>> held({"a": (1, 2.5), 3: None}, "the record")
@@ -28,22 +30,22 @@ import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 from waygraph.model.record import NodeStates, RecentEvents
 
 __all__ = [
-    "NODE_VALUES",
     "TEXTS",
-    "VALUES",
+    "HeldSources",
     "RecentEvents",
     "SourceMemo",
-    "StateMemo",
     "encode",
     "encode_record",
     "held",
     "held_record",
+    "reused_forms",
     "thawed",
 ]
 
@@ -234,9 +236,11 @@ class SourceMemo(Generic[T]):
                 form = found.get(id(source))
                 return self._form(source, what) if form is None else form
 
-        forms = self._reused(last, sources, what, make) if last is not None else None
-        if forms is None:
-            forms = [make(source, what) for source in sources]
+        forms = (
+            reused_forms(*last, sources, what, make)
+            if last is not None
+            else [make(source, what) for source in sources]
+        )
         with self._lock:
             # The memo keeps the sources alive, so an identity seen here is
             # never another object's.
@@ -245,31 +249,41 @@ class SourceMemo(Generic[T]):
                 self._memo.popitem(last=False)
         return forms
 
-    def _reused(
-        self,
-        last: tuple[tuple[Mapping[str, Any], ...], list[T]],
-        sources: tuple[Mapping[str, Any], ...],
-        what: str,
-        make: Callable[[Mapping[str, Any], str], T],
-    ) -> list[T] | None:
-        old, old_forms = last
-        if not sources:
-            return []
-        # The usual case: the last list with its oldest few dropped and new
-        # events appended. Object identity, never equality: {"a": 1} equals
-        # {"a": True} and {"a": 1.0}, whose JSON differs.
-        first = sources[0]
-        if old and old[0] is first:
-            drop = 0  # no event dropped off the front yet (a run's first 50)
-        else:
-            drop = next((i for i, source in enumerate(old) if source is first), -1)
-        if drop < 0:
-            by_id = {id(s): f for s, f in zip(old, old_forms, strict=True)}
-            return [by_id[id(s)] if id(s) in by_id else make(s, what) for s in sources]
+
+def reused_forms(
+    old: tuple[Mapping[str, Any], ...],
+    old_forms: Sequence[T],
+    sources: tuple[Mapping[str, Any], ...],
+    what: str,
+    make: Callable[[Mapping[str, Any], str], T],
+) -> list[T]:
+    """The form of each of ``sources``: ``old_forms``' form for a source of ``old``, else made.
+
+    Sources are matched by object identity, never equality: ``{"a": 1}``
+    equals ``{"a": True}`` and ``{"a": 1.0}``, whose JSON differs. The caller
+    keeps ``old`` alive, so an identity matched is never another object's.
+
+    Example:
+        >>> from types import MappingProxyType
+        >>> a, b = MappingProxyType({"n": 1}), MappingProxyType({"n": 2})
+        >>> reused_forms((a,), ["A"], (a, b), "an event", lambda s, what: str(s["n"]))
+        ['A', '2']
+    """
+    if not sources:
+        return []
+    # The usual case: the last list with its oldest few dropped and new
+    # events appended.
+    first = sources[0]
+    if old and old[0] is first:
+        drop = 0  # no event dropped off the front yet (a run's first 50)
+    else:
+        drop = next((i for i, source in enumerate(old) if source is first), -1)
+    if drop >= 0:
         kept = min(len(old) - drop, len(sources))
-        if not all(map(operator.is_, old[drop : drop + kept], sources[:kept])):
-            return None
-        return old_forms[drop : drop + kept] + [make(s, what) for s in sources[kept:]]
+        if all(map(operator.is_, old[drop : drop + kept], sources[:kept])):
+            return [*old_forms[drop : drop + kept], *(make(s, what) for s in sources[kept:])]
+    by_id = {id(s): f for s, f in zip(old, old_forms, strict=True)}
+    return [by_id[id(s)] if id(s) in by_id else make(s, what) for s in sources]
 
 
 def encode_record(
@@ -312,24 +326,49 @@ _EVENTS_LAST = '"events":null}'
 #: Every JSON store's memo of event texts. One per process is enough: an
 #: event's text depends on the event alone, whichever store writes it.
 TEXTS: SourceMemo[str] = SourceMemo(lambda source, what: encode(source, what=what))
-#: ``memory://``'s memo of held events (never changed: readers get thawed copies).
-VALUES: SourceMemo[Any] = SourceMemo(held)
+
+
+@dataclass(frozen=True, slots=True)
+class HeldSources:
+    """What ``memory://`` made a held record's events and node states from, by object.
+
+    A store keeps it with the record; the next commit of the key passes it
+    back (:func:`held_record`'s ``last``), so each event and node state the
+    engine carries over is checked and copied once, however many records
+    carry it. Keeping the sources alive keeps their identities unique.
+    """
+
+    events: tuple[Mapping[str, Any], ...]
+    event_forms: list[Any]
+    states: Mapping[str, Mapping[str, Any]]
+    state_forms: dict[str, Any]
+
+
+_NO_SOURCES = HeldSources((), [], {}, {})
 
 
 def held_record(
-    record: Mapping[str, Any], key: str, what: str, fresh: Mapping[int, Any] | None = None
-) -> dict[str, Any]:
-    """:func:`held` of a record, its :class:`RecentEvents` and :class:`NodeStates` by source.
+    record: Mapping[str, Any],
+    what: str,
+    fresh: Mapping[int, Any] | None = None,
+    last: HeldSources | None = None,
+) -> tuple[dict[str, Any], HeldSources | None]:
+    """:func:`held` of a record, and what its :class:`RecentEvents` and :class:`NodeStates` were.
 
-    Each event and node state object is checked and copied once (memos
-    ``VALUES`` and ``NODE_VALUES``) while later records carry it again; the
-    result equals what the JSON stores read back.
+    An event or node state that ``last`` (the key's previous record) held
+    already is taken as held then; ``fresh`` holds new events made already,
+    by ``id``. The result equals what the JSON stores read back. The sources
+    are None for a record without recent events or node states.
 
     Example:
         >>> from types import MappingProxyType
         >>> events = RecentEvents.of((MappingProxyType({"type": "x"}),))
-        >>> held_record({"n": (1,), "events": events}, "k", "the record")
+        >>> kept, sources = held_record({"n": (1,), "events": events}, "the record")
+        >>> kept
         {'n': [1], 'events': [{'type': 'x'}]}
+        >>> held_record({"events": events}, "the record", last=sources)[0]["events"][0] is (
+        ...     kept["events"][0])
+        True
     """
     events = record.get("events")
     states = record.get("visited")
@@ -339,7 +378,8 @@ def held_record(
         kept = held(record, what)
         if type(kept) is not dict:
             raise TypeError(f"{what} must be a dict (got {type(record).__name__})")
-        return kept
+        return kept, None
+    last = last or _NO_SOURCES
     rest = record.copy()
     # Placeholders keep each key where it was, as in the JSON stores' text.
     if type(events) is RecentEvents:
@@ -347,59 +387,42 @@ def held_record(
     if type(states) is NodeStates:
         rest["visited"] = None
     kept = held(rest, what)
+    event_sources: tuple[Mapping[str, Any], ...] = ()
+    event_forms: list[Any] = []
     if type(events) is RecentEvents:
-        kept["events"] = VALUES.forms(key, events.sources, f"an event of {what}", fresh)
+        event_sources = events.sources
+        make: Callable[[Any, str], Any] = held
+        if fresh:
+            found = fresh
+
+            def made(source: Any, what: str) -> Any:
+                form = found.get(id(source))
+                return held(source, what) if form is None else form
+
+            make = made
+        event_forms = reused_forms(
+            last.events, last.event_forms, event_sources, f"an event of {what}", make
+        )
+        kept["events"] = event_forms
+    state_sources: Mapping[str, Mapping[str, Any]] = {}
+    state_forms: dict[str, Any] = {}
     if type(states) is NodeStates:
-        kept["visited"] = NODE_VALUES.states(key, states.sources, f"a node state of {what}")
-    return kept  # type: ignore[no-any-return]
+        state_sources = states.sources
+        state_forms = kept["visited"] = _held_states(state_sources, last, f"a node state of {what}")
+    return kept, HeldSources(event_sources, event_forms, state_sources, state_forms)
 
 
-class StateMemo:
-    """Per key, the held form of each node state object of its latest record.
-
-    Example:
-        >>> from types import MappingProxyType
-        >>> memo = StateMemo()
-        >>> memo.states("k", {"a": MappingProxyType({"attempts": 1})}, "a node state")
-        {'a': {'attempts': 1}}
-    """
-
-    def __init__(self, *, keys: int = 1024) -> None:
-        self._keys = keys
-        self._lock = threading.Lock()
-        # Per key: the last record's node state sources and their held forms.
-        self._memo: OrderedDict[str, tuple[Mapping[str, Any], dict[str, Any]]] = OrderedDict()
-
-    def states(
-        self, key: str, sources: Mapping[str, Mapping[str, Any]], what: str
-    ) -> dict[str, Any]:
-        """Node name -> held state, in order; states not seen last time are held anew."""
-        with self._lock:
-            last_sources, last_kept = self._memo.pop(key, _NO_STATES)
-        kept: dict[str, Any] = {}
-        # A node state unchanged since the last record is the same object, and
-        # its held form is taken as it was (shared with the last record's
-        # copy: a store replaces what it keeps, never changes it).
-        for name, source in sources.items():
-            if type(name) is not str:
-                return self._states_with_odd_names(key, sources, what)
-            kept[name] = last_kept[name] if last_sources.get(name) is source else held(source, what)
-        with self._lock:
-            self._memo[key] = (sources, kept)
-            while len(self._memo) > self._keys:
-                self._memo.popitem(last=False)
-        return kept
-
-    def _states_with_odd_names(
-        self, key: str, sources: Mapping[Any, Mapping[str, Any]], what: str
-    ) -> dict[str, Any]:
-        # Names a JSON object key would turn into text: held as JSON would read them.
-        named = {held({name: None}, what).popitem()[0]: s for name, s in sources.items()}
-        return self.states(key, named, what)
-
-
-_NO_STATES: tuple[Mapping[str, Any], dict[str, Any]] = ({}, {})
-
-
-#: ``memory://``'s memo of held node states.
-NODE_VALUES = StateMemo()
+def _held_states(
+    sources: Mapping[Any, Mapping[str, Any]], last: HeldSources, what: str
+) -> dict[str, Any]:
+    """Node name -> held state, in order; a state ``last`` held already is taken as it was."""
+    last_sources, last_forms = last.states, last.state_forms
+    kept: dict[str, Any] = {}
+    for name, source in sources.items():
+        if type(name) is not str:
+            # Names a JSON object key would turn into text, as JSON reads them.
+            named = {held({n: None}, what).popitem()[0]: s for n, s in sources.items()}
+            return _held_states(named, last, what)
+        # A node state unchanged since the last record is the same object.
+        kept[name] = last_forms[name] if last_sources.get(name) is source else held(source, what)
+    return kept
