@@ -331,7 +331,7 @@ class Navigator(GuidedSessions):
                 return Guidance(run=None if run is None else engine.to_record(plan, run))
             return Guidance(
                 text=render.context(plan, run, max_tokens=self.max_tokens, style=self.style),
-                events=[Event(e) for e in events],
+                events=Event.copies(events),
                 run=record if record is not None else engine.to_record(plan, run),
                 error=_refusal(events),
             )
@@ -384,7 +384,7 @@ class Navigator(GuidedSessions):
                 record = self._commit(run, plan, version, events, new=False)
                 return Guidance(
                     text=render.context(plan, run, max_tokens=self.max_tokens, style=self.style),
-                    events=[Event(e) for e in events],
+                    events=Event.copies(events),
                     run=record,
                     error=_refusal(events),
                 )

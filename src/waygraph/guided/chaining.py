@@ -65,4 +65,4 @@ def start_next_plan(
         f"{nxt.title!r}, in this session.\n\n"
         + render.context(nxt, new_run, max_tokens=nav.max_tokens, style=nav.style)
     )
-    return Guidance(text=text, events=[Event(e) for e in (*events, *new_events)], run=new_record)
+    return Guidance(text=text, events=Event.copies((*events, *new_events)), run=new_record)

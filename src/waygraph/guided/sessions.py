@@ -211,7 +211,7 @@ class GuidedSessions:
             self._cached(run, self.store.commit_all(writes)[-1])
             return Guidance(
                 text=render.context(plan, run, max_tokens=self.max_tokens, style=self.style),
-                events=[Event(e) for e in events],
+                events=Event.copies(events),
                 run=dict(writes[-1].record),
             )
 
@@ -315,7 +315,7 @@ class GuidedSessions:
             self._commit(run, plan, stored.version, events, new=False)
             return Guidance(
                 text=render.context(plan, run, max_tokens=self.max_tokens, style=self.style),
-                events=[Event(e) for e in events],
+                events=Event.copies(events),
                 run=engine.to_record(plan, run),
             )
 
