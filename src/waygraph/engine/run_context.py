@@ -54,7 +54,12 @@ def frozen(value: Any) -> Any:
 
 def thawed(value: Any) -> Any:
     """``value`` as plain JSON data again (the inverse of :func:`frozen`)."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    # Every turn thaws the run's context: the types it holds are told apart
+    # without an ABC check where the type says it.
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value
+    if kind is MappingProxyType or isinstance(value, Mapping):
         return {k: thawed(v) for k, v in value.items()}
     if isinstance(value, tuple | list):
         return [thawed(v) for v in value]
