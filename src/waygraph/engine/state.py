@@ -8,7 +8,6 @@ Example:
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -18,7 +17,6 @@ from waygraph.engine.run_context import frozen as frozen_value
 from waygraph.engine.run_context import thawed
 from waygraph.model import Plan, Verify
 from waygraph.model.record import (
-    CORE_FIELDS,
     NodeStates,
     RecentEvents,
     RunKind,
@@ -327,34 +325,6 @@ class Result(NamedTuple):
     events: list[Mapping[str, Any]]
 
 
-_RECORD_FIELDS = (
-    "run_id",
-    "plan_id",
-    "plan_name",
-    "mode",
-    "status",
-    "current_node",
-    "started_turn",
-    "turn",
-    "turns_since_transition",
-    "stale_after_turns",
-    "transitions",
-    "pace_level",
-    "reason",
-    "session_id",
-    "plan_version",
-    "domain",
-    "notice",
-    "streak",
-    "awaiting",
-    "redirects",
-)
-#: The run's fields a guided record keeps besides the core every kind has.
-_DETAIL_FIELDS = tuple(name for name in _RECORD_FIELDS if name not in CORE_FIELDS)
-#: Those fields of a run, read in C (a comprehension of getattr costs a turn ~1 µs more).
-_DETAILS_OF = operator.attrgetter(*_DETAIL_FIELDS)
-
-
 def to_record(plan: Plan | None, run: Run) -> dict[str, Any]:
     """The run as a JSON-ready dict, with the supervisor fields of DESIGN.md.
 
@@ -386,23 +356,38 @@ def guided_record(plan: Plan | None, run: Run) -> RunRecord:
 
 def _guided_parts(plan: Plan | None, run: Run) -> _Parts:
     """A guided record's fields in :func:`~waygraph.model.record.stored_dict`'s order."""
-    details: dict[str, Any] = dict(zip(_DETAIL_FIELDS, _DETAILS_OF(run), strict=True))
-    for name in ("notice", "streak"):
-        if details[name] is not None:
-            details[name] = details[name].copy()
     order = plan.graph.task_order if plan is not None else {}
     total = len(order) if order else len(run.visited)
     # The established selector's supervisor fields (documents 000 and 003):
     # lists of indices into the plan's task order, and completed counts.
-    steps_completed = sorted(order[n] for n in run.completed if n in order)
+    steps_completed = sorted([order[n] for n in run.completed if n in order])
     steps_failed = sorted(
-        order[n] for n, v in run.visited.items() if v["outcome"] == "fail" and n in order
+        [order[n] for n, v in run.visited.items() if v["outcome"] == "fail" and n in order]
     )
     completed = len(steps_completed) if order else len(run.completed)
-    current_step = total if run.status == "completed" else completed
-    details.update(
-        seen=list(run.seen),
-        checkpoints=[
+    notice, streak, report = run.notice, run.streak, run.report
+    # One dict display: the record's own keys, in the order records have kept them.
+    details: dict[str, Any] = {
+        "plan_id": run.plan_id,
+        "plan_name": run.plan_name,
+        "mode": run.mode,
+        "started_turn": run.started_turn,
+        "turn": run.turn,
+        "turns_since_transition": run.turns_since_transition,
+        "stale_after_turns": run.stale_after_turns,
+        "transitions": run.transitions,
+        "pace_level": run.pace_level,
+        "reason": run.reason,
+        "session_id": run.session_id,
+        "plan_version": run.plan_version,
+        "domain": run.domain,
+        # Read-only mappings: .copy() is their dict's copy, made in C.
+        "notice": None if notice is None else notice.copy(),  # type: ignore[attr-defined]
+        "streak": None if streak is None else streak.copy(),  # type: ignore[attr-defined]
+        "awaiting": run.awaiting,
+        "redirects": run.redirects,
+        "seen": list(run.seen),
+        "checkpoints": [
             {
                 "node": c["node"],
                 "path_len": c["path_len"],
@@ -410,20 +395,20 @@ def _guided_parts(plan: Plan | None, run: Run) -> _Parts:
             }
             for c in run.checkpoints
         ],
-        report=None if run.report is None else [e.copy() for e in run.report],  # type: ignore[attr-defined]
-        attempts=run.attempts(),
-        completed=list(run.completed),
-        current_step=current_step,
-        total_steps=total,
-        steps_completed=steps_completed,
-        steps_failed=steps_failed,
-        turns_since_progress=run.turns_since_progress,
-        last_tool_output=run.last_output,
-        context=thawed(run.context),
+        "report": None if report is None else [e.copy() for e in report],  # type: ignore[attr-defined]
+        "attempts": run.attempts(),
+        "completed": list(run.completed),
+        "current_step": total if run.status == "completed" else completed,
+        "total_steps": total,
+        "steps_completed": steps_completed,
+        "steps_failed": steps_failed,
+        "turns_since_progress": run.turns_since_progress,
+        "last_tool_output": run.last_output,
+        "context": thawed(run.context),
         # Last, where a JSON store splices it in: copies of the run's own
         # read-only events, which a store encodes (or copies) once per event.
-        events=RecentEvents.of(run.events),
-    )
+        "events": RecentEvents.of(run.events),
+    }
     return (
         RunKind.GUIDED,
         run.run_id,
