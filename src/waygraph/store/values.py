@@ -125,7 +125,9 @@ def _value(value: Any) -> Any:
             return value
         int.__repr__(value)  # raises past the interpreter's digit limit, as encoding does
         return value
-    if kind is dict or kind is NodeStates:
+    # A read-only mapping (the engine's events and node states) is an object
+    # to the encoder (through default=), read here without copying it first.
+    if kind is dict or kind is MappingProxyType or kind is NodeStates:
         return {
             k if type(k) is str else _key(k): v
             if type(v) in _PLAIN or (type(v) is int and _NEG_BIG < v < _BIG)
@@ -139,8 +141,6 @@ def _value(value: Any) -> Any:
         ]
     if kind is float:
         return _finite(value)
-    if kind is MappingProxyType:  # not a str, number, list or dict: the encoder's default
-        return _value(value.copy())
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, int):
@@ -182,7 +182,9 @@ def thawed(value: Any) -> Any:
         (True, False)
     """
     kind = type(value)
-    if kind is dict or kind is NodeStates:
+    # A read-only mapping (the engine's events and node states) is an object
+    # to the encoder (through default=), read here without copying it first.
+    if kind is dict or kind is MappingProxyType or kind is NodeStates:
         return {k: (v if type(v) in _SCALARS else thawed(v)) for k, v in value.items()}
     if kind is list:
         return [v if type(v) in _SCALARS else thawed(v) for v in value]
