@@ -267,6 +267,21 @@ def test_the_mirror_has_the_documents_shapes_and_salute_reports_flow(tmp_path: P
     assert reports[-1]["done"] == 2 and reports[-1]["step"] == "2/6"
 
 
+def test_an_iterations_hooks_mirror_its_record_once_and_the_next_turn_anew(
+    tmp_path: Path, layout: str
+):
+    a0 = supervised(tmp_path, layout)
+    a0.tool("Traceback: AssertionError")  # reproduce
+    mirror = a0.agent._htn_state  # type: ignore[attr-defined]
+    mirror["seen_by_the_org_kernel"] = True  # what a reader added stays for the iteration
+    a0.prompt()  # the prompt's and the selector's hooks: the same record as the tool's
+    assert a0.agent._htn_state is mirror  # type: ignore[attr-defined]
+    a0.tool("pricing.py:7 divides by 10")  # isolate: a new record, a new mirror
+    again = a0.agent._htn_state  # type: ignore[attr-defined]
+    assert again is not mirror and "seen_by_the_org_kernel" not in again
+    assert again["current_node"] != mirror["current_node"]
+
+
 def test_a_fix_test_loop_trips_the_stall_detector(tmp_path: Path, layout: str):
     a0 = supervised(tmp_path, layout, LOOP_PLAN)
     for _ in range(8):  # fix, then a failing test, again and again

@@ -97,6 +97,8 @@ _TURNED_KEY = "_waygraph_turned"
 PREFIX = "[HTN]"
 
 HTN_STATE_ATTR = "_htn_state"
+#: The record ``agent._htn_state`` was last made from (the same object: no new mirror).
+_MIRRORED_ATTR = "_waygraph_mirrored"
 PACE_LEVEL_ATTR = "_org_pace_level"
 
 
@@ -498,11 +500,18 @@ def _mirror(setup: HookSetup, agent: Any, record: dict[str, Any] | None) -> None
     ``current_node``, ``visited``, ...), which the supervisor and SALUTE read;
     ``total_nodes``, ``path`` and ``visited`` as document 003 shows them (:mod:`.org`).
     """
+    if (
+        record is not None
+        and getattr(agent, _MIRRORED_ATTR, None) is record
+        and hasattr(agent, HTN_STATE_ATTR)
+    ):
+        return  # an iteration's hooks pass the same record up to three times
     shown = record is not None and record.get("status") in ("running", "escalated")
     plan = _plan_for(setup, record) if shown and record is not None else None
     state = org.htn_state(record, plan)
     if state is not None:
         _set_attr(agent, HTN_STATE_ATTR, state)
+        _set_attr(agent, _MIRRORED_ATTR, record)
     elif hasattr(agent, HTN_STATE_ATTR):
         with contextlib.suppress(AttributeError):
             delattr(agent, HTN_STATE_ATTR)
