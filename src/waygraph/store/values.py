@@ -182,9 +182,7 @@ def thawed(value: Any) -> Any:
         (True, False)
     """
     kind = type(value)
-    # A read-only mapping (the engine's events and node states) is an object
-    # to the encoder (through default=), read here without copying it first.
-    if kind is dict or kind is MappingProxyType or kind is NodeStates:
+    if kind is dict or kind is NodeStates:
         return {k: (v if type(v) in _SCALARS else thawed(v)) for k, v in value.items()}
     if kind is list:
         return [v if type(v) in _SCALARS else thawed(v) for v in value]
