@@ -40,7 +40,7 @@ psycopg's pipeline mode measured about twice the client CPU of that string
 for the same commands (bench/pg_commits.py, docs/benchmarks.md).
 
 Example:
-    >>> from waygraph.store.base import normalise_commit
+    >>> from waygraph.store._commits import normalise_commit
     >>> c = normalise_commit("k", {}, 0, [{"e": 1}], kind="guided", session=None,
     ...                      status=None, plan=None, correlation_ids=[], make_current=False)
     >>> call, values = commit_call(c, 1.5, "waygraph", always=False)
@@ -53,7 +53,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from waygraph.store.base import Commit
+from waygraph.store._commits import Commit
 
 __all__ = ["CREATE", "PREPARES", "UPDATE", "commit_call"]
 
@@ -165,7 +165,7 @@ def commit_call(c: Commit, now: float, channel: str, *, always: bool) -> tuple[s
     version) when the record was written, none when the version check failed.
 
     Example:
-        >>> from waygraph.store.base import normalise_commit
+        >>> from waygraph.store._commits import normalise_commit
         >>> c = normalise_commit("k", {}, 2, [], kind="guided", session=None, status=None,
         ...                      plan=None, correlation_ids=[], make_current=False)
         >>> call, values = commit_call(c, 1.5, "waygraph", always=True)

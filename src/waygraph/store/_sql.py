@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from waygraph.model.record import kind_names
+from waygraph.store._commits import Commit
 from waygraph.store._counts_sql import Dialect, recount
 from waygraph.store._stats_sql import fill, runners
-from waygraph.store.base import Commit
 
 __all__ = ["commit_writes", "migrate_data", "sql_filters"]
 
@@ -73,7 +73,7 @@ def commit_writes(
     ``mark`` is the driver's parameter mark.
 
     Example:
-        >>> from waygraph.store.base import normalise_commit
+        >>> from waygraph.store._commits import normalise_commit
         >>> c = normalise_commit("k", {}, 1, [{"e": 1}], kind="guided", session=None,
         ...                      status=None, plan=None, correlation_ids=["c", "d"],
         ...                      make_current=False)

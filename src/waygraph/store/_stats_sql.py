@@ -25,7 +25,7 @@ from typing import Any
 
 from waygraph.model._status import FINISHED
 from waygraph.model.record import RunKind
-from waygraph.store.base import Commit
+from waygraph.store._commits import Commit
 from waygraph.store.stats import (
     LISTED_ACTIVATIONS,
     NODE_FIELDS,
@@ -253,7 +253,7 @@ def needs_count(commits: Sequence[Commit]) -> bool:
     can skip the statistics' round trips for it.
 
     Example:
-        >>> from waygraph.store.base import normalise_commit
+        >>> from waygraph.store._commits import normalise_commit
         >>> c = normalise_commit("k", {}, 0, [], kind="guided", session=None,
         ...                      status="completed", plan=None, correlation_ids=[],
         ...                      make_current=False)
