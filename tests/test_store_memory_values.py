@@ -290,3 +290,18 @@ def test_memory_holds_each_carried_over_event_and_node_state_once_while_the_run_
     assert first in made and second in made and one in made
     rec = store.get("k")
     assert rec is not None and rec.data["events"] == [dict(first), dict(second)]
+
+
+@pytest.mark.parametrize("value", ACCEPTED, ids=range(len(ACCEPTED)))
+def test_encode_writes_what_json_s_python_encoder_writes(
+    monkeypatch: pytest.MonkeyPatch, value: Any
+) -> None:
+    # encode() calls the C encoder it made once; without _json, JSONEncoder.encode.
+    from waygraph.store import values
+
+    fast = encode(value)
+    monkeypatch.setattr(values, "_C_ENCODER", None)
+    assert fast == encode(value)
+    assert fast == json.dumps(
+        value, separators=(",", ":"), allow_nan=False, default=values._read_only
+    )

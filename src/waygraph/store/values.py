@@ -61,6 +61,17 @@ def _read_only(value: Any) -> Any:
 
 # One encoder for every call: json.dumps with options builds a new one each time.
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_read_only)
+# The C encoder JSONEncoder.encode builds on every call, made once: that wrapper
+# cost about 1 µs of a 2.7 µs event. Without circular-reference markers, a value
+# containing itself ends in RecursionError instead, refused all the same.
+_MAKE_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # None without _json
+_C_ENCODER = (
+    None
+    if _MAKE_C_ENCODER is None
+    else _MAKE_C_ENCODER(
+        None, _read_only, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False
+    )
+)
 
 
 def encode(value: Any, *, what: str = "the value") -> str:
@@ -76,7 +87,9 @@ def encode(value: Any, *, what: str = "the value") -> str:
         '{"a":[1,null]}'
     """
     try:
-        return _ENCODER.encode(value)
+        if _C_ENCODER is None:
+            return _ENCODER.encode(value)
+        return "".join(_C_ENCODER(value, 0))
     except (TypeError, ValueError, RecursionError) as exc:
         raise TypeError(f"{what} is not JSON-ready: {exc}") from exc
 
