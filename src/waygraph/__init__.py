@@ -17,8 +17,9 @@ import importlib.machinery
 import sys
 from importlib import import_module
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from waygraph._extras import lazy_names
 from waygraph.errors import (
     ConfigError,
     Conflict,
@@ -90,18 +91,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'waygraph' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    # Cached as a real attribute: later lookups skip this function.
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
 
 # Modules that lived at the package root before it was split into subpackages

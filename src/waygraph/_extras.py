@@ -1,20 +1,24 @@
-"""The one way waygraph imports an optional package (an extra).
+"""How waygraph imports what a caller may never use: optional packages, and names on first use.
 
 Every import of a package that only an extra installs (``pip install
 'waygraph[llm]'`` and friends, see ``[project.optional-dependencies]`` in
 pyproject.toml) goes through :func:`require` first, so a missing package is
 one line naming the extra to install (:class:`~waygraph.errors.MissingExtra`,
 exit code 2 on the command line), never a traceback or a wrong hint.
+A package whose public names are costly to import serves them through
+:func:`lazy_names` (PEP 562), loading each on first use.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from types import ModuleType
+from typing import Any
 
 from waygraph.errors import MissingExtra
 
-__all__ = ["EXTRAS", "require"]
+__all__ = ["EXTRAS", "lazy_names", "require"]
 
 #: extra -> the top-level modules it installs (its ``import`` names).
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -56,3 +60,34 @@ which is not installed: pip install 'waygraph[llm]'
         except ImportError:
             raise MissingExtra(extra, name, purpose) from None
     return loaded[0]
+
+
+def lazy_names(
+    namespace: dict[str, Any], homes: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` that import ``homes``' names on first use.
+
+    ``namespace`` is the package's ``globals()``; ``homes`` maps a name to the
+    module that defines it. A name loaded once is kept in the namespace as a
+    real attribute, so later lookups never reach ``__getattr__``.
+
+    Example:
+        >>> space = {"__name__": "pkg", "__all__": ["dumps"]}
+        >>> getattr_, dir_ = lazy_names(space, {"dumps": "json"})
+        >>> getattr_("dumps").__module__, "dumps" in space, dir_()
+        ('json', True, ['__all__', '__name__', 'dumps'])
+    """
+    package = namespace["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(namespace.get("__all__", ())))
+
+    return __getattr__, __dir__

@@ -19,9 +19,9 @@ Example:
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from waygraph._extras import lazy_names
 from waygraph.pipelines.conditions import condition_problem, evaluate_condition
 from waygraph.pipelines.outcome import STAGE_STATUSES, Outcome, StageStatus
 from waygraph.pipelines.routing import handler_type, select_edge
@@ -108,10 +108,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'waygraph.pipelines' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), _LAZY)[0]
