@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _report import Report, add_json_flag  # noqa: E402
 
 from waygraph.library import Library, load_library  # noqa: E402
-from waygraph.match import MAX_GAP, Matcher, naive_match, phrase_words  # noqa: E402
+from waygraph.match import Matcher, naive_match, phrase_in, phrase_words  # noqa: E402
 from waygraph.model import Graph, Plan  # noqa: E402
 
 COMPAT_GRAPH = ROOT / "tests" / "fixtures" / "compat" / "agent-zero-graph-library-v2.json"
@@ -157,22 +157,10 @@ def prepared_scan(lib: Library) -> Callable[[str], int]:
         t.lower() for p in lib if lib.match_mode_of(p) != "phrase" for t in p.triggers if t.strip()
     ]
 
-    def occurs(trigger: tuple[str, ...], words: tuple[str, ...]) -> bool:
-        reach = [i for i, w in enumerate(words) if w == trigger[0]]
-        for word in trigger[1:]:
-            reach = [
-                p
-                for p, w in enumerate(words)
-                if w == word and any(q < p <= q + MAX_GAP + 1 for q in reach)
-            ]
-            if not reach:
-                return False
-        return bool(reach)
-
     def scan(message: str) -> int:
         words = phrase_words(message)
         text = message.lower()
-        hits = sum(1 for t in phrase if occurs(t, words))
+        hits = sum(1 for t in phrase if phrase_in(t, words))
         return hits + sum(1 for t in substring if t in text)
 
     return scan
