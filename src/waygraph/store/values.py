@@ -240,20 +240,8 @@ class SourceMemo(Generic[T]):
         """
         sources = tuple(sources)
         with self._lock:
-            last = self._memo.pop(key, None)
-        make = self._form
-        if fresh:
-            found = fresh
-
-            def make(source: Mapping[str, Any], what: str) -> T:
-                form = found.get(id(source))
-                return self._form(source, what) if form is None else form
-
-        forms = (
-            reused_forms(*last, sources, what, make)
-            if last is not None
-            else [make(source, what) for source in sources]
-        )
+            old, old_forms = self._memo.pop(key, ((), []))
+        forms = reused_forms(old, old_forms, sources, what, self._form, fresh)
         with self._lock:
             # The memo keeps the sources alive, so an identity seen here is
             # never another object's.
@@ -269,9 +257,12 @@ def reused_forms(
     sources: tuple[Mapping[str, Any], ...],
     what: str,
     make: Callable[[Mapping[str, Any], str], T],
+    fresh: Mapping[int, T] | None = None,
 ) -> list[T]:
     """The form of each of ``sources``: ``old_forms``' form for a source of ``old``, else made.
 
+    A source not in ``old`` takes its form from ``fresh`` (forms the caller
+    made already, by ``id`` of a source it holds), else from ``make``.
     Sources are matched by object identity, never equality: ``{"a": 1}``
     equals ``{"a": True}`` and ``{"a": 1.0}``, whose JSON differs. The caller
     keeps ``old`` alive, so an identity matched is never another object's.
@@ -284,6 +275,13 @@ def reused_forms(
     """
     if not sources:
         return []
+    if fresh:
+        found, make_new = fresh, make
+
+        def make(source: Mapping[str, Any], what: str) -> T:
+            form = found.get(id(source))
+            return make_new(source, what) if form is None else form
+
     # The usual case: the last list with its oldest few dropped and new
     # events appended.
     first = sources[0]
@@ -404,17 +402,8 @@ def held_record(
     event_forms: list[Any] = []
     if type(events) is RecentEvents:
         event_sources = events.sources
-        make: Callable[[Any, str], Any] = held
-        if fresh:
-            found = fresh
-
-            def made(source: Any, what: str) -> Any:
-                form = found.get(id(source))
-                return held(source, what) if form is None else form
-
-            make = made
         event_forms = reused_forms(
-            last.events, last.event_forms, event_sources, f"an event of {what}", make
+            last.events, last.event_forms, event_sources, f"an event of {what}", held, fresh
         )
         kept["events"] = event_forms
     state_sources: Mapping[str, Mapping[str, Any]] = {}
